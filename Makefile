@@ -1,0 +1,38 @@
+# kstream: `make run` (quick start on ./data) and `make test` do all the set-up.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Spark's Python workers must run the virtualenv's interpreter.
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+
+.PHONY: install run test test-slow bench lint clean
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash jobs/quickstart_cli.sh
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow
+
+bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m bench.run
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

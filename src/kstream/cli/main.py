@@ -1,0 +1,46 @@
+"""`kstream` entry point: global options and the command groups."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from kstream.cli.console import consume, produce
+from kstream.cli.dump_log import dump_log
+from kstream.cli.perf import perf
+from kstream.cli.topics import topics
+from kstream.errors import KStreamError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--cluster", envvar="KSTREAM_CLUSTER", default="./data", show_default=True,
+              help="Cluster path (its metadata dir); env KSTREAM_CLUSTER.")
+@click.option("-v", "--verbose", is_flag=True, help="Log what the storage engine does.")
+@click.pass_context
+def cli(ctx: click.Context, cluster: str, verbose: bool) -> None:
+    """kstream: an embedded, Kafka-style commit log of Arrow record batches."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    ctx.obj = {"cluster": cluster}
+
+
+for command in (topics, produce, consume, dump_log, perf):
+    cli.add_command(command)
+
+
+def main() -> None:
+    """Run the CLI; a KStreamError prints its message (no traceback) and exits 1."""
+    try:
+        cli(standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    except KStreamError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
+    except BrokenPipeError:
+        sys.exit(0)

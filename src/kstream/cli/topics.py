@@ -1,0 +1,118 @@
+"""`kstream topics`: create, list, describe, alter, delete."""
+
+from __future__ import annotations
+
+import click
+import pyarrow as pa
+from rich.console import Console
+from rich.table import Table
+
+from kstream.admin import Admin, NewPartitions, NewTopic
+from kstream.cli.common import cluster_options, parse_pairs, parse_schema
+from kstream.options import CLUSTER_OPTIONS
+
+
+@click.group()
+def topics() -> None:
+    """Create, list, describe, alter and delete topics."""
+
+
+@topics.command("create")
+@click.argument("topic")
+@click.option("--partitions", type=int, default=-1, help="Partitions (default: num.partitions).")
+@click.option("--replication-factor", type=int, default=-1,
+              help="Replicas (default: default.replication.factor).")
+@click.option("--config", "configs", multiple=True, metavar="K=V", help="Topic config override.")
+@click.option("--schema", help="Typed topic: Arrow columns as name:type,... (e.g. id:int64,name:string).")
+@click.option("--log-dirs", help="Comma-separated log dirs; used when this creates the cluster.")
+@click.option("--cluster-config", "cluster_configs", multiple=True, metavar="K=V",
+              help="Broker-side setting; used when this creates the cluster.")
+@click.option("--if-not-exists", is_flag=True, help="Succeed if the topic already exists.")
+@click.pass_context
+def create(ctx: click.Context, topic: str, partitions: int, replication_factor: int,
+           configs: tuple[str, ...], schema: str | None, log_dirs: str | None,
+           cluster_configs: tuple[str, ...], if_not_exists: bool) -> None:
+    """Create TOPIC."""
+    broker = parse_pairs(cluster_configs, "--cluster-config")
+    unknown = [k for k in broker if k not in CLUSTER_OPTIONS]
+    if unknown:
+        raise click.BadParameter(f"unknown broker-side settings {unknown}", param_hint="--cluster-config")
+    with Admin(cluster_options(ctx, **broker, **{"log.dirs": log_dirs})) as admin:
+        if if_not_exists and topic in admin.cluster.list_topics():
+            click.echo(f"Topic {topic} already exists.")
+            return
+        new = NewTopic(topic, partitions, replication_factor, parse_pairs(configs, "--config"),
+                       parse_schema(schema) if schema else None)
+        info = admin.create_topics([new])[topic].result()
+        click.echo(f"Created topic {topic} with {info.num_partitions} partition(s), "
+                   f"replication factor {info.replication_factor}.")
+
+
+@topics.command("list")
+@click.pass_context
+def list_(ctx: click.Context) -> None:
+    """List topic names."""
+    with Admin(cluster_options(ctx)) as admin:
+        for name in admin.cluster.list_topics():
+            click.echo(name)
+
+
+@topics.command("describe")
+@click.argument("names", nargs=-1)
+@click.pass_context
+def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
+    """Describe topics (all when none named): partitions, leaders, replicas, offsets."""
+    console = Console()
+    with Admin(cluster_options(ctx)) as admin:
+        for name in names or admin.cluster.list_topics():
+            d = admin.describe_topic(name)
+            overrides = ",".join(f"{k}={v}" for k, v in sorted(d.config.items())) or "(none)"
+            console.print(f"Topic: [bold]{d.name}[/]  TopicId: {d.topic_id}  "
+                          f"PartitionCount: {len(d.partitions)}  Configs: {overrides}")
+            if d.schema is not None:
+                console.print("Schema: " + ", ".join(f"{f.name}:{f.type}" for f in d.schema))
+            table = Table("Partition", "Leader", "Replicas", "Isr", "Epoch", "LogStart", "LEO", "HW",
+                          "Size")
+            for p in d.partitions:
+                table.add_row(str(p.id), str(p.leader), ",".join(map(str, p.replicas)),
+                              ",".join(map(str, p.isrs)), str(p.leader_epoch), str(p.log_start_offset),
+                              str(p.log_end_offset), str(p.high_watermark), f"{p.size_bytes:,}")
+            console.print(table)
+
+
+@topics.command("alter")
+@click.argument("topic")
+@click.option("--config", "configs", multiple=True, metavar="K=V", help="Set a topic config.")
+@click.option("--delete-config", "deletes", multiple=True, metavar="K", help="Remove an override.")
+@click.option("--partitions", type=int, help="Increase the partition count to this.")
+@click.option("--add-columns", help="Typed topic: nullable columns to append, name:type,...")
+@click.pass_context
+def alter(ctx: click.Context, topic: str, configs: tuple[str, ...], deletes: tuple[str, ...],
+          partitions: int | None, add_columns: str | None) -> None:
+    """Change TOPIC's configs, partition count or schema."""
+    with Admin(cluster_options(ctx)) as admin:
+        changes: dict[str, str | None] = dict(parse_pairs(configs, "--config"))
+        changes.update({k: None for k in deletes})
+        if changes:
+            admin.alter_topic_config(topic, changes)
+            click.echo(f"Updated configs of {topic}.")
+        if partitions is not None:
+            admin.create_partitions([NewPartitions(topic, partitions)])[topic].result()
+            click.echo(f"Topic {topic} now has {partitions} partitions.")
+        if add_columns:
+            current = admin.describe_topic(topic).schema
+            if current is None:
+                raise click.BadParameter(f"{topic} is a bytes topic", param_hint="--add-columns")
+            added = parse_schema(add_columns)
+            admin.evolve_schema(topic, pa.schema(list(current) + list(added)))
+            click.echo(f"Added columns {added.names} to {topic}.")
+
+
+@topics.command("delete")
+@click.argument("topic")
+@click.pass_context
+def delete(ctx: click.Context, topic: str) -> None:
+    """Delete TOPIC and its data."""
+    with Admin(cluster_options(ctx)) as admin:
+        admin.delete_topics([topic])[topic].result()
+        click.echo(f"Deleted topic {topic}.")

@@ -1,0 +1,352 @@
+"""The Consumer: confluent-kafka's assign()/seek()/poll()/consume(), plus Arrow-native poll_batch().
+
+A consumer reads the partitions assigned to it straight from the log files,
+below each partition's high watermark, checking every batch's checksum
+(``check.crcs``). Fetches take up to ``max.partition.fetch.bytes`` from a
+partition and ``fetch.max.bytes`` in all, round-robin over the assignment.
+With nothing to read, ``poll`` blocks on a directory watch (inotify) until a
+writer appends or the timeout passes.
+
+Group membership and committed offsets (``subscribe``, ``commit``) come with
+consumer groups; ``group.id`` is accepted now. Not thread-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping
+from itertools import repeat
+from operator import length_hint
+from typing import Any
+
+import pyarrow as pa
+
+from kstream.client_config import open_client
+from kstream.errors import ConfigError, OffsetOutOfRangeError
+from kstream.log.change_notifier import ChangeNotifier
+from kstream.log.cluster import Cluster
+from kstream.log.log_reader import LogReader
+from kstream.log.output import (
+    StoredBatch,
+    decode_frame,
+    first_offset_at_or_after,
+    output_schema,
+    to_output,
+    to_python_records,
+)
+from kstream.log.records import PayloadCodec
+from kstream.message import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    KafkaError,
+    Message,
+    TopicPartition,
+    make_message,
+)
+from kstream.options import CONSUMER_OPTIONS
+
+log = logging.getLogger(__name__)
+
+
+class _Assigned:
+    """One assigned partition: its reader, fetch position and fetched-but-unreturned data."""
+
+    __slots__ = ("topic", "partition", "reader", "fetch_offset", "schema", "typed", "chunks",
+                 "eof_reported")
+
+    def __init__(self, topic: str, partition: int, reader: LogReader, schema: pa.Schema,
+                 typed: bool, fetch_offset: int):
+        self.topic = topic
+        self.partition = partition
+        self.reader = reader
+        self.fetch_offset = fetch_offset
+        self.schema = schema
+        self.typed = typed
+        self.chunks: deque[StoredBatch] = deque()
+        self.eof_reported = False
+
+    def buffered(self) -> int:
+        return sum(chunk.batch.num_rows for chunk in self.chunks)
+
+
+class Consumer:
+    """Reads assigned partitions of a cluster. See the module docstring."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
+        options, self._cluster = open_client(CONSUMER_OPTIONS, config, kwargs, "a Consumer")
+        self._options = options
+        self._codec = PayloadCodec()
+        self._assigned: dict[tuple[str, int], _Assigned] = {}
+        self._order: list[tuple[str, int]] = []
+        self._next = 0
+        self._notifier = ChangeNotifier(max_sleep_s=options["fetch.wait.max.ms"] / 1000.0)
+        # The messages poll() hands out come from one chunk at a time.
+        self._messages: Iterator[Message] = iter(())
+        self._messages_owner: _Assigned | None = None
+        self._messages_chunk: StoredBatch | None = None
+        self._closed = False
+
+    @property
+    def cluster(self) -> Cluster:
+        return self._cluster
+
+    # -- assignment ----------------------------------------------------------------
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        """Replace the assignment. Offsets: >= 0 exact, OFFSET_BEGINNING, OFFSET_END, or
+        anything else for ``auto.offset.reset``."""
+        self.unassign()
+        self.incremental_assign(partitions)
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            info = self._cluster.topic(tp.topic)
+            handle = self._cluster.partition(info, tp.partition)
+            schema = Cluster.topic_schema(info)
+            reader = handle.reader(check_crcs=self._options["check.crcs"])
+            assigned = _Assigned(tp.topic, tp.partition, reader, output_schema(schema),
+                                 schema is not None, 0)
+            assigned.fetch_offset = self._resolve(assigned, tp.offset)
+            key = (tp.topic, tp.partition)
+            if key not in self._assigned:
+                self._order.append(key)
+            self._assigned[key] = assigned
+            self._notifier.watch(handle.leader_dir)
+
+    def unassign(self) -> None:
+        for assigned in self._assigned.values():
+            assigned.reader.close()
+        self._assigned.clear()
+        self._order.clear()
+        self._drop_messages()
+
+    def assignment(self) -> list[TopicPartition]:
+        return [TopicPartition(t, p) for t, p in self._order]
+
+    def _resolve(self, assigned: _Assigned, offset: int) -> int:
+        reader = assigned.reader
+        if offset == OFFSET_BEGINNING:
+            return reader.log_start_offset()
+        if offset == OFFSET_END:
+            return reader.log_end_offset()
+        if offset >= 0:
+            return offset
+        reset = self._options["auto.offset.reset"]
+        if reset == "error":
+            raise OffsetOutOfRangeError(
+                f"no valid position for {assigned.topic}-{assigned.partition} and "
+                "auto.offset.reset=error; assign an explicit offset")
+        return reader.log_start_offset() if reset == "earliest" else reader.log_end_offset()
+
+    def seek(self, partition: TopicPartition) -> None:
+        """Set the next offset to read for an assigned partition."""
+        assigned = self._get(partition)
+        if self._messages_owner is assigned:
+            self._drop_messages()
+        assigned.chunks.clear()
+        assigned.eof_reported = False
+        assigned.fetch_offset = self._resolve(assigned, partition.offset)
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """The offset of the next record poll() returns, per partition."""
+        result = []
+        for tp in partitions:
+            assigned = self._get(tp)
+            position = assigned.fetch_offset - assigned.buffered()
+            if self._messages_owner is assigned:
+                position -= length_hint(self._messages)
+            result.append(TopicPartition(tp.topic, tp.partition, position))
+        return result
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None,
+                              cached: bool = False) -> tuple[int, int]:
+        """(low, high): log start offset and high watermark."""
+        reader = self._reader_for(partition)
+        return reader.log_start_offset(), reader.log_end_offset()
+
+    def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None
+                          ) -> list[TopicPartition]:
+        """Per partition, the earliest offset whose timestamp is >= tp.offset (ms); -1 if none."""
+        result = []
+        for tp in partitions:
+            reader = self._reader_for(tp)
+            base = reader.offset_for_timestamp(tp.offset)
+            offset = -1
+            if base is not None:
+                for frame in reader.read(base, 1):
+                    offset = first_offset_at_or_after(decode_frame(self._codec, frame), tp.offset)
+            result.append(TopicPartition(tp.topic, tp.partition, offset))
+        return result
+
+    def _reader_for(self, tp: TopicPartition) -> LogReader:
+        assigned = self._assigned.get((tp.topic, tp.partition))
+        if assigned is not None:
+            return assigned.reader
+        return self._cluster.partition(tp.topic, tp.partition).reader()
+
+    def _get(self, tp: TopicPartition) -> _Assigned:
+        assigned = self._assigned.get((tp.topic, tp.partition))
+        if assigned is None:
+            raise ConfigError(f"{tp.topic}-{tp.partition} is not assigned to this consumer; "
+                              "assign() it first")
+        return assigned
+
+    # -- per-record API ----------------------------------------------------------------
+
+    def poll(self, timeout: float | None = None) -> Message | None:
+        """The next record, or None when none arrives within ``timeout`` seconds (None: forever)."""
+        try:
+            return next(self._messages)
+        except StopIteration:
+            pass
+        return self._poll_slow(timeout)
+
+    def _poll_slow(self, timeout: float | None) -> Message | None:
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while True:
+            assigned = self._take_chunk_owner(deadline)
+            if assigned is None:
+                return None
+            if isinstance(assigned, Message):
+                return assigned
+            chunk = assigned.chunks.popleft()
+            self._messages_owner = assigned
+            self._messages_chunk = chunk
+            self._messages = self._to_messages(assigned, chunk)
+            try:
+                return next(self._messages)
+            except StopIteration:
+                continue
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        """Up to ``num_messages`` records, waiting at most ``timeout`` seconds (-1: forever)."""
+        deadline = None if timeout < 0 else time.monotonic() + timeout
+        result: list[Message] = []
+        while len(result) < num_messages:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            message = self.poll(remaining)
+            if message is None:
+                break
+            result.append(message)
+            if deadline is not None and time.monotonic() >= deadline and result:
+                break
+        return result
+
+    def _to_messages(self, assigned: _Assigned, chunk: StoredBatch) -> Iterator[Message]:
+        keys, values, timestamps, headers = to_python_records(chunk, assigned.typed)
+        n = chunk.batch.num_rows
+        kind = TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME
+        # A list iterator, so position() can ask how many are left (length_hint).
+        return iter(list(map(Message, zip(
+            repeat(assigned.topic, n), repeat(assigned.partition, n),
+            range(chunk.base_offset, chunk.base_offset + n), keys, values, headers,
+            repeat(kind, n), timestamps, repeat(None, n)))))
+
+    # -- Arrow API ---------------------------------------------------------------------------
+
+    def poll_batch(self, max_records: int | None = None, timeout: float | None = None
+                   ) -> pa.RecordBatch | None:
+        """Up to ``max_records`` (default ``max.poll.records``) records of one partition as one
+        Arrow batch with key/value (or typed columns), topic, partition, offset, timestamp,
+        timestampType and headers; None when nothing arrives within ``timeout`` seconds."""
+        limit = max_records or self._options["max.poll.records"]
+        if self._messages_owner is not None and self._messages_chunk is not None:
+            owner, chunk = self._messages_owner, self._messages_chunk
+            remaining = length_hint(self._messages)
+            self._drop_messages()
+            if remaining:
+                owner.chunks.appendleft(chunk.slice_from(chunk.next_offset - remaining))
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while True:
+            assigned = self._take_chunk_owner(deadline)
+            if assigned is None:
+                return None
+            if isinstance(assigned, Message):  # an EOF event has no batch form
+                continue
+            chunk = assigned.chunks.popleft()
+            if chunk.batch.num_rows > limit:
+                assigned.chunks.appendleft(chunk.slice_from(chunk.base_offset + limit))
+                chunk = chunk.head(limit)
+            return to_output(chunk, assigned.topic, assigned.partition, assigned.schema)
+
+    # -- fetching -------------------------------------------------------------------------------
+
+    def _take_chunk_owner(self, deadline: float | None) -> _Assigned | Message | None:
+        """A partition with buffered data (fetching, then waiting, as needed)."""
+        if not self._order:
+            if deadline is not None:
+                time.sleep(max(0.0, deadline - time.monotonic()))
+            return None
+        while True:
+            for _ in range(len(self._order)):
+                assigned = self._assigned[self._order[self._next]]
+                self._next = (self._next + 1) % len(self._order)
+                if assigned.chunks:
+                    return assigned
+            self._notifier.drain()
+            if self._fetch():
+                continue
+            eof = self._eof_event()
+            if eof is not None:
+                return eof
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return None
+            self._notifier.wait(self._notifier.max_sleep_s if deadline is None
+                                else min(deadline - now, self._notifier.max_sleep_s))
+
+    def _fetch(self) -> bool:
+        """One fetch round over the assignment; True if anything was read."""
+        budget = self._options["fetch.max.bytes"]
+        per_partition = self._options["max.partition.fetch.bytes"]
+        got = False
+        for key in self._order:
+            assigned = self._assigned[key]
+            if assigned.chunks:
+                continue
+            frames = assigned.reader.read(assigned.fetch_offset, min(per_partition, budget))
+            for frame in frames:
+                stored = decode_frame(self._codec, frame).slice_from(assigned.fetch_offset)
+                assigned.chunks.append(stored)
+                assigned.fetch_offset = stored.next_offset
+                budget -= frame.header.frame_size
+                got = True
+            if frames:
+                assigned.eof_reported = False
+            if budget <= 0:
+                break
+        return got
+
+    def _eof_event(self) -> Message | None:
+        if not self._options["enable.partition.eof"]:
+            return None
+        for key in self._order:
+            assigned = self._assigned[key]
+            if not assigned.eof_reported and not assigned.chunks:
+                assigned.eof_reported = True
+                return make_message(assigned.topic, assigned.partition, assigned.fetch_offset,
+                                    error=KafkaError(KafkaError._PARTITION_EOF, "end of partition"))
+        return None
+
+    def _drop_messages(self) -> None:
+        self._messages = iter(())
+        self._messages_owner = None
+        self._messages_chunk = None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.unassign()
+        self._notifier.close()
+        self._cluster.close()
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,92 @@
+"""Wake a waiting reader when a replica directory changes (Linux inotify, else polling).
+
+A consumer with nothing to read blocks in :meth:`ChangeNotifier.wait` instead
+of spinning: any write, new segment or deletion in a watched directory wakes
+it. Without inotify (another OS, or the watch limit reached) ``wait`` sleeps
+for a short, growing interval, which is correct but slower to react.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import select
+import time
+
+_IN_MODIFY = 0x002
+_IN_CREATE = 0x100
+_IN_DELETE = 0x200
+_IN_MOVED_TO = 0x080
+_IN_NONBLOCK = 0o4000
+_IN_CLOEXEC = 0o2000000
+_MASK = _IN_MODIFY | _IN_CREATE | _IN_DELETE | _IN_MOVED_TO
+_POLL_START_S = 0.0002
+
+
+def _libc() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+        libc.inotify_init1  # noqa: B018 - probe that the symbol exists
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+class ChangeNotifier:
+    """Watches directories; not thread-safe; re-created after fork by its owner."""
+
+    def __init__(self, max_sleep_s: float):
+        self.max_sleep_s = max_sleep_s
+        self._libc = _libc()
+        self._fd = -1
+        self._watched: dict[str, int] = {}
+        self._polling = self._libc is None
+        if not self._polling:
+            assert self._libc is not None
+            self._fd = self._libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+            self._polling = self._fd < 0
+        self._sleep_s = _POLL_START_S
+
+    def watch(self, directory: str) -> None:
+        if self._polling or directory in self._watched:
+            return
+        assert self._libc is not None
+        os.makedirs(directory, exist_ok=True)
+        wd = self._libc.inotify_add_watch(self._fd, os.fsencode(directory), _MASK)
+        if wd < 0:
+            self._polling = True  # e.g. fs.inotify.max_user_watches reached
+            return
+        self._watched[directory] = wd
+
+    def wait(self, timeout_s: float) -> None:
+        """Return when a watched directory changed, or after ``timeout_s``."""
+        if timeout_s <= 0:
+            return
+        if self._polling:
+            time.sleep(min(timeout_s, self._sleep_s))
+            self._sleep_s = min(self.max_sleep_s, self._sleep_s * 2)
+            return
+        ready, _, _ = select.select([self._fd], [], [], timeout_s)
+        if ready:
+            self.drain()
+
+    def drain(self) -> None:
+        """Forget pending events (the caller is about to look at the log anyway)."""
+        self._sleep_s = _POLL_START_S
+        if self._polling:
+            return
+        try:
+            while os.read(self._fd, 65536):
+                pass
+        except BlockingIOError:
+            pass
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        self._watched.clear()

@@ -1,0 +1,333 @@
+"""A cluster: one metadata dir naming everything (config, metadata DB, log dirs).
+
+``Cluster.open(path, options)`` creates the cluster on first use (with the
+broker-side options given, e.g. ``log.dirs``) and afterwards reads them from
+``cluster.properties``; a later caller passing a different broker-side value
+gets a :class:`ConfigError` rather than a silently different cluster.
+Topics are created here with their replicas placed round-robin over the log
+dirs (leaders spread evenly, as Kafka assigns them).
+
+Thread-safe for reads; the metadata DB serialises writers across processes.
+Picklable as configuration only (the path).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from kstream.errors import ClusterError, ConfigError, PartitionNotFoundError
+from kstream.log import format as fmt
+from kstream.log.lock import PartitionLock
+from kstream.log.log_config import LogConfig
+from kstream.log.metadata import Metadata, PartitionInfo, TopicInfo
+from kstream.log.partition import Partition
+from kstream.log.records import check_schema_evolution, check_typed_schema
+from kstream.log.segment import fsync_dir
+from kstream.options import CLUSTER_OPTIONS, TOPIC_OPTIONS, parse_options
+
+DEFAULT_CLUSTER = "./data"
+CLUSTER_ENV = "KSTREAM_CLUSTER"
+_MAX_TOPIC_NAME = 249
+
+
+def resolve_cluster_path(path: str | None) -> str:
+    """The cluster path from an option, else $KSTREAM_CLUSTER, else ./data (absolute)."""
+    return os.path.abspath(path or os.environ.get(CLUSTER_ENV) or DEFAULT_CLUSTER)
+
+
+def read_properties(path: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                key, _, value = line.partition("=")
+                values[key.strip()] = value.strip()
+    return values
+
+
+def write_properties_atomically(path: str, values: Mapping[str, str], comment: str) -> None:
+    """Write .tmp, fsync, rename, fsync the directory."""
+    tmp = path + fmt.TMP_SUFFIX
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(f"# {comment}\n")
+        for key, value in values.items():
+            f.write(f"{key}={value}\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, path)
+    fsync_dir(os.path.dirname(path))
+
+
+def check_topic_name(name: str) -> None:
+    legal = all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
+    if not name or len(name) > _MAX_TOPIC_NAME or not legal or name in (".", ".."):
+        raise ConfigError(
+            f"illegal topic name {name!r}: use 1-{_MAX_TOPIC_NAME} characters of "
+            "ASCII letters, digits, '.', '_' and '-'"
+        )
+
+
+class Cluster:
+    """An open cluster. Create with :meth:`open`."""
+
+    def __init__(self, path: str, config: Mapping[str, Any], cluster_id: str):
+        self.path = path
+        self.config = dict(config)
+        self.cluster_id = cluster_id
+        self.metadata = Metadata(os.path.join(path, fmt.METADATA_DB))
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (Cluster.open, (self.path,))
+
+    # -- opening -------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | None = None, options: Mapping[str, Any] | None = None) -> Cluster:
+        """Open the cluster at ``path``, creating it (with ``options``) if it does not exist."""
+        path = resolve_cluster_path(path)
+        broker_options = {k: v for k, v in (options or {}).items() if k in CLUSTER_OPTIONS}
+        properties = os.path.join(path, fmt.CLUSTER_PROPERTIES)
+        if not os.path.exists(properties):
+            if os.path.isdir(path) and os.listdir(path):
+                raise ClusterError(
+                    f"{path} is not a kstream cluster (no {fmt.CLUSTER_PROPERTIES}) and is not "
+                    "empty; pass an empty or new directory as the cluster path"
+                )
+            cls._create(path, broker_options)
+        stored = read_properties(properties)
+        cluster_id = stored.pop("kstream.cluster.id", "")
+        version = stored.pop("kstream.format.version", "")
+        if version != str(fmt.FORMAT_VERSION):
+            raise ClusterError(f"{path} has format version {version!r}; this kstream reads "
+                               f"version {fmt.FORMAT_VERSION}")
+        config = parse_options(CLUSTER_OPTIONS, stored, what=f"cluster {path}")
+        for name, raw in broker_options.items():
+            wanted = CLUSTER_OPTIONS[name].parse(raw)
+            if name == "log.dirs":
+                wanted = tuple(os.path.abspath(d) for d in wanted)
+                have = tuple(_absolute_log_dir(path, d) for d in config[name])
+            else:
+                have = config[name]
+            if wanted != have:
+                raise ConfigError(
+                    f"cluster {path} already has {name}={raw_value(have)}, not {raw_value(wanted)}; "
+                    "broker-side settings are fixed when a cluster is created (drop the option, "
+                    "or use a new cluster path)"
+                )
+        cluster = cls(path, config, cluster_id)
+        cluster._check_log_dirs()
+        return cluster
+
+    @classmethod
+    def _create(cls, path: str, options: Mapping[str, Any]) -> None:
+        parent = os.path.dirname(path.rstrip("/")) or "."
+        os.makedirs(parent, exist_ok=True)
+        staging = f"{path}.creating-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        os.makedirs(staging)
+        try:
+            config = parse_options(CLUSTER_OPTIONS, options, what="a new cluster")
+            # Given log dirs are absolute; the default lives inside the cluster dir.
+            log_dirs = tuple(os.path.abspath(d) for d in config["log.dirs"]) or ("logs",)
+            values = {"kstream.cluster.id": uuid.uuid4().hex,
+                      "kstream.format.version": str(fmt.FORMAT_VERSION)}
+            for name, raw in options.items():
+                values[name] = raw_value(config[name])
+            values["log.dirs"] = ",".join(log_dirs)
+            write_properties_atomically(os.path.join(staging, fmt.CLUSTER_PROPERTIES), values,
+                                        "kstream cluster: broker-side settings, fixed at creation")
+            metadata = Metadata(os.path.join(staging, fmt.METADATA_DB))
+            metadata.register_log_dirs(list(log_dirs))
+            metadata.close()
+            try:
+                os.rename(staging, path)  # atomic; replaces an empty dir
+            except OSError:
+                if not os.path.exists(os.path.join(path, fmt.CLUSTER_PROPERTIES)):
+                    raise
+                # Another process created it first: use theirs.
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        fsync_dir(parent)
+
+    def _check_log_dirs(self) -> None:
+        for log_dir_id, stored, _online in self.metadata.log_dirs():
+            directory = _absolute_log_dir(self.path, stored)
+            meta = os.path.join(directory, fmt.LOG_DIR_META)
+            if os.path.exists(meta):
+                found = read_properties(meta).get("cluster.id")
+                if found != self.cluster_id:
+                    raise ClusterError(
+                        f"log dir {directory} belongs to cluster {found}, not {self.cluster_id}; "
+                        "give each cluster its own log dirs"
+                    )
+                continue
+            if os.path.isdir(directory) and os.listdir(directory):
+                raise ClusterError(f"log dir {directory} is not empty and has no {fmt.LOG_DIR_META}; "
+                                   "use an empty directory for a new log dir")
+            os.makedirs(directory, exist_ok=True)
+            write_properties_atomically(meta, {"cluster.id": self.cluster_id,
+                                               "log.dir.id": str(log_dir_id),
+                                               "version": str(fmt.FORMAT_VERSION)},
+                                        "kstream log dir")
+
+    def log_dir_paths(self) -> dict[int, str]:
+        return {i: _absolute_log_dir(self.path, p) for i, p, _ in self.metadata.log_dirs()}
+
+    # -- topics ------------------------------------------------------------------------
+
+    def create_topic(self, name: str, num_partitions: int | None = None,
+                     replication_factor: int | None = None,
+                     config: Mapping[str, Any] | None = None,
+                     schema: pa.Schema | None = None) -> TopicInfo:
+        """Create a topic; validates everything before anything is written."""
+        check_topic_name(name)
+        partitions = self.config["num.partitions"] if num_partitions in (None, -1) else num_partitions
+        replicas = (self.config["default.replication.factor"] if replication_factor in (None, -1)
+                    else replication_factor)
+        log_dirs = [i for i, _, online in self.metadata.log_dirs() if online]
+        if partitions < 1:
+            raise ConfigError(f"num_partitions must be >= 1, got {partitions}")
+        if not 1 <= replicas <= len(log_dirs):
+            raise ConfigError(
+                f"replication_factor {replicas} needs that many online log dirs; "
+                f"the cluster has {len(log_dirs)} ({self.config['log.dirs'] or 'logs'})"
+            )
+        topic_config = {k: str(v) for k, v in (config or {}).items()}
+        LogConfig.from_options(topic_config, self.config)  # validate
+        schema_bytes = None
+        if schema is not None:
+            check_typed_schema(schema)
+            schema_bytes = schema.serialize().to_pybytes()
+        placements = self._place(partitions, replicas, log_dirs)
+        info = self.metadata.create_topic(name, replicas, topic_config, placements, schema_bytes)
+        self._make_replica_dirs(info, info.partitions)
+        return info
+
+    def _make_replica_dirs(self, info: TopicInfo, partitions: tuple[PartitionInfo, ...]) -> None:
+        """Create the (empty) replica directories, then make their names durable."""
+        touched = set()
+        for placement in partitions:
+            for directory in self.replica_dirs(info, placement).values():
+                os.makedirs(directory, exist_ok=True)
+                touched.add(os.path.dirname(directory))
+        for log_dir in touched:
+            fsync_dir(log_dir)
+
+    def _place(self, count: int, replicas: int, log_dirs: list[int]) -> list[tuple[int, ...]]:
+        """Round-robin placement starting at the least-loaded log dir (leaders spread)."""
+        load = self.metadata.partition_count_by_log_dir()
+        start = min(range(len(log_dirs)), key=lambda i: (load.get(log_dirs[i], 0), i))
+        n = len(log_dirs)
+        return [tuple(log_dirs[(start + p + r) % n] for r in range(replicas)) for p in range(count)]
+
+    def create_partitions(self, name: str, new_total: int) -> TopicInfo:
+        info = self.topic(name)
+        if new_total <= info.num_partitions:
+            raise ConfigError(f"topic {name!r} has {info.num_partitions} partitions; the new count "
+                              f"must be larger (partitions can only be added), got {new_total}")
+        log_dirs = [i for i, _, online in self.metadata.log_dirs() if online]
+        placements = self._place(new_total - info.num_partitions, info.replication_factor, log_dirs)
+        grown = self.metadata.add_partitions(name, placements)
+        self._make_replica_dirs(grown, grown.partitions[info.num_partitions:])
+        return grown
+
+    def alter_topic_config(self, name: str, config: Mapping[str, Any]) -> TopicInfo:
+        """Set (value) or remove (None) topic-level overrides."""
+        info = self.topic(name)
+        merged = dict(info.config)
+        for key, value in config.items():
+            if key not in TOPIC_OPTIONS:
+                parse_options(TOPIC_OPTIONS, {key: value}, what="a topic")
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = str(value)
+        LogConfig.from_options(merged, self.config)
+        self.metadata.set_topic_config(name, merged)
+        return self.topic(name)
+
+    def evolve_schema(self, name: str, schema: pa.Schema) -> TopicInfo:
+        """Add a schema version to a typed topic (only new nullable columns at the end)."""
+        info = self.topic(name)
+        current = self.topic_schema(info)
+        if current is None:
+            raise ConfigError(f"topic {name!r} is a bytes topic; it has no schema to evolve")
+        check_schema_evolution(current, schema)
+        self.metadata.add_schema_version(name, schema.serialize().to_pybytes())
+        return self.topic(name)
+
+    @staticmethod
+    def topic_schema(info: TopicInfo) -> pa.Schema | None:
+        """The latest value schema of a typed topic, None for a bytes topic."""
+        if not info.schemas:
+            return None
+        return pa.ipc.read_schema(pa.py_buffer(info.schemas[-1]))
+
+    def delete_topic(self, name: str) -> None:
+        """Remove from metadata, fence writers, then delete the replica directories."""
+        info = self.metadata.delete_topic(name)
+        for partition in info.partitions:
+            lock = PartitionLock(self.lock_path(info, partition.partition))
+            with lock:
+                lock.mark_deleted()
+            lock.close()
+            for directory in self.replica_dirs(info, partition).values():
+                if os.path.isdir(directory):
+                    doomed = f"{directory}.{info.topic_id}-delete"
+                    os.rename(directory, doomed)
+                    shutil.rmtree(doomed, ignore_errors=True)
+
+    def topic(self, name: str) -> TopicInfo:
+        return self.metadata.topic(name)
+
+    def list_topics(self) -> list[str]:
+        return self.metadata.topic_names()
+
+    def log_config(self, info: TopicInfo) -> LogConfig:
+        return LogConfig.from_options(info.config, self.config)
+
+    # -- partitions --------------------------------------------------------------------
+
+    def lock_path(self, info: TopicInfo, partition: int) -> str:
+        directory = os.path.join(self.path, "locks")
+        os.makedirs(directory, exist_ok=True)
+        return os.path.join(directory, f"{info.name}-{partition}-{info.topic_id[:12]}.lock")
+
+    def replica_dirs(self, info: TopicInfo, partition: PartitionInfo) -> dict[int, str]:
+        paths = self.log_dir_paths()
+        name = fmt.replica_dir_name(info.name, partition.partition)
+        return {log_dir: os.path.join(paths[log_dir], name) for log_dir in partition.replicas}
+
+    def partition(self, topic: str | TopicInfo, partition: int) -> Partition:
+        """A handle to append to and read one partition."""
+        info = self.topic(topic) if isinstance(topic, str) else topic
+        if not 0 <= partition < info.num_partitions:
+            raise PartitionNotFoundError(
+                f"topic {info.name!r} has partitions 0..{info.num_partitions - 1}; "
+                f"partition {partition} does not exist"
+            )
+        placement = info.partitions[partition]
+        return Partition(placement, self.replica_dirs(info, placement), self.log_config(info),
+                         self.lock_path(info, partition))
+
+    def close(self) -> None:
+        self.metadata.close()
+
+
+def _absolute_log_dir(cluster_path: str, log_dir: str) -> str:
+    return log_dir if os.path.isabs(log_dir) else os.path.join(cluster_path, log_dir)
+
+
+def raw_value(value: Any) -> str:
+    """The properties-file spelling of a typed option value."""
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)

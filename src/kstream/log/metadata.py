@@ -1,0 +1,219 @@
+"""Cluster metadata in SQLite (WAL): topics, partitions, replica placement, log dirs.
+
+The transactional, multi-process store of DESIGN §4. It is off the hot path:
+producers and consumers read it when they open a topic, not per record.
+Each process opens its own connection (re-opened after ``fork``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from kstream.errors import TopicExistsError, TopicNotFoundError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS log_dirs (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, online INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE IF NOT EXISTS topics (
+    name TEXT PRIMARY KEY, topic_id TEXT NOT NULL, replication_factor INTEGER NOT NULL,
+    config TEXT NOT NULL, created_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS topic_schemas (
+    topic TEXT NOT NULL, version INTEGER NOT NULL, schema BLOB NOT NULL,
+    PRIMARY KEY (topic, version));
+CREATE TABLE IF NOT EXISTS partitions (
+    topic TEXT NOT NULL, partition INTEGER NOT NULL, replicas TEXT NOT NULL,
+    leader INTEGER NOT NULL, leader_epoch INTEGER NOT NULL, isr TEXT NOT NULL,
+    PRIMARY KEY (topic, partition));
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """Placement of one partition: replicas are log dir ids, the leader is one of them."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    """A topic as stored: id, partitions, config overrides, schema versions (IPC bytes)."""
+
+    name: str
+    topic_id: str
+    replication_factor: int
+    config: Mapping[str, str]
+    partitions: tuple[PartitionInfo, ...]
+    schemas: tuple[bytes, ...] = field(default=())
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.partitions)
+
+
+class Metadata:
+    """The metadata database of one cluster."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._connection: sqlite3.Connection | None = None
+        self._pid = 0
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        if self._connection is None or self._pid != os.getpid():
+            self._pid = os.getpid()
+            connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=FULL")
+            connection.executescript(_SCHEMA)
+            self._connection = connection
+        return self._connection
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """An immediate (write-locked) transaction, committed on success."""
+        connection = self.connection
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield connection
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+
+    def close(self) -> None:
+        if self._connection is not None and self._pid == os.getpid():
+            self._connection.close()
+        self._connection = None
+
+    def data_version(self) -> int:
+        """Changes when another connection commits: a cheap staleness check for caches."""
+        return int(self.connection.execute("PRAGMA data_version").fetchone()[0])
+
+    # -- log dirs ----------------------------------------------------------------
+
+    def register_log_dirs(self, paths: list[str]) -> None:
+        with self.transaction() as tx:
+            for path in paths:
+                tx.execute("INSERT OR IGNORE INTO log_dirs (path) VALUES (?)", (path,))
+
+    def log_dirs(self) -> list[tuple[int, str, bool]]:
+        rows = self.connection.execute("SELECT id, path, online FROM log_dirs ORDER BY id")
+        return [(row[0], row[1], bool(row[2])) for row in rows]
+
+    def set_log_dir_online(self, log_dir_id: int, online: bool) -> None:
+        with self.transaction() as tx:
+            tx.execute("UPDATE log_dirs SET online = ? WHERE id = ?", (int(online), log_dir_id))
+
+    # -- topics ------------------------------------------------------------------
+
+    def topic_names(self) -> list[str]:
+        return [row[0] for row in self.connection.execute("SELECT name FROM topics ORDER BY name")]
+
+    def create_topic(self, name: str, replication_factor: int, config: Mapping[str, str],
+                     placements: list[tuple[int, ...]], schema: bytes | None) -> TopicInfo:
+        with self.transaction() as tx:
+            if tx.execute("SELECT 1 FROM topics WHERE name = ?", (name,)).fetchone():
+                raise TopicExistsError(f"topic {name!r} already exists")
+            tx.execute(
+                "INSERT INTO topics VALUES (?, ?, ?, ?, ?)",
+                (name, uuid.uuid4().hex, replication_factor, json.dumps(dict(config)),
+                 int(time.time() * 1000)),
+            )
+            if schema is not None:
+                tx.execute("INSERT INTO topic_schemas VALUES (?, 0, ?)", (name, schema))
+            self._insert_partitions(tx, name, 0, placements)
+        return self.topic(name)
+
+    @staticmethod
+    def _insert_partitions(tx: sqlite3.Connection, name: str, first: int,
+                           placements: list[tuple[int, ...]]) -> None:
+        for i, replicas in enumerate(placements):
+            tx.execute(
+                "INSERT INTO partitions VALUES (?, ?, ?, ?, 0, ?)",
+                (name, first + i, json.dumps(list(replicas)), replicas[0], json.dumps(list(replicas))),
+            )
+
+    def add_partitions(self, name: str, placements: list[tuple[int, ...]]) -> TopicInfo:
+        with self.transaction() as tx:
+            count = tx.execute("SELECT COUNT(*) FROM partitions WHERE topic = ?", (name,)).fetchone()[0]
+            if count == 0:
+                raise TopicNotFoundError(self._missing(name))
+            self._insert_partitions(tx, name, count, placements)
+        return self.topic(name)
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        info = self.topic(name)
+        with self.transaction() as tx:
+            for table, column in (("topics", "name"), ("partitions", "topic"), ("topic_schemas", "topic")):
+                tx.execute(f"DELETE FROM {table} WHERE {column} = ?", (name,))
+        return info
+
+    def set_topic_config(self, name: str, config: Mapping[str, str]) -> None:
+        with self.transaction() as tx:
+            changed = tx.execute("UPDATE topics SET config = ? WHERE name = ?",
+                                 (json.dumps(dict(config)), name)).rowcount
+            if not changed:
+                raise TopicNotFoundError(self._missing(name))
+
+    def add_schema_version(self, name: str, schema: bytes) -> None:
+        with self.transaction() as tx:
+            version = tx.execute("SELECT COALESCE(MAX(version), -1) + 1 FROM topic_schemas "
+                                 "WHERE topic = ?", (name,)).fetchone()[0]
+            tx.execute("INSERT INTO topic_schemas VALUES (?, ?, ?)", (name, version, schema))
+
+    def topic(self, name: str) -> TopicInfo:
+        connection = self.connection
+        row = connection.execute(
+            "SELECT topic_id, replication_factor, config FROM topics WHERE name = ?", (name,)
+        ).fetchone()
+        if row is None:
+            raise TopicNotFoundError(self._missing(name))
+        partitions = tuple(
+            PartitionInfo(name, p, tuple(json.loads(replicas)), leader, epoch, tuple(json.loads(isr)))
+            for p, replicas, leader, epoch, isr in connection.execute(
+                "SELECT partition, replicas, leader, leader_epoch, isr FROM partitions "
+                "WHERE topic = ? ORDER BY partition", (name,))
+        )
+        schemas = tuple(row2[0] for row2 in connection.execute(
+            "SELECT schema FROM topic_schemas WHERE topic = ? ORDER BY version", (name,)))
+        return TopicInfo(name, row[0], row[1], json.loads(row[2]), partitions, schemas)
+
+    def _missing(self, name: str) -> str:
+        names = self.topic_names()
+        listing = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "") if names else "none"
+        return (f"topic {name!r} does not exist (existing topics: {listing}); create it with "
+                f"`kstream topics create {name}` or Admin.create_topics")
+
+    def next_counter(self, name: str) -> int:
+        """A cluster-wide increasing number (e.g. producer ids)."""
+        with self.transaction() as tx:
+            tx.execute("INSERT OR IGNORE INTO counters VALUES (?, 0)", (name,))
+            tx.execute("UPDATE counters SET value = value + 1 WHERE name = ?", (name,))
+            return int(tx.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
+
+    def partition_count_by_log_dir(self) -> dict[int, int]:
+        """Replicas per log dir id, for balanced placement."""
+        counts: dict[int, int] = {}
+        for (replicas,) in self.connection.execute("SELECT replicas FROM partitions"):
+            for log_dir in json.loads(replicas):
+                counts[log_dir] = counts.get(log_dir, 0) + 1
+        return counts
+
+    def raw(self) -> dict[str, Any]:
+        """Everything, for `kstream` diagnostics."""
+        return {"log_dirs": self.log_dirs(), "topics": self.topic_names()}

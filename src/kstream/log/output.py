@@ -1,0 +1,141 @@
+"""What readers see: stored frames turned into output batches and Python records.
+
+Output columns of a bytes topic: key, value, topic, partition, offset,
+timestamp, timestampType, headers. A typed topic gives its declared columns in
+place of value. Offsets are not stored per record (base offset + row); a batch
+stored without timestamps takes the frame's ``max_timestamp`` for every record.
+Columns this module adds are built from buffers, not Python objects, so the
+cost per batch stays a few small allocations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from kstream.log import format as fmt
+from kstream.log.records import HEADER_TYPE, PayloadCodec
+from kstream.log.segment import Frame
+
+TIMESTAMP_TYPE = pa.timestamp("ms", tz="UTC")
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+_META_FIELDS = [
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("offset", pa.int64()),
+    pa.field("timestamp", TIMESTAMP_TYPE),
+    pa.field("timestampType", pa.int32()),
+    pa.field("headers", HEADER_TYPE),
+]
+
+
+def output_schema(value_schema: pa.Schema | None) -> pa.Schema:
+    """The schema of batches a consumer or the Spark source returns for a topic."""
+    value_fields = [pa.field("value", pa.binary())] if value_schema is None else list(value_schema)
+    return pa.schema([pa.field("key", pa.binary()), *value_fields, *_META_FIELDS])
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBatch:
+    """A decoded frame: its stored columns and the header fields readers need."""
+
+    base_offset: int
+    batch: pa.RecordBatch
+    max_timestamp: int
+    log_append_time: bool
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.batch.num_rows
+
+    def slice_from(self, offset: int) -> StoredBatch:
+        """The records at ``offset`` and after."""
+        skip = offset - self.base_offset
+        if skip <= 0:
+            return self
+        return StoredBatch(offset, self.batch.slice(skip), self.max_timestamp, self.log_append_time)
+
+    def head(self, count: int) -> StoredBatch:
+        return StoredBatch(self.base_offset, self.batch.slice(0, count), self.max_timestamp,
+                           self.log_append_time)
+
+
+def decode_frame(codec: PayloadCodec, frame: Frame) -> StoredBatch:
+    header = frame.header
+    batch = codec.decode(frame.payload, header.schema_length)
+    return StoredBatch(header.base_offset, batch, header.max_timestamp,
+                       bool(header.attributes & fmt.LOG_APPEND_TIME))
+
+
+def _repeated_string(text: str, count: int) -> pa.Array:
+    data = text.encode("utf-8")
+    offsets = np.arange(count + 1, dtype=np.int32) * np.int32(len(data))
+    return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data * count))
+
+
+def _timestamps(stored: StoredBatch) -> pa.Array:
+    n = stored.batch.num_rows
+    if not stored.log_append_time and "timestamp" in stored.batch.schema.names:
+        return stored.batch.column("timestamp").view(TIMESTAMP_TYPE)
+    return pa.array(np.full(n, stored.max_timestamp, dtype=np.int64)).view(TIMESTAMP_TYPE)
+
+
+def to_output(stored: StoredBatch, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
+    """One stored batch as an output batch of ``schema`` (see :func:`output_schema`)."""
+    batch = stored.batch
+    n = batch.num_rows
+    names = batch.schema.names
+    columns: list[pa.Array] = []
+    for field in schema:
+        name = field.name
+        if name == "topic":
+            columns.append(_repeated_string(topic, n))
+        elif name == "partition":
+            columns.append(pa.array(np.full(n, partition, dtype=np.int32)))
+        elif name == "offset":
+            columns.append(pa.array(np.arange(stored.base_offset, stored.base_offset + n, dtype=np.int64)))
+        elif name == "timestamp":
+            columns.append(_timestamps(stored))
+        elif name == "timestampType":
+            kind = LOG_APPEND_TIME if stored.log_append_time else CREATE_TIME
+            columns.append(pa.array(np.full(n, kind, dtype=np.int32)))
+        elif name in names:
+            columns.append(batch.column(name))
+        else:  # absent in this batch (no key/headers, or an older schema version)
+            columns.append(pa.nulls(n, field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def to_python_records(stored: StoredBatch, typed: bool) -> tuple[Any, Any, Any, Any]:
+    """(keys, values, timestamps ms, headers) as iterables of Python objects, one per record."""
+    batch = stored.batch
+    n = batch.num_rows
+    names = batch.schema.names
+    keys = batch.column("key").to_pylist() if "key" in names else repeat(None, n)
+    if typed:
+        value_names = [name for name in names if name not in ("key", "timestamp", "headers")]
+        values: Any = batch.select(value_names).to_pylist()
+    else:
+        values = batch.column("value").to_pylist()
+    if not stored.log_append_time and "timestamp" in names:
+        timestamps: Any = batch.column("timestamp").to_pylist()
+    else:
+        timestamps = repeat(stored.max_timestamp, n)
+    if "headers" in names:
+        headers: Any = [None if h is None else [(e["key"], e["value"]) for e in h]
+                        for h in batch.column("headers").to_pylist()]
+    else:
+        headers = repeat(None, n)
+    return keys, values, timestamps, headers
+
+
+def first_offset_at_or_after(stored: StoredBatch, timestamp_ms: int) -> int:
+    """Offset of the first record of ``stored`` with timestamp >= ``timestamp_ms``; -1 if none."""
+    timestamps = _timestamps(stored).view(pa.int64()).to_numpy(zero_copy_only=False)
+    hits = np.nonzero(timestamps >= timestamp_ms)[0]
+    return stored.base_offset + int(hits[0]) if len(hits) else -1

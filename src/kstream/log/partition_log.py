@@ -1,0 +1,311 @@
+"""The log of one replica: a directory of segments, appended under the partition lock.
+
+Contract:
+
+* Offsets are contiguous and assigned here, under the partition's write lock,
+  so any number of processes and threads may append at once: each append sees
+  what the others wrote (:meth:`Segment.catch_up`), including a segment roll
+  (the next segment's file exists), and writes one whole frame.
+* Opening for write recovers the active segment: frames after the recovery
+  point (the last position known fsynced) are re-checked, and a torn tail is
+  truncated and reported in :attr:`PartitionLog.truncated_bytes`.
+* Sealed segments are fsynced at roll, never modified in place, and deleted
+  whole by retention (oldest first, never the active one).
+* An ``OSError`` from the disk raises :class:`LogDirOfflineError`; the caller
+  takes the log dir offline. A failed fsync is never retried.
+
+Reading is :mod:`kstream.log.log_reader`'s job; this class is the write side.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import time
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from kstream.errors import LogDirOfflineError, RecordTooLargeError
+from kstream.log import format as fmt
+from kstream.log.lock import PartitionLock
+from kstream.log.log_config import LogConfig
+from kstream.log.segment import NO_TIMESTAMP, Segment, fsync_dir
+
+log = logging.getLogger(__name__)
+
+_RECOVERY_POINT = struct.Struct("<qqq")  # segment base offset, position, next offset
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedBatch:
+    """A batch ready to append: IPC payload plus the header fields the producer knows."""
+
+    payload: pa.Buffer
+    schema_length: int
+    payload_crc: int
+    record_count: int
+    min_timestamp: int
+    max_timestamp: int
+    attributes: int = 0
+    producer_id: int = fmt.NO_PRODUCER_ID
+    producer_epoch: int = -1
+    base_sequence: int = fmt.NO_SEQUENCE
+
+    @property
+    def frame_size(self) -> int:
+        return fmt.HEADER_SIZE + self.payload.size
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Where a batch landed."""
+
+    base_offset: int
+    log_append_time_ms: int
+    segment_base_offset: int
+    end_position: int
+
+
+def list_segment_bases(directory: str) -> list[int]:
+    """Base offsets of the segment files in a replica directory, ascending."""
+    bases = []
+    for name in os.listdir(directory):
+        base = fmt.parse_segment_file_name(name)
+        if base is not None:
+            bases.append(base)
+    bases.sort()
+    return bases
+
+
+class PartitionLog:
+    """Append side of one replica's log. Thread-safe and multi-process safe."""
+
+    def __init__(self, directory: str, config: LogConfig, lock: PartitionLock):
+        self.directory = directory
+        self.config = config
+        self._lock = lock
+        self._active: Segment | None = None
+        self._pid = os.getpid()
+        self.truncated_bytes = 0
+        self._unflushed_messages = 0
+        self._first_unflushed_ms: int | None = None
+        self._next_retention_check_ms = 0
+        self._durable: tuple[int, int, int] | None = None
+
+    # -- opening and recovery ------------------------------------------------
+
+    def _ensure_open(self) -> Segment:
+        """Under the lock: open (with recovery) on first use, else catch up with others."""
+        if self._active is not None and self._pid == os.getpid():
+            active = self._active
+            active.catch_up()
+            # Another process may have rolled: its new segment starts at our next offset.
+            # (A roll never leaves an empty segment behind, so an empty one has no successor.)
+            while active.next_offset > active.base_offset and os.path.exists(
+                    os.path.join(self.directory, fmt.segment_file_name(active.next_offset))):
+                successor = Segment(self.directory, active.next_offset, self.config.index_interval_bytes)
+                active.close()
+                successor.catch_up()
+                self._active = active = successor
+            return active
+        self._pid = os.getpid()
+        os.makedirs(self.directory, exist_ok=True)
+        bases = list_segment_bases(self.directory)
+        if not bases:
+            self._active = Segment.create(self.directory, 0, self.config.index_interval_bytes)
+            return self._active
+        active = Segment(self.directory, bases[-1], self.config.index_interval_bytes)
+        verify_from = 0
+        point = self._read_recovery_point()
+        if point is not None and point[0] == active.base_offset:
+            verify_from = point[1]
+        truncated = active.open_existing(verify_tail_from=verify_from)
+        if truncated:
+            log.warning("recovered %s: truncated %d bytes of torn tail after offset %d",
+                        active.path, truncated, active.next_offset)
+            self.truncated_bytes += truncated
+        self._active = active
+        return active
+
+    def _recovery_point_path(self) -> str:
+        return os.path.join(self.directory, fmt.RECOVERY_POINT_FILE)
+
+    def _read_recovery_point(self) -> tuple[int, int, int] | None:
+        try:
+            with open(self._recovery_point_path(), "rb") as f:
+                raw = f.read(_RECOVERY_POINT.size)
+        except FileNotFoundError:
+            return None
+        if len(raw) != _RECOVERY_POINT.size:
+            return None
+        return _RECOVERY_POINT.unpack(raw)
+
+    def _write_recovery_point(self, point: tuple[int, int, int]) -> None:
+        # A hint, written only after the fsync it describes: losing it costs a
+        # longer scan at the next open, never data.
+        fd = os.open(self._recovery_point_path(), os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, _RECOVERY_POINT.pack(*point), 0)
+        finally:
+            os.close(fd)
+
+    def open(self) -> None:
+        """Open and recover now (otherwise the first append does it)."""
+        with self._lock:
+            self._guard_io(self._ensure_open)
+
+    def log_end_offset(self) -> int:
+        """Next offset to be assigned, as of now (takes the lock)."""
+        with self._lock:
+            return self._guard_io(self._ensure_open).next_offset
+
+    # -- appending ------------------------------------------------------------
+
+    def append(self, batch: EncodedBatch, leader_epoch: int = 0) -> AppendResult:
+        """Append one batch as one frame and return its base offset.
+
+        Does not fsync: call :meth:`flush` (acks=all) or :meth:`maybe_flush`.
+        """
+        if batch.frame_size > self.config.message_max_bytes:
+            raise RecordTooLargeError(
+                f"batch of {batch.frame_size} bytes exceeds the topic's message.max.bytes "
+                f"({self.config.message_max_bytes}); lower the producer's batch.size or raise "
+                "message.max.bytes on the topic"
+            )
+        with self._lock:
+            return self._guard_io(lambda: self._append_locked(batch, leader_epoch))
+
+    def _append_locked(self, batch: EncodedBatch, leader_epoch: int) -> AppendResult:
+        active = self._ensure_open()
+        now_ms = int(time.time() * 1000)
+        active = self._maybe_roll(active, batch.frame_size, now_ms)
+        base_offset = active.next_offset
+        min_ts, max_ts = batch.min_timestamp, batch.max_timestamp
+        if self.config.message_timestamp_type == "LogAppendTime":
+            min_ts = max_ts = now_ms
+        header = fmt.pack_header(
+            payload_size=batch.payload.size,
+            attributes=batch.attributes
+            | (fmt.LOG_APPEND_TIME if self.config.message_timestamp_type == "LogAppendTime" else 0),
+            base_offset=base_offset,
+            record_count=batch.record_count,
+            leader_epoch=leader_epoch,
+            producer_id=batch.producer_id,
+            producer_epoch=batch.producer_epoch,
+            base_sequence=batch.base_sequence,
+            min_timestamp=min_ts,
+            max_timestamp=max_ts,
+            schema_length=batch.schema_length,
+            payload_crc=batch.payload_crc,
+        )
+        active.append(header, batch.payload, base_offset, batch.record_count, max_ts)
+        self._unflushed_messages += batch.record_count
+        if self._first_unflushed_ms is None:
+            self._first_unflushed_ms = now_ms
+        if now_ms >= self._next_retention_check_ms:
+            self._next_retention_check_ms = now_ms + self.config.retention_check_interval_ms
+            self._apply_retention(now_ms)
+        return AppendResult(base_offset, now_ms, active.base_offset, active.size)
+
+    def _maybe_roll(self, active: Segment, frame_size: int, now_ms: int) -> Segment:
+        if active.size == 0:
+            return active
+        too_big = active.size + frame_size > self.config.segment_bytes
+        too_old = (active.first_batch_timestamp != NO_TIMESTAMP
+                   and now_ms - active.first_batch_timestamp >= self.config.segment_ms)
+        if not (too_big or too_old):
+            return active
+        # Seal: the old segment and its indexes are durable before the new name exists.
+        active.flush()
+        active.flush_indexes()
+        successor = Segment.create(self.directory, active.next_offset, self.config.index_interval_bytes)
+        self._write_recovery_point((successor.base_offset, 0, successor.base_offset))
+        active.close()
+        self._active = successor
+        return successor
+
+    # -- durability -------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fdatasync what this process knows of the active segment; advance the recovery point.
+
+        Runs outside the write lock so concurrent writers share the disk's
+        flush (the kernel coalesces them). Never retried on failure.
+        """
+        with self._lock:
+            active = self._guard_io(self._ensure_open)
+            fd = os.dup(active.fd)
+            point = (active.base_offset, active.size, active.next_offset)
+        try:
+            self._guard_io(lambda: os.fdatasync(fd))
+        finally:
+            os.close(fd)
+        self._unflushed_messages = 0
+        self._first_unflushed_ms = None
+        if self._durable is None or point[2] > self._durable[2] or point[0] != self._durable[0]:
+            self._durable = point
+            self._guard_io(lambda: self._write_recovery_point(point))
+
+    def maybe_flush(self) -> bool:
+        """Apply ``flush.messages`` / ``flush.ms``; True when it flushed."""
+        due = self._unflushed_messages >= self.config.flush_messages or (
+            self._first_unflushed_ms is not None
+            and time.time() * 1000 - self._first_unflushed_ms >= self.config.flush_ms
+        )
+        if due:
+            self.flush()
+        return due
+
+    # -- retention ---------------------------------------------------------------
+
+    def apply_retention(self) -> int:
+        """Delete expired or excess sealed segments now; returns how many."""
+        with self._lock:
+            return self._guard_io(lambda: self._apply_retention(int(time.time() * 1000)))
+
+    def _apply_retention(self, now_ms: int) -> int:
+        bases = list_segment_bases(self.directory)
+        if len(bases) < 2:
+            return 0
+        sizes = {base: os.path.getsize(os.path.join(self.directory, fmt.segment_file_name(base)))
+                 for base in bases}
+        total = sum(sizes.values())
+        deleted = 0
+        for base in bases[:-1]:
+            segment = Segment(self.directory, base, self.config.index_interval_bytes)
+            try:
+                over_size = (self.config.retention_bytes >= 0
+                             and total - sizes[base] >= self.config.retention_bytes)
+                expired = False
+                if not over_size and self.config.retention_ms >= 0:
+                    segment.open_existing(verify_tail_from=None)
+                    expired = (segment.max_timestamp != NO_TIMESTAMP
+                               and now_ms - segment.max_timestamp > self.config.retention_ms)
+            finally:
+                segment.close()
+            if not (over_size or expired):
+                break
+            segment.delete()
+            total -= sizes[base]
+            deleted += 1
+        if deleted:
+            fsync_dir(self.directory)
+            log.info("retention deleted %d segment(s) of %s", deleted, self.directory)
+        return deleted
+
+    # -- helpers -----------------------------------------------------------------
+
+    def _guard_io(self, action):  # type: ignore[no-untyped-def]
+        try:
+            return action()
+        except OSError as err:
+            raise LogDirOfflineError(
+                f"I/O error on log dir of {self.directory}: {err}; the log dir is taken offline"
+            ) from err
+
+    def close(self) -> None:
+        if self._active is not None:
+            self._active.close()
+            self._active = None

@@ -1,0 +1,261 @@
+"""One segment of a replica: a log file of frames plus its two sparse indexes.
+
+Contract:
+
+* Frames are appended at the end only, by the one process holding the
+  partition's write lock; a frame is written with one ``pwritev``.
+* The bytes of the file up to :attr:`Segment.size` are whole, checked frames
+  with contiguous offsets; anything beyond is a torn tail that
+  :meth:`Segment.recover` truncates ("bytes truncated" is returned, not raised).
+* A sealed segment (not the last one) is never modified in place, so readers
+  may memory-map it.
+* Indexes are derived; :meth:`recover` rebuilds them from the frames.
+
+A Segment object caches what this process knows of the file; the partition
+log re-syncs it with :meth:`catch_up` under the write lock before appending.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from kstream.errors import CorruptBatchError
+from kstream.log import format as fmt
+from kstream.log.index import OffsetIndex, TimeIndex
+
+NO_TIMESTAMP = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A checked frame: its header, where it is, and its payload bytes."""
+
+    header: fmt.FrameHeader
+    position: int
+    payload: pa.Buffer
+
+
+class Segment:
+    """The files ``<base>.log``, ``<base>.index`` and ``<base>.timeindex`` in a replica dir.
+
+    Not thread-safe: the partition log serialises access.
+    """
+
+    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int):
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.path = os.path.join(directory, fmt.segment_file_name(base_offset))
+        self.offset_index = OffsetIndex(
+            os.path.join(directory, fmt.segment_file_name(base_offset, fmt.OFFSET_INDEX_SUFFIX)),
+            base_offset,
+        )
+        self.time_index = TimeIndex(
+            os.path.join(directory, fmt.segment_file_name(base_offset, fmt.TIME_INDEX_SUFFIX)),
+            base_offset,
+        )
+        # What this process knows of the file (valid prefix).
+        self.size = 0
+        self.next_offset = base_offset
+        self.max_timestamp = NO_TIMESTAMP
+        self.first_batch_timestamp = NO_TIMESTAMP
+        self._last_index_position = 0
+        self._fd: int | None = None
+
+    # -- files ---------------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: str, base_offset: int, index_interval_bytes: int) -> Segment:
+        """Create an empty segment file (and make its name durable)."""
+        segment = cls(directory, base_offset, index_interval_bytes)
+        fd = os.open(segment.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        os.close(fd)
+        fsync_dir(directory)
+        return segment
+
+    @property
+    def fd(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR)
+        return self._fd
+
+    def file_size(self) -> int:
+        return os.fstat(self.fd).st_size
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def flush(self) -> None:
+        """fdatasync the log file. An OSError here must take the log dir offline."""
+        os.fdatasync(self.fd)
+
+    def flush_indexes(self) -> None:
+        for index in (self.offset_index, self.time_index):
+            if os.path.exists(index.path):
+                fd = os.open(index.path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+
+    def delete(self) -> None:
+        """Unlink all files of the segment (open readers keep their view)."""
+        self.close()
+        for path in (self.path,):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        self.offset_index.delete()
+        self.time_index.delete()
+
+    # -- appending -----------------------------------------------------------
+
+    def append(self, header: bytes, payload: pa.Buffer, base_offset: int, record_count: int,
+               max_timestamp: int) -> int:
+        """Write one frame at the end; returns its position. Caller holds the write lock."""
+        assert base_offset == self.next_offset, (base_offset, self.next_offset)
+        position = self.size
+        expected = len(header) + payload.size
+        written = os.pwritev(self.fd, [header, payload], position)
+        if written != expected:
+            # A short write leaves a torn tail; recovery removes it.
+            raise OSError(f"short write to {self.path}: {written} of {expected} bytes")
+        self._after_frame(position, expected, base_offset, record_count, max_timestamp, write_index=True)
+        return position
+
+    def _after_frame(self, position: int, frame_size: int, base_offset: int, record_count: int,
+                     max_timestamp: int, *, write_index: bool) -> None:
+        """Advance what we know past a frame, adding index entries by the shared rule."""
+        if position > 0 and (
+            position // self.index_interval_bytes > self._last_index_position // self.index_interval_bytes
+        ):
+            self._last_index_position = position
+            if write_index:
+                self.offset_index.append(base_offset, position)
+                if self.max_timestamp != NO_TIMESTAMP:
+                    last = self.time_index.last_timestamp()
+                    if last is None or self.max_timestamp > last:
+                        self.time_index.append(self.max_timestamp, base_offset)
+        if self.first_batch_timestamp == NO_TIMESTAMP:
+            self.first_batch_timestamp = max_timestamp
+        self.max_timestamp = max(self.max_timestamp, max_timestamp)
+        self.size = position + frame_size
+        self.next_offset = base_offset + record_count
+
+    def catch_up(self) -> int:
+        """Learn the frames other processes appended since we last looked.
+
+        Caller holds the write lock, so every byte past :attr:`size` was
+        written by a lock holder, which also wrote their index entries; a frame
+        that does not fit is a torn tail left by a killed writer and is
+        truncated. Returns the bytes truncated.
+        """
+        file_size = self.file_size()
+        if file_size == self.size:
+            return 0
+        return self._scan_forward(file_size, verify_payload=False, write_index=False, truncate=True)
+
+    # -- reading and recovery -----------------------------------------------
+
+    def open_existing(self, verify_tail_from: int | None) -> int:
+        """Learn a segment found on disk; returns the bytes truncated from its tail.
+
+        ``verify_tail_from`` is a frame-boundary position (the recovery point)
+        from which frames are re-checked with their payload checksums and a
+        bad tail is truncated: this is the active segment. None means a sealed
+        segment, scanned by header from its last index entry to learn its end;
+        a bad frame there raises :class:`CorruptBatchError` and nothing changes.
+        """
+        file_size = self.file_size()
+        if not self.offset_index.is_consistent(file_size):
+            self.offset_index.truncate_entries(0)
+            self.time_index.truncate_entries(0)
+        limit = file_size if verify_tail_from is None else verify_tail_from
+        start_offset, start = self.offset_index.entry_at_or_before_position(limit)
+        self._reset_to(start, start_offset)
+        sealed = verify_tail_from is None
+        return self._scan_forward(file_size, verify_payload=not sealed, write_index=True,
+                                  truncate=not sealed)
+
+    def _scan_forward(self, file_size: int, *, verify_payload: bool, write_index: bool,
+                      truncate: bool) -> int:
+        """Advance over whole, valid frames from :attr:`size`; handle the first bad one."""
+        for position, header, problem in self.scan(self.size, file_size, verify_payload):
+            if problem is None and header is not None and header.base_offset != self.next_offset:
+                problem = f"base offset {header.base_offset} where {self.next_offset} was expected"
+            if problem is not None:
+                if not truncate:
+                    raise CorruptBatchError(
+                        f"sealed segment has a bad frame ({problem})",
+                        path=self.path, position=position, offset=self.next_offset,
+                    )
+                break
+            assert header is not None
+            self._after_frame(position, header.frame_size, header.base_offset,
+                              header.record_count, header.max_timestamp, write_index=write_index)
+        truncated = file_size - self.size
+        if truncated:
+            os.ftruncate(self.fd, self.size)
+            self.offset_index.truncate_to_position(self.size)
+            self.time_index.truncate_to_offset(self.next_offset)
+        return truncated
+
+    def _reset_to(self, position: int, next_offset: int) -> None:
+        """Restart what we know at frame boundary ``position``, keeping index entries before it."""
+        self.size = position
+        self.next_offset = next_offset
+        if position == 0:
+            self.offset_index.truncate_entries(0)
+            self.time_index.truncate_entries(0)
+            self._last_index_position = 0
+            self.max_timestamp = NO_TIMESTAMP
+            self.first_batch_timestamp = NO_TIMESTAMP
+            return
+        self.offset_index.truncate_to_position(position + 1)
+        self.time_index.truncate_to_offset(next_offset + 1)
+        last = self.offset_index.last_entry()
+        self._last_index_position = last[1] if last else 0
+        # Time entries hold the running max *before* their frame, so the last
+        # one at or before ``position`` is exactly the max before it.
+        last_time = self.time_index.last_timestamp()
+        self.max_timestamp = NO_TIMESTAMP if last_time is None else last_time
+        first = fmt.unpack_header(os.pread(self.fd, fmt.HEADER_SIZE, 0))
+        self.first_batch_timestamp = first.max_timestamp
+
+    def scan(self, position: int, end: int, verify_payload: bool
+             ) -> Iterator[tuple[int, fmt.FrameHeader | None, str | None]]:
+        """Yield (position, header, problem) for frames in [position, end); stop after a problem."""
+        fd = self.fd
+        while position < end:
+            if end - position < fmt.HEADER_SIZE:
+                yield position, None, "truncated header"
+                return
+            raw = os.pread(fd, fmt.HEADER_SIZE, position)
+            header = fmt.unpack_header(raw)
+            problem = fmt.header_problem(raw, header)
+            if problem is None and position + header.frame_size > end:
+                problem = f"frame of {header.frame_size} bytes runs past the end ({end})"
+            if problem is None and verify_payload:
+                payload = os.pread(fd, header.payload_size, position + fmt.HEADER_SIZE)
+                if fmt.crc32c(payload) != header.payload_crc:
+                    problem = "payload checksum mismatch"
+            yield position, header, problem
+            if problem is not None:
+                return
+            position += header.frame_size
+
+
+def fsync_dir(directory: str) -> None:
+    """Make a directory's entries (created, renamed, deleted files) durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

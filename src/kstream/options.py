@@ -1,0 +1,215 @@
+"""Named, typed options and their parsing: the one place option names live.
+
+Every option kstream accepts (cluster, topic, producer, consumer) is an
+:class:`Option` in one of the tables below, with its Kafka name, type, default
+and meaning. The tables feed validation (``ConfigError`` names the option, the
+value and what is allowed), the README options table and
+``conf/kstream.properties``. This is a leaf module: the storage engine and
+the client API both use it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kstream.errors import ConfigError
+
+LONG_MAX = 9223372036854775807
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: Kafka-style name, a parser from string, a default and its meaning."""
+
+    name: str
+    kind: str  # "int", "bool", "str", "enum", "list"
+    default: Any
+    doc: str
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None
+    aliases: Mapping[str, str] | None = None  # value spellings, e.g. acks "-1" -> "all"
+
+    def parse(self, raw: Any) -> Any:
+        """The typed value of ``raw`` (a string, or already typed)."""
+        try:
+            value = _PARSERS[self.kind](self, raw)
+        except (TypeError, ValueError) as err:
+            raise ConfigError(
+                f"option {self.name!r}: {raw!r} is not a valid {self.kind}{self._allowed()}"
+            ) from err
+        if self.minimum is not None and value < self.minimum:
+            raise ConfigError(f"option {self.name!r}: {value} is below the minimum {self.minimum}")
+        return value
+
+    def _allowed(self) -> str:
+        return f"; allowed: {', '.join(self.choices)}" if self.choices else ""
+
+
+def _parse_int(option: Option, raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise TypeError("bool is not an int")
+    return int(raw)
+
+
+def _parse_bool(option: Option, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(text)
+
+
+def _parse_enum(option: Option, raw: Any) -> str:
+    text = str(raw).strip()
+    if option.aliases and text in option.aliases:
+        text = option.aliases[text]
+    if text not in option.choices:
+        raise ValueError(text)
+    return text
+
+
+def _parse_list(option: Option, raw: Any) -> tuple[str, ...]:
+    if isinstance(raw, (list, tuple)):
+        return tuple(str(x) for x in raw)
+    return tuple(part.strip() for part in str(raw).split(",") if part.strip())
+
+
+_PARSERS: dict[str, Callable[[Option, Any], Any]] = {
+    "int": _parse_int,
+    "bool": _parse_bool,
+    "str": lambda option, raw: str(raw),
+    "enum": _parse_enum,
+    "list": _parse_list,
+}
+
+
+def parse_options(
+    table: Mapping[str, Option], given: Mapping[str, Any], *, what: str,
+    ignore: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """Defaults of ``table`` overridden by ``given``; unknown names raise ConfigError."""
+    values = {name: option.default for name, option in table.items()}
+    for name, raw in given.items():
+        if name in ignore:
+            continue
+        option = table.get(name)
+        if option is None:
+            close = difflib.get_close_matches(name, list(table), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(f"unknown option {name!r} for {what}{hint}")
+        values[name] = option.parse(raw)
+    return values
+
+
+def _table(*options: Option) -> dict[str, Option]:
+    return {option.name: option for option in options}
+
+
+_CODECS = ("none", "lz4", "zstd")
+_DAY_MS = 24 * 3600 * 1000
+
+# Broker-side settings: chosen when a cluster is created, stored in it.
+CLUSTER_OPTIONS = _table(
+    Option("log.dirs", "list", (), "Log dirs, one per disk (JBOD). Default: <cluster>/logs."),
+    Option("num.partitions", "int", 1, "Partitions of a topic created without a count.", minimum=1),
+    Option("default.replication.factor", "int", 1, "Replicas of a topic created without a factor.",
+           minimum=1),
+    Option("min.insync.replicas", "int", 1, "Replicas that must have an acks=all batch fsynced.",
+           minimum=1),
+    Option("log.segment.bytes", "int", 1 << 30, "Roll a segment at this size.", minimum=1024),
+    Option("log.roll.ms", "int", 7 * _DAY_MS, "Roll a segment this old.", minimum=1),
+    Option("log.retention.ms", "int", 7 * _DAY_MS,
+           "Delete segments whose newest record is older (-1: keep forever).", minimum=-1),
+    Option("log.retention.bytes", "int", -1,
+           "Delete oldest segments while a partition is larger (-1: no limit).", minimum=-1),
+    Option("log.retention.check.interval.ms", "int", 300_000,
+           "How often a writer applies retention to a partition.", minimum=0),
+    Option("log.index.interval.bytes", "int", 4096, "Bytes between sparse index entries.",
+           minimum=1),
+    Option("log.flush.interval.messages", "int", LONG_MAX,
+           "fsync after this many messages (acks=all always fsyncs).", minimum=1),
+    Option("log.flush.interval.ms", "int", LONG_MAX,
+           "fsync when the oldest unflushed message is this old.", minimum=0),
+    Option("message.max.bytes", "int", 1048588, "Largest record batch the log accepts.",
+           minimum=1024),
+    Option("compression.type", "enum", "producer", "Stored compression.",
+           choices=("producer", *_CODECS)),
+    Option("log.message.timestamp.type", "enum", "CreateTime", "Record timestamps.",
+           choices=("CreateTime", "LogAppendTime")),
+    Option("unclean.leader.election.enable", "bool", False,
+           "Elect an out-of-sync replica when no in-sync one is left."),
+    Option("auto.create.topics.enable", "bool", False,
+           "Create unknown topics on first produce (off: unknown topics are an error)."),
+)
+
+# Topic-level name -> the cluster-level option that gives its default.
+TOPIC_DEFAULTS_FROM_CLUSTER = {
+    "compression.type": "compression.type",
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
+    "message.max.bytes": "message.max.bytes",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "min.insync.replicas": "min.insync.replicas",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+
+TOPIC_OPTIONS = _table(
+    Option("cleanup.policy", "enum", "delete", "Segment cleanup (compaction comes later).",
+           choices=("delete",)),
+    *(
+        Option(topic_name, CLUSTER_OPTIONS[cluster_name].kind, None, CLUSTER_OPTIONS[cluster_name].doc,
+               choices=CLUSTER_OPTIONS[cluster_name].choices,
+               minimum=CLUSTER_OPTIONS[cluster_name].minimum)
+        for topic_name, cluster_name in TOPIC_DEFAULTS_FROM_CLUSTER.items()
+    ),
+)
+
+_ACKS_ALIASES = {"-1": "all", "0": "0", "1": "1"}
+
+PRODUCER_OPTIONS = _table(
+    Option("cluster", "str", None, "Cluster path (default: $KSTREAM_CLUSTER or ./data)."),
+    Option("client.id", "str", "kstream", "Name of this client in logs and metrics."),
+    Option("acks", "enum", "all", "all: fsynced on min.insync.replicas; 1: written; 0: no wait.",
+           choices=("all", "0", "1"), aliases=_ACKS_ALIASES),
+    Option("batch.size", "int", 1_000_000, "Bytes of records per partition batch.", minimum=1),
+    Option("linger.ms", "int", 5, "Longest a record waits for its batch to fill.", minimum=0),
+    Option("compression.type", "enum", "none", "Batch compression.", choices=_CODECS),
+    Option("enable.idempotence", "bool", True, "Producer id + sequence: retries never duplicate."),
+    Option("message.max.bytes", "int", 1_000_000, "Largest record the producer accepts.",
+           minimum=1),
+    Option("partitioner", "enum", "murmur2_random",
+           "Keyed: murmur2 like Kafka's Java client; unkeyed: sticky.", choices=("murmur2_random",)),
+)
+
+CONSUMER_OPTIONS = _table(
+    Option("cluster", "str", None, "Cluster path (default: $KSTREAM_CLUSTER or ./data)."),
+    Option("client.id", "str", "kstream", "Name of this client in logs and metrics."),
+    Option("group.id", "str", None, "Consumer group (offset commits come with consumer groups)."),
+    Option("auto.offset.reset", "enum", "latest", "Where to start without a valid position.",
+           choices=("earliest", "latest", "error"),
+           aliases={"smallest": "earliest", "beginning": "earliest", "largest": "latest",
+                    "end": "latest"}),
+    Option("fetch.max.bytes", "int", 52_428_800, "Most bytes one fetch returns.", minimum=1),
+    Option("max.partition.fetch.bytes", "int", 1_048_576,
+           "Most bytes one fetch takes from one partition (at least one batch).", minimum=1),
+    Option("max.poll.records", "int", 500, "Most records one poll_batch() returns by default.",
+           minimum=1),
+    Option("fetch.wait.max.ms", "int", 100, "Longest a poll waits between looks at the log.",
+           minimum=0),
+    Option("check.crcs", "bool", True, "Verify every batch's checksum on read."),
+    Option("enable.partition.eof", "bool", False, "Emit an EOF event at the end of a partition."),
+    Option("enable.auto.commit", "bool", True, "Accepted; commits come with consumer groups."),
+    Option("isolation.level", "enum", "read_committed", "Accepted; transactions come later.",
+           choices=("read_committed", "read_uncommitted")),
+)

@@ -1,0 +1,439 @@
+"""The Producer: confluent-kafka's produce()/poll()/flush(), plus Arrow-native produce_batch().
+
+Records collect per partition in an open batch; a batch goes to the log when
+it reaches ``batch.size`` bytes, when ``linger.ms`` has passed (noticed by the
+next produce(), poll() or flush()), or on flush(). There is no background I/O
+thread: as with confluent-kafka, call poll() regularly and flush() before
+exit. Delivery reports (``on_delivery(err, msg)``) are served by poll() and
+flush(). With ``acks=all`` a record is reported delivered only after its batch
+is fsynced on the partition's in-sync replicas.
+
+A Producer is meant for one thread (its produce() takes no lock); use one per
+thread. Any number of producers in any number of processes may write to the
+same partitions at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from kstream.client_config import open_client
+from kstream.errors import InvalidRecordError, KStreamError, PartitionNotFoundError, RecordTooLargeError
+from kstream.log import format as fmt
+from kstream.log.cluster import Cluster
+from kstream.log.metadata import TopicInfo
+from kstream.log.partition import Partition
+from kstream.log.partition_log import EncodedBatch
+from kstream.log.records import PayloadCodec, batch_from_records, timestamp_range, to_stored_batch
+from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, make_message
+from kstream.options import PRODUCER_OPTIONS
+from kstream.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
+
+DeliveryCallback = Callable[[KafkaError | None, Any], None]
+_RECORD_OVERHEAD_BYTES = 16  # offsets and timestamp per record in the Arrow batch
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """Where one produced batch landed."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    record_count: int
+
+
+class _OpenBatch:
+    """Records waiting for one partition's next batch."""
+
+    __slots__ = ("values", "keys", "timestamps", "headers", "callbacks", "size", "deadline",
+                 "keyed", "with_headers", "with_callbacks")
+
+    def __init__(self, deadline: float):
+        self.values: list[Any] = []
+        self.keys: list[bytes | None] = []
+        self.timestamps: list[float] = []
+        self.headers: list[Any] = []
+        self.callbacks: list[DeliveryCallback | None] = []
+        self.size = 0
+        self.deadline = deadline
+        self.keyed = False
+        self.with_headers = False
+        self.with_callbacks = False
+
+
+class _TopicState:
+    """What a producer keeps per topic: metadata, partition handles, open batches."""
+
+    __slots__ = ("info", "num_partitions", "schema", "partitions", "batches", "sticky",
+                 "max_frame_bytes")
+
+    def __init__(self, info: TopicInfo, schema: pa.Schema | None, max_frame_bytes: int):
+        self.info = info
+        self.num_partitions = info.num_partitions
+        self.schema = schema
+        self.partitions: list[Partition | None] = [None] * info.num_partitions
+        self.batches: list[_OpenBatch | None] = [None] * info.num_partitions
+        self.sticky = 0
+        self.max_frame_bytes = max_frame_bytes
+
+
+class Producer:
+    """Writes records to topics of a cluster. See the module docstring for the contract."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
+        options, self._cluster = open_client(PRODUCER_OPTIONS, config, kwargs, "a Producer")
+        self._options = options
+        self._acks = options["acks"]
+        self._batch_size = options["batch.size"]
+        self._linger_s = options["linger.ms"] / 1000.0
+        self._max_record_bytes = options["message.max.bytes"]
+        self._codec = PayloadCodec(options["compression.type"])
+        self._attributes = fmt.CODECS[options["compression.type"]]
+        self._topics: dict[str, _TopicState] = {}
+        self._sticky = StickyPartitioner()
+        self._next_deadline = float("inf")
+        self._reports: list[tuple[list[DeliveryCallback | None], KafkaError | None, list[Any]]] = []
+        self._producer_id = fmt.NO_PRODUCER_ID
+        self._producer_epoch = -1
+        self._sequences: dict[tuple[str, int], int] = {}
+        if options["enable.idempotence"]:
+            self._producer_id = self._cluster.metadata.next_counter("producer_id")
+            self._producer_epoch = 0
+
+    @property
+    def cluster(self) -> Cluster:
+        return self._cluster
+
+    # -- per-record API -----------------------------------------------------------
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, partition: int = -1,
+                on_delivery: DeliveryCallback | None = None, timestamp: int = 0,
+                headers: Any = None, callback: DeliveryCallback | None = None) -> None:
+        """Queue one record; it is sent with its partition's batch (see module docstring)."""
+        state = self._topics.get(topic) or self._open_topic(topic)
+        now = time.time()
+        if value is None:
+            value_size = 0
+        elif value.__class__ is bytes:
+            value_size = len(value)
+        else:
+            value, value_size = _coerce_value(value, state.schema)
+        if key is not None and key.__class__ is not bytes:
+            key = _to_bytes(key, "key")
+        if partition < 0:
+            if key is None:
+                partition = state.sticky
+            else:
+                partition = partition_for_key(key, state.num_partitions)
+        elif partition >= state.num_partitions:
+            raise PartitionNotFoundError(
+                f"topic {topic!r} has partitions 0..{state.num_partitions - 1}; got {partition}")
+        size = value_size + (0 if key is None else len(key))
+        if size > self._max_record_bytes:
+            raise RecordTooLargeError(
+                f"record of {size} bytes to topic {topic!r} exceeds message.max.bytes "
+                f"({self._max_record_bytes}); raise message.max.bytes or split the record")
+        batch = state.batches[partition]
+        if batch is None:
+            batch = state.batches[partition] = _OpenBatch(now + self._linger_s)
+            if batch.deadline < self._next_deadline:
+                self._next_deadline = batch.deadline
+        batch.values.append(value)
+        batch.keys.append(key)
+        batch.timestamps.append(now if timestamp == 0 else timestamp / 1000.0)
+        if key is not None:
+            batch.keyed = True
+        if headers is not None:
+            batch.with_headers = True
+            headers = _headers_list(headers)
+        batch.headers.append(headers)
+        cb = on_delivery or callback
+        if cb is not None:
+            batch.with_callbacks = True
+        batch.callbacks.append(cb)
+        batch.size += size + _RECORD_OVERHEAD_BYTES
+        if batch.size >= self._batch_size or self._linger_s == 0:
+            self._send(state, partition)
+        elif now >= self._next_deadline:
+            self._send_expired(now)
+
+    def poll(self, timeout: float | None = None) -> int:
+        """Send batches whose linger.ms passed and serve delivery reports; returns how many."""
+        self._send_expired(time.time())
+        return self._serve_reports()
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Send every open batch and serve all delivery reports; returns 0 (nothing left)."""
+        for state in self._topics.values():
+            for partition, batch in enumerate(state.batches):
+                if batch is not None:
+                    self._send(state, partition)
+        self._serve_reports()
+        return 0
+
+    def __len__(self) -> int:
+        """Records not yet sent or not yet reported."""
+        waiting = sum(len(b.values) for s in self._topics.values() for b in s.batches if b is not None)
+        return waiting + sum(len(cbs) for cbs, _, _ in self._reports)
+
+    # -- Arrow API ---------------------------------------------------------------------
+
+    def produce_batch(self, topic: str, data: pa.Table | pa.RecordBatch,
+                      partition: int = -1) -> list[BatchResult]:
+        """Append a table's rows (columns key/value/headers/timestamp/partition, or a typed
+        topic's columns); returns where each stored batch landed.
+
+        Rows go to ``partition`` if given, else to their ``partition`` column, else to
+        the murmur2 partition of their key, else to the sticky partition. The whole
+        input is checked before anything is written.
+        """
+        state = self._topics.get(topic) or self._open_topic(topic)
+        table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+        if "topic" in table.column_names:
+            raise InvalidRecordError("produce_batch(topic, table) takes the topic as an argument; "
+                                     "drop the 'topic' column")
+        routes = self._route(state, table, partition)
+        if "partition" in table.column_names:
+            table = table.drop_columns(["partition"])
+        now_ms = int(time.time() * 1000)
+        planned: list[tuple[int, pa.RecordBatch]] = []
+        for target, rows in routes:
+            part = table.take(rows) if rows is not None else table
+            for chunk in part.combine_chunks().to_batches():
+                stored = to_stored_batch(chunk, state.schema)
+                planned.extend((target, piece) for piece in self._split(stored))
+        for target, _ in planned:  # keep per-partition order with produce()
+            if state.batches[target] is not None:
+                self._send(state, target)
+        results = []
+        for target, piece in planned:
+            for encoded in self._encode_fitting(state, piece, now_ms):
+                base = self._append(state, target, encoded)
+                results.append(BatchResult(topic, target, base, encoded.record_count))
+            if partition < 0:
+                self._sticky.batch_sent(topic, state.num_partitions, target)
+                state.sticky = self._sticky.partition(topic, state.num_partitions)
+        return results
+
+    def _route(self, state: _TopicState, table: pa.Table, partition: int
+               ) -> list[tuple[int, np.ndarray | None]]:
+        n = state.num_partitions
+        if partition >= 0:
+            if partition >= n:
+                raise PartitionNotFoundError(f"topic {state.info.name!r} has partitions 0..{n - 1}")
+            return [(partition, None)]
+        targets = np.full(table.num_rows, -1, dtype=np.int32)
+        if "partition" in table.column_names:
+            column = table.column("partition")
+            if not pa.types.is_integer(column.type):
+                raise InvalidRecordError(f"column 'partition' has type {column.type}; expected an integer")
+            targets = column.fill_null(-1).to_numpy().astype(np.int32)
+            if (targets >= n).any():
+                raise PartitionNotFoundError(
+                    f"column 'partition' names partition {int(targets.max())}; topic "
+                    f"{state.info.name!r} has partitions 0..{n - 1}")
+        if "key" in table.column_names and (targets < 0).any():
+            keys = table.column("key").combine_chunks()
+            if keys.type not in (pa.binary(), pa.string(), pa.large_binary(), pa.large_string()):
+                raise InvalidRecordError(f"column 'key' has type {keys.type}; expected binary or string")
+            keyed = partitions_for_keys(keys, n)
+            targets = np.where(targets < 0, keyed, targets)
+        if (targets < 0).all():
+            return [(state.sticky, None)]
+        targets = np.where(targets < 0, state.sticky, targets)
+        return [(int(p), np.nonzero(targets == p)[0]) for p in np.unique(targets)]
+
+    def _split(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        """Cut a stored batch into pieces of about batch.size bytes."""
+        if batch.num_rows == 0:
+            return []
+        per_row = max(1, batch.nbytes // batch.num_rows)
+        rows = max(1, self._batch_size // per_row)
+        return [batch.slice(i, rows) for i in range(0, batch.num_rows, rows)]
+
+    def _encode_fitting(self, state: _TopicState, batch: pa.RecordBatch, now_ms: int
+                        ) -> list[EncodedBatch]:
+        """Encode, halving a batch until each frame fits the topic's message.max.bytes."""
+        encoded = self._encode(batch, now_ms)
+        if encoded.frame_size <= state.max_frame_bytes:
+            return [encoded]
+        if batch.num_rows == 1:
+            raise RecordTooLargeError(
+                f"a record of {encoded.frame_size} bytes (stored) exceeds topic {state.info.name!r}'s "
+                f"message.max.bytes ({state.max_frame_bytes}); raise it with "
+                f"`kstream topics alter {state.info.name} --config message.max.bytes=N`")
+        half = batch.num_rows // 2
+        return (self._encode_fitting(state, batch.slice(0, half), now_ms)
+                + self._encode_fitting(state, batch.slice(half), now_ms))
+
+    # -- sending --------------------------------------------------------------------------
+
+    def _open_topic(self, topic: str) -> _TopicState:
+        info = self._cluster.topic(topic)
+        config = self._cluster.log_config(info)
+        state = _TopicState(info, Cluster.topic_schema(info), config.message_max_bytes)
+        state.sticky = self._sticky.partition(topic, info.num_partitions)
+        self._topics[topic] = state
+        return state
+
+    def _partition(self, state: _TopicState, partition: int) -> Partition:
+        handle = state.partitions[partition]
+        if handle is None:
+            handle = state.partitions[partition] = self._cluster.partition(state.info, partition)
+        return handle
+
+    def _encode(self, batch: pa.RecordBatch, now_ms: int) -> EncodedBatch:
+        payload, schema_length = self._codec.encode(batch)
+        low, high = timestamp_range(batch, now_ms)
+        return EncodedBatch(payload, schema_length, fmt.crc32c(payload), batch.num_rows, low, high,
+                            self._attributes)
+
+    def _append(self, state: _TopicState, partition: int, encoded: EncodedBatch) -> int:
+        if self._producer_id != fmt.NO_PRODUCER_ID:
+            key = (state.info.name, partition)
+            sequence = self._sequences.get(key, 0)
+            encoded = EncodedBatch(encoded.payload, encoded.schema_length, encoded.payload_crc,
+                                   encoded.record_count, encoded.min_timestamp, encoded.max_timestamp,
+                                   encoded.attributes, self._producer_id, self._producer_epoch,
+                                   sequence)
+            self._sequences[key] = (sequence + encoded.record_count) & 0x7FFFFFFF
+        return self._partition(state, partition).append(encoded, self._acks).base_offset
+
+    def _send(self, state: _TopicState, partition: int) -> None:
+        batch = state.batches[partition]
+        assert batch is not None
+        state.batches[partition] = None
+        if partition == state.sticky:
+            self._sticky.batch_sent(state.info.name, state.num_partitions, partition)
+            state.sticky = self._sticky.partition(state.info.name, state.num_partitions)
+        timestamps_ms = np.rint(np.array(batch.timestamps) * 1000).astype(np.int64)
+        if state.schema is None:
+            stored = batch_from_records(batch.values, batch.keys if batch.keyed else None,
+                                        timestamps_ms, batch.headers if batch.with_headers else None)
+        else:
+            stored = _typed_batch(state.schema, batch, timestamps_ms)
+        now_ms = int(time.time() * 1000)
+        offsets: list[tuple[int, int]] = []
+        error: KafkaError | None = None
+        try:
+            start = 0
+            for encoded in self._encode_fitting(state, stored, now_ms):
+                offsets.append((start, self._append(state, partition, encoded)))
+                start += encoded.record_count
+        except KStreamError as err:
+            if not batch.with_callbacks:
+                raise
+            error = KafkaError(_error_code(err), str(err), err)
+        if batch.with_callbacks:
+            self._queue_reports(state.info.name, partition, batch, offsets, timestamps_ms, error)
+
+    def _queue_reports(self, topic: str, partition: int, batch: _OpenBatch,
+                       offsets: list[tuple[int, int]], timestamps_ms: np.ndarray,
+                       error: KafkaError | None) -> None:
+        messages = []
+        bounds = offsets + [(len(batch.values), -1)]
+        for (start, base), (end, _) in zip(bounds, bounds[1:]):
+            for i in range(start, end):
+                if batch.callbacks[i] is not None:
+                    messages.append((i, base + i - start))
+        callbacks = [batch.callbacks[i] for i, _ in messages] if error is None else \
+            [cb for cb in batch.callbacks if cb is not None]
+        records = [make_message(topic, partition, offset, batch.keys[i], batch.values[i],
+                                batch.headers[i], TIMESTAMP_CREATE_TIME, int(timestamps_ms[i]))
+                   for i, offset in messages] if error is None else \
+            [make_message(topic, partition, -1, batch.keys[i], batch.values[i])
+             for i, cb in enumerate(batch.callbacks) if cb is not None]
+        self._reports.append((callbacks, error, records))
+
+    def _send_expired(self, now: float) -> None:
+        if now < self._next_deadline:
+            return
+        earliest = float("inf")
+        for state in self._topics.values():
+            for partition, batch in enumerate(state.batches):
+                if batch is None:
+                    continue
+                if batch.deadline <= now:
+                    self._send(state, partition)
+                elif batch.deadline < earliest:
+                    earliest = batch.deadline
+        self._next_deadline = earliest
+
+    def _serve_reports(self) -> int:
+        served = 0
+        while self._reports:
+            callbacks, error, records = self._reports.pop(0)
+            for cb, record in zip(callbacks, records):
+                assert cb is not None
+                cb(error, record)
+                served += 1
+        return served
+
+    def close(self) -> None:
+        """Flush, then release files."""
+        self.flush()
+        for state in self._topics.values():
+            for handle in state.partitions:
+                if handle is not None:
+                    handle.close()
+        self._topics.clear()
+        self._cluster.close()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _to_bytes(value: Any, what: str) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise InvalidRecordError(f"record {what} must be bytes or str, got {type(value).__name__}")
+
+
+def _coerce_value(value: Any, schema: pa.Schema | None) -> tuple[Any, int]:
+    """A non-bytes value as stored, and its approximate size in bytes."""
+    if schema is None:
+        data = _to_bytes(value, "value")
+        return data, len(data)
+    if not isinstance(value, Mapping):
+        raise InvalidRecordError(
+            f"a typed topic's value is a dict of its columns {schema.names}, got {type(value).__name__}")
+    size = sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in value.values())
+    return value, size
+
+
+def _headers_list(headers: Any) -> list[tuple[str, bytes | None]]:
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    result = []
+    for item in items:
+        name, data = item
+        result.append((str(name), None if data is None else _to_bytes(data, "header value")))
+    return result
+
+
+def _typed_batch(schema: pa.Schema, batch: _OpenBatch, timestamps_ms: np.ndarray) -> pa.RecordBatch:
+    try:
+        columns = pa.RecordBatch.from_pylist(batch.values, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise InvalidRecordError(f"a record does not match the topic's schema {schema}: {err}") from err
+    table = columns.append_column("timestamp", pa.array(timestamps_ms))
+    if batch.keyed:
+        table = table.append_column("key", pa.array(batch.keys, pa.binary()))
+    return to_stored_batch(table, schema)
+
+
+def _error_code(err: KStreamError) -> int:
+    if isinstance(err, RecordTooLargeError):
+        return KafkaError.MSG_SIZE_TOO_LARGE
+    return KafkaError.UNKNOWN
