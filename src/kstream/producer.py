@@ -394,6 +394,8 @@ class Producer:
 
 
 def _to_bytes(value: Any, what: str) -> bytes:
+    if isinstance(value, bytes):
+        return value
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, (bytearray, memoryview)):

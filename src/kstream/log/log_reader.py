@@ -131,6 +131,10 @@ class LogReader:
                 break
             try:
                 frame, next_position_base = self._next_frame(offset)
+            except CorruptBatchError:
+                if frames:
+                    break  # hand out the good frames; the next read starts at the bad one
+                raise
             except FileNotFoundError:
                 # Retention deleted a segment under us: re-list and retry once.
                 self.refresh()
@@ -344,6 +348,10 @@ class LogReader:
                 break
             try:
                 frame, next_position_base = self._next_frame(offset)
+            except CorruptBatchError:
+                if frames:
+                    break  # hand out the good frames; the next read starts at the bad one
+                raise
             except FileNotFoundError:
                 # Retention deleted a segment under us: re-list and retry once.
                 self.refresh()

@@ -97,15 +97,15 @@ def to_stored_batch(
     fields: list[pa.Field] = []
     present = set(batch.schema.names)
     if value_schema is None:
+        if "value" not in present:
+            raise InvalidRecordError(
+                f"a 'value' column is required (binary or string); got columns {batch.schema.names}"
+            )
         unknown = present - set(RECORD_COLUMNS)
         if unknown:
             raise InvalidRecordError(
                 f"unknown columns {sorted(unknown)} for a bytes topic; allowed: "
                 f"{list(RECORD_COLUMNS) + list(ROUTING_COLUMNS)}"
-            )
-        if "value" not in present:
-            raise InvalidRecordError(
-                f"a 'value' column is required (binary or string); got columns {batch.schema.names}"
             )
     else:
         allowed = set(value_schema.names) | {"key", "timestamp", "headers"}

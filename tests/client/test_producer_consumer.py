@@ -1,0 +1,209 @@
+"""The Python client API: produce/poll round trips, routing, callbacks, positions."""
+
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pytest
+
+from kstream import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    Consumer,
+    KafkaError,
+    Producer,
+    TopicPartition,
+)
+from kstream.partitioner import partition_for_key
+
+
+def consumer_for(cluster_path, topic, partitions, offset=OFFSET_BEGINNING, **config):
+    consumer = Consumer({"cluster": cluster_path, **config})
+    consumer.assign([TopicPartition(topic, p, offset) for p in range(partitions)])
+    return consumer
+
+
+def drain(consumer, timeout=0.2):
+    out = []
+    while (message := consumer.poll(timeout)) is not None:
+        out.append(message)
+    return out
+
+
+def test_round_trip_with_keys_headers_timestamps(cluster_path, make_topic):
+    make_topic("t", 3)
+    delivered = []
+    with Producer({"cluster": cluster_path, "linger.ms": 1000}) as producer:
+        for i in range(30):
+            producer.produce("t", f"v{i}".encode(), key=f"k{i % 5}".encode(),
+                             headers=[("h", f"{i}".encode())], timestamp=1_700_000_000_000 + i,
+                             on_delivery=lambda err, msg: delivered.append((err, msg)))
+        assert delivered == []  # reports are served by poll()/flush()
+        producer.flush()
+    assert len(delivered) == 30 and all(err is None for err, _ in delivered)
+    consumer = consumer_for(cluster_path, "t", 3)
+    messages = drain(consumer)
+    assert sorted(m.value() for m in messages) == sorted(f"v{i}".encode() for i in range(30))
+    for m in messages:
+        i = int(m.value()[1:])
+        assert m.key() == f"k{i % 5}".encode()
+        assert m.partition() == partition_for_key(m.key(), 3)  # Kafka's partitioner
+        assert m.headers() == [("h", f"{i}".encode())]
+        assert m.timestamp() == (1, 1_700_000_000_000 + i)
+        assert m.error() is None
+    by_partition = {}
+    for m in messages:
+        by_partition.setdefault(m.partition(), []).append(m.offset())
+    for offsets in by_partition.values():
+        assert offsets == list(range(len(offsets)))  # contiguous from 0
+    reported = {(msg.partition(), msg.offset()) for _, msg in delivered}
+    assert reported == {(m.partition(), m.offset()) for m in messages}
+
+
+def test_unkeyed_records_stick_to_one_partition_per_batch(cluster_path, make_topic):
+    make_topic("t", 4)
+    with Producer({"cluster": cluster_path, "linger.ms": 60_000}) as producer:
+        for _ in range(100):
+            producer.produce("t", b"x")
+    messages = drain(consumer_for(cluster_path, "t", 4))
+    assert len(messages) == 100
+    assert len({m.partition() for m in messages}) == 1
+
+
+def test_linger_sends_on_poll(cluster_path, make_topic):
+    make_topic("t")
+    producer = Producer({"cluster": cluster_path, "linger.ms": 20})
+    consumer = consumer_for(cluster_path, "t", 1)
+    producer.produce("t", b"a")
+    assert consumer.poll(0.05) is None  # still lingering in the producer
+    time.sleep(0.03)
+    producer.poll(0)
+    assert consumer.poll(1).value() == b"a"
+    producer.close()
+    consumer.close()
+
+
+def test_seek_position_watermarks_and_eof(cluster_path, make_topic):
+    make_topic("t")
+    with Producer({"cluster": cluster_path}) as producer:
+        for i in range(10):
+            producer.produce("t", str(i).encode(), partition=0)
+    consumer = consumer_for(cluster_path, "t", 1, **{"enable.partition.eof": True})
+    tp = TopicPartition("t", 0)
+    assert consumer.get_watermark_offsets(tp) == (0, 10)
+    assert consumer.position([tp])[0].offset == 0
+    assert consumer.poll(1).offset() == 0
+    assert consumer.position([tp])[0].offset == 1
+    consumer.seek(TopicPartition("t", 0, 7))
+    assert [m.offset() for m in consumer.consume(2, 1)] == [7, 8]
+    assert consumer.position([tp])[0].offset == 9
+    assert consumer.poll(1).offset() == 9
+    eof = consumer.poll(1)
+    assert eof.error().code() == KafkaError._PARTITION_EOF and eof.offset() == 10
+    assert consumer.poll(0.05) is None  # one EOF event per reaching the end
+    consumer.seek(TopicPartition("t", 0, OFFSET_END))
+    assert consumer.poll(0.05).error().code() == KafkaError._PARTITION_EOF
+    assert consumer.poll(0.05) is None
+    consumer.close()
+
+
+def test_consumer_wakes_up_for_new_data(cluster_path, make_topic):
+    make_topic("t")
+    consumer = consumer_for(cluster_path, "t", 1, offset=OFFSET_END)
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        assert consumer.poll(0.01) is None
+        producer.produce("t", b"late")
+    started = time.monotonic()
+    assert consumer.poll(5).value() == b"late"
+    assert time.monotonic() - started < 5
+    consumer.close()
+
+
+def test_offsets_for_times(cluster_path, make_topic):
+    make_topic("t")
+    with Producer({"cluster": cluster_path}) as producer:
+        for i in range(20):
+            producer.produce("t", b"x", timestamp=1000 + 10 * i, partition=0)
+    consumer = consumer_for(cluster_path, "t", 1)
+    found = consumer.offsets_for_times([TopicPartition("t", 0, 1055), TopicPartition("t", 0, 99_999)])
+    assert [tp.offset for tp in found] == [6, -1]
+    consumer.close()
+
+
+def test_produce_batch_routes_and_poll_batch_returns_arrow(cluster_path, make_topic):
+    make_topic("t", 3)
+    table = pa.table({
+        "key": pa.array([f"k{i}".encode() for i in range(300)]),
+        "value": pa.array([f"v{i}".encode() for i in range(300)]),
+        "timestamp": pa.array([1_700_000_000_000 + i for i in range(300)], pa.timestamp("ms")),
+    })
+    with Producer({"cluster": cluster_path}) as producer:
+        results = producer.produce_batch("t", table)
+        assert sum(r.record_count for r in results) == 300
+        pinned = producer.produce_batch("t", pa.table({"value": [b"p0", b"p1"], "partition": [2, 2]}))
+        assert [(r.partition, r.record_count) for r in pinned] == [(2, 2)]
+    consumer = consumer_for(cluster_path, "t", 3)
+    batches = []
+    while (batch := consumer.poll_batch(max_records=64, timeout=0.2)) is not None:
+        assert batch.num_rows <= 64
+        batches.append(batch)
+    combined = pa.Table.from_batches(batches)
+    assert combined.column_names == ["key", "value", "topic", "partition", "offset", "timestamp",
+                                     "timestampType", "headers"]
+    assert combined.num_rows == 302
+    rows = [r for r in combined.to_pylist() if r["key"] is not None]
+    for row in rows:
+        i = int(row["value"][1:])
+        assert row["partition"] == partition_for_key(row["key"], 3)
+        assert row["topic"] == "t"
+        assert row["timestamp"].timestamp() * 1000 == 1_700_000_000_000 + i
+    consumer.close()
+
+
+def test_poll_then_poll_batch_continue_where_the_other_stopped(cluster_path, make_topic):
+    make_topic("t")
+    with Producer({"cluster": cluster_path}) as producer:
+        producer.produce_batch("t", pa.table({"value": [str(i).encode() for i in range(50)]}))
+    consumer = consumer_for(cluster_path, "t", 1)
+    assert consumer.poll(1).offset() == 0
+    batch = consumer.poll_batch(10, 1)
+    assert batch.column("offset").to_pylist() == list(range(1, 11))
+    assert consumer.poll(1).offset() == 11
+    consumer.close()
+
+
+def test_typed_topic_round_trip_and_schema_evolution(admin, cluster_path, make_topic):
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    make_topic("typed", 1, schema=schema)
+    with Producer({"cluster": cluster_path}) as producer:
+        producer.produce_batch("typed", pa.table({"id": [1, 2], "name": ["a", "b"]}))
+        producer.produce("typed", {"id": 3, "name": "c"})
+    admin.evolve_schema("typed", schema.append(pa.field("score", pa.float64())))
+    with Producer({"cluster": cluster_path}) as producer:
+        producer.produce_batch("typed", pa.table({"id": [4], "name": ["d"], "score": [0.5]}))
+    consumer = consumer_for(cluster_path, "typed", 1)
+    rows = []
+    while (batch := consumer.poll_batch(timeout=0.2)) is not None:
+        rows.extend(batch.select(["id", "name", "score", "offset"]).to_pylist())
+    assert rows == [
+        {"id": 1, "name": "a", "score": None, "offset": 0},
+        {"id": 2, "name": "b", "score": None, "offset": 1},
+        {"id": 3, "name": "c", "score": None, "offset": 2},
+        {"id": 4, "name": "d", "score": 0.5, "offset": 3},
+    ]
+    consumer.seek(TopicPartition("typed", 0, 2))
+    assert consumer.poll(1).value() == {"id": 3, "name": "c"}
+    consumer.close()
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4", "zstd"])
+def test_compression_round_trip(cluster_path, make_topic, codec):
+    make_topic("t")
+    values = [bytes([i % 7]) * 200 for i in range(500)]
+    with Producer({"cluster": cluster_path, "compression.type": codec}) as producer:
+        for v in values:
+            producer.produce("t", v, partition=0)
+    consumer = consumer_for(cluster_path, "t", 1)
+    assert [m.value() for m in drain(consumer)] == values
+    consumer.close()

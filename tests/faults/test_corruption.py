@@ -1,0 +1,108 @@
+"""Torn tails are truncated to the last whole frame; bit flips are reported, never returned."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from helpers import encoded, open_log, read_all
+
+from kstream import Consumer, CorruptBatchError, Producer, TopicPartition
+from kstream.log import format as fmt
+from kstream.log.partition_log import list_segment_bases
+from kstream.log.segment import Segment
+
+
+def _write_frames(directory, count, **config):
+    log = open_log(directory, **config)
+    ends = []  # (end position, next offset) after each frame in the active segment
+    values = []
+    for i in range(count):
+        batch = [f"{i}-{k}".encode() * (1 + k % 5) for k in range(1 + i % 7)]
+        result = log.append(encoded(batch))
+        values.extend(batch)
+        ends.append((result.segment_base_offset, result.end_position, len(values)))
+    log.flush()
+    log.close()
+    return ends, values
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_torn_tail_cut_at_random_byte_is_truncated_to_last_whole_frame(tmp_path, seed):
+    directory = str(tmp_path / "t-0")
+    ends, values = _write_frames(directory, 30)
+    path = os.path.join(directory, fmt.segment_file_name(0))
+    size = os.path.getsize(path)
+    cut = random.Random(seed).randrange(1, size)
+    with open(path, "r+b") as f:
+        f.truncate(cut)
+    # The surviving prefix is exactly the frames that end at or before the cut.
+    surviving = [e for e in ends if e[1] <= cut]
+    expected_end, expected_records = (surviving[-1][1], surviving[-1][2]) if surviving else (0, 0)
+    log = open_log(directory)
+    assert log.log_end_offset() == expected_records
+    assert log.truncated_bytes == cut - expected_end
+    assert os.path.getsize(path) == expected_end
+    assert [v for _, v in read_all(directory)] == values[:expected_records]
+    assert log.append(encoded([b"next"])).base_offset == expected_records  # takes appends
+    log.close()
+
+
+def test_garbage_after_last_frame_is_truncated_on_open(tmp_path):
+    directory = str(tmp_path / "t-0")
+    ends, values = _write_frames(directory, 5)
+    path = os.path.join(directory, fmt.segment_file_name(0))
+    with open(path, "ab") as f:
+        f.write(b"\x00" * 100 + os.urandom(300))  # power loss: zeros and junk past the end
+    log = open_log(directory)
+    assert log.log_end_offset() == len(values)
+    assert log.truncated_bytes == 400
+    log.close()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_bit_flip_in_sealed_segment_is_reported_with_file_position_offset(tmp_path, seed):
+    directory = str(tmp_path / "t-0")
+    _write_frames(directory, 40, segment_bytes=2048)
+    bases = list_segment_bases(directory)
+    assert len(bases) > 2
+    rng = random.Random(seed)
+    base = bases[rng.randrange(len(bases) - 1)]  # a sealed segment
+    path = os.path.join(directory, fmt.segment_file_name(base))
+    segment = Segment(directory, base, 4096)
+    frames = [(pos, h) for pos, h, _ in segment.scan(0, os.path.getsize(path), True)]
+    segment.close()
+    position, header = frames[rng.randrange(len(frames))]
+    flip_at = position + rng.randrange(8, header.frame_size)  # header (past length) or payload
+    with open(path, "r+b") as f:
+        f.seek(flip_at)
+        byte = f.read(1)[0]
+        f.seek(flip_at)
+        f.write(bytes([byte ^ (1 << rng.randrange(8))]))
+    with pytest.raises(CorruptBatchError) as caught:
+        read_all(directory)
+    err = caught.value
+    assert err.path == path and err.position == position
+    assert err.offset in (header.base_offset, None) or err.offset == header.base_offset
+    assert path in str(err) and f"position {position}" in str(err)
+
+
+def test_consumer_raises_rather_than_returning_a_corrupt_batch(cluster_path, make_topic):
+    make_topic("t", 1)
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        for i in range(3):
+            producer.produce("t", f"value-{i}".encode() * 10)
+    consumer = Consumer({"cluster": cluster_path})
+    directory = consumer.cluster.partition("t", 0).leader_dir
+    path = os.path.join(directory, fmt.segment_file_name(0))
+    data = bytearray(open(path, "rb").read())
+    data[len(data) - 10] ^= 0xFF  # inside the last frame's payload
+    open(path, "wb").write(bytes(data))
+    consumer.assign([TopicPartition("t", 0, 0)])
+    got = []
+    with pytest.raises(CorruptBatchError, match="payload checksum mismatch"):
+        while (message := consumer.poll(0.2)) is not None:
+            got.append(message.value())
+    assert got == [b"value-0" * 10, b"value-1" * 10]
+    consumer.close()
