@@ -44,6 +44,7 @@ from kstream.message import (
     TIMESTAMP_LOG_APPEND_TIME,
     KafkaError,
     Message,
+    MessageSource,
     TopicPartition,
     make_message,
 )
@@ -240,11 +241,11 @@ class Consumer:
         keys, values, timestamps, headers = to_python_records(chunk, assigned.typed)
         n = chunk.batch.num_rows
         kind = TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME
+        source = MessageSource(assigned.topic, assigned.partition, kind)
         # A list iterator, so position() can ask how many are left (length_hint).
         return iter(list(map(Message, zip(
-            repeat(assigned.topic, n), repeat(assigned.partition, n),
-            range(chunk.base_offset, chunk.base_offset + n), keys, values, headers,
-            repeat(kind, n), timestamps, repeat(None, n)))))
+            repeat(source, n), range(chunk.base_offset, chunk.base_offset + n), keys, values,
+            headers, timestamps))))
 
     # -- Arrow API ---------------------------------------------------------------------------
 

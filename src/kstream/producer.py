@@ -30,11 +30,12 @@ from kstream.log.cluster import Cluster
 from kstream.log.metadata import TopicInfo
 from kstream.log.partition import Partition
 from kstream.log.partition_log import EncodedBatch
-from kstream.log.records import PayloadCodec, batch_from_records, timestamp_range, to_stored_batch
+from kstream.log.records import HEADER_TYPE, PayloadCodec, batch_from_records, timestamp_range, to_stored_batch
 from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, make_message
 from kstream.options import PRODUCER_OPTIONS
 from kstream.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
 
+_time = time.time
 DeliveryCallback = Callable[[KafkaError | None, Any], None]
 _RECORD_OVERHEAD_BYTES = 16  # offsets and timestamp per record in the Arrow batch
 
@@ -50,22 +51,53 @@ class BatchResult:
 
 
 class _OpenBatch:
-    """Records waiting for one partition's next batch."""
+    """Records waiting for one partition's next batch.
 
-    __slots__ = ("values", "keys", "timestamps", "headers", "callbacks", "size", "deadline",
-                 "keyed", "with_headers", "with_callbacks")
+    Values and timestamps (float seconds) are kept per record; keys, headers
+    and delivery callbacks only from the first record that has one (the
+    common unkeyed, callback-free path appends two items per record).
+    """
+
+    __slots__ = ("values", "timestamps", "keys", "headers", "callbacks", "size", "deadline")
 
     def __init__(self, deadline: float):
         self.values: list[Any] = []
-        self.keys: list[bytes | None] = []
         self.timestamps: list[float] = []
-        self.headers: list[Any] = []
-        self.callbacks: list[DeliveryCallback | None] = []
+        self.keys: list[bytes | None] | None = None
+        self.headers: list[Any] | None = None
+        self.callbacks: list[DeliveryCallback | None] | None = None
         self.size = 0
         self.deadline = deadline
-        self.keyed = False
-        self.with_headers = False
-        self.with_callbacks = False
+
+    def add_extras(self, key: bytes | None, headers: Any, callback: DeliveryCallback | None) -> None:
+        """Record the key/headers/callback of the record just appended."""
+        index = len(self.values) - 1
+        if key is not None:
+            if self.keys is None:
+                self.keys = [None] * index
+            self.keys.append(key)
+        elif self.keys is not None:
+            self.keys.append(None)
+        if headers is not None:
+            if self.headers is None:
+                self.headers = [None] * index
+            self.headers.append(_headers_list(headers))
+        elif self.headers is not None:
+            self.headers.append(None)
+        if callback is not None:
+            if self.callbacks is None:
+                self.callbacks = [None] * index
+            self.callbacks.append(callback)
+        elif self.callbacks is not None:
+            self.callbacks.append(None)
+
+    def pad_extras(self) -> None:
+        """Bring the sparse lists up to one entry per record."""
+        n = len(self.values)
+        for name in ("keys", "headers", "callbacks"):
+            items = getattr(self, name)
+            if items is not None and len(items) < n:
+                items.extend([None] * (n - len(items)))
 
 
 class _TopicState:
@@ -117,49 +149,42 @@ class Producer:
                 on_delivery: DeliveryCallback | None = None, timestamp: int = 0,
                 headers: Any = None, callback: DeliveryCallback | None = None) -> None:
         """Queue one record; it is sent with its partition's batch (see module docstring)."""
+        # The hot path of the per-record API: keep it to a few dozen bytecodes.
         state = self._topics.get(topic) or self._open_topic(topic)
-        now = time.time()
-        if value is None:
-            value_size = 0
-        elif value.__class__ is bytes:
-            value_size = len(value)
+        if value.__class__ is bytes:
+            size = len(value)
+        elif value is None:
+            size = 0
         else:
-            value, value_size = _coerce_value(value, state.schema)
-        if key is not None and key.__class__ is not bytes:
-            key = _to_bytes(key, "key")
-        if partition < 0:
-            if key is None:
-                partition = state.sticky
-            else:
+            value, size = _coerce_value(value, state.schema)
+        if key is not None:
+            if key.__class__ is not bytes:
+                key = _to_bytes(key, "key")
+            size += len(key)
+            if partition < 0:
                 partition = partition_for_key(key, state.num_partitions)
+        if partition < 0:
+            partition = state.sticky
         elif partition >= state.num_partitions:
             raise PartitionNotFoundError(
                 f"topic {topic!r} has partitions 0..{state.num_partitions - 1}; got {partition}")
-        size = value_size + (0 if key is None else len(key))
         if size > self._max_record_bytes:
             raise RecordTooLargeError(
                 f"record of {size} bytes to topic {topic!r} exceeds message.max.bytes "
                 f"({self._max_record_bytes}); raise message.max.bytes or split the record")
+        now = _time()
         batch = state.batches[partition]
         if batch is None:
             batch = state.batches[partition] = _OpenBatch(now + self._linger_s)
             if batch.deadline < self._next_deadline:
                 self._next_deadline = batch.deadline
         batch.values.append(value)
-        batch.keys.append(key)
         batch.timestamps.append(now if timestamp == 0 else timestamp / 1000.0)
-        if key is not None:
-            batch.keyed = True
-        if headers is not None:
-            batch.with_headers = True
-            headers = _headers_list(headers)
-        batch.headers.append(headers)
-        cb = on_delivery or callback
-        if cb is not None:
-            batch.with_callbacks = True
-        batch.callbacks.append(cb)
+        if key is not None or headers is not None or on_delivery is not None or callback is not None \
+                or batch.keys is not None or batch.headers is not None or batch.callbacks is not None:
+            batch.add_extras(key, headers, on_delivery or callback)
         batch.size += size + _RECORD_OVERHEAD_BYTES
-        if batch.size >= self._batch_size or self._linger_s == 0:
+        if batch.size >= self._batch_size:
             self._send(state, partition)
         elif now >= self._next_deadline:
             self._send_expired(now)
@@ -310,13 +335,14 @@ class Producer:
         batch = state.batches[partition]
         assert batch is not None
         state.batches[partition] = None
+        batch.pad_extras()
         if partition == state.sticky:
             self._sticky.batch_sent(state.info.name, state.num_partitions, partition)
             state.sticky = self._sticky.partition(state.info.name, state.num_partitions)
-        timestamps_ms = np.rint(np.array(batch.timestamps) * 1000).astype(np.int64)
+        seconds = pa.array(batch.timestamps, pa.float64()).to_numpy()
+        timestamps_ms = np.rint(seconds * 1000).astype(np.int64)
         if state.schema is None:
-            stored = batch_from_records(batch.values, batch.keys if batch.keyed else None,
-                                        timestamps_ms, batch.headers if batch.with_headers else None)
+            stored = batch_from_records(batch.values, batch.keys, timestamps_ms, batch.headers)
         else:
             stored = _typed_batch(state.schema, batch, timestamps_ms)
         now_ms = int(time.time() * 1000)
@@ -328,28 +354,31 @@ class Producer:
                 offsets.append((start, self._append(state, partition, encoded)))
                 start += encoded.record_count
         except KStreamError as err:
-            if not batch.with_callbacks:
+            if batch.callbacks is None:
                 raise
             error = KafkaError(_error_code(err), str(err), err)
-        if batch.with_callbacks:
+        if batch.callbacks is not None:
             self._queue_reports(state.info.name, partition, batch, offsets, timestamps_ms, error)
 
     def _queue_reports(self, topic: str, partition: int, batch: _OpenBatch,
                        offsets: list[tuple[int, int]], timestamps_ms: np.ndarray,
                        error: KafkaError | None) -> None:
-        messages = []
-        bounds = offsets + [(len(batch.values), -1)]
+        """Delivery reports for the records that asked for one, served by the next poll()."""
+        assert batch.callbacks is not None
+        keys = batch.keys or [None] * len(batch.values)
+        headers = batch.headers or [None] * len(batch.values)
+        base_of = [-1] * len(batch.values)  # offset of each record (-1: not delivered)
+        bounds = [*offsets, (len(batch.values), -1)]
         for (start, base), (end, _) in zip(bounds, bounds[1:]):
             for i in range(start, end):
-                if batch.callbacks[i] is not None:
-                    messages.append((i, base + i - start))
-        callbacks = [batch.callbacks[i] for i, _ in messages] if error is None else \
-            [cb for cb in batch.callbacks if cb is not None]
-        records = [make_message(topic, partition, offset, batch.keys[i], batch.values[i],
-                                batch.headers[i], TIMESTAMP_CREATE_TIME, int(timestamps_ms[i]))
-                   for i, offset in messages] if error is None else \
-            [make_message(topic, partition, -1, batch.keys[i], batch.values[i])
-             for i, cb in enumerate(batch.callbacks) if cb is not None]
+                base_of[i] = base + i - start
+        callbacks, records = [], []
+        for i, cb in enumerate(batch.callbacks):
+            if cb is not None:
+                callbacks.append(cb)
+                records.append(make_message(topic, partition, base_of[i] if error is None else -1,
+                                            keys[i], batch.values[i], headers[i],
+                                            TIMESTAMP_CREATE_TIME, int(timestamps_ms[i])))
         self._reports.append((callbacks, error, records))
 
     def _send_expired(self, now: float) -> None:
@@ -430,8 +459,10 @@ def _typed_batch(schema: pa.Schema, batch: _OpenBatch, timestamps_ms: np.ndarray
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
         raise InvalidRecordError(f"a record does not match the topic's schema {schema}: {err}") from err
     table = columns.append_column("timestamp", pa.array(timestamps_ms))
-    if batch.keyed:
+    if batch.keys is not None:
         table = table.append_column("key", pa.array(batch.keys, pa.binary()))
+    if batch.headers is not None:
+        table = table.append_column("headers", pa.array(batch.headers, HEADER_TYPE))
     return to_stored_batch(table, schema)
 
 

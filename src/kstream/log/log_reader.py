@@ -7,9 +7,9 @@ Contract:
   a killed writer left a torn tail for the next writer to truncate).
 * A bad frame raises :class:`CorruptBatchError` naming file, position and
   offset; bad bytes are never returned as data.
-* Sealed segments are memory-mapped (they are never modified in place); the
-  active segment is read with ``pread`` because a writer may still truncate its
-  torn tail.
+* Segments are memory-mapped: payloads are zero copy. That is safe because
+  no segment file shrinks in place (a writer cutting a torn tail replaces the
+  file; this reader notices and re-opens it).
 * Takes no lock and writes nothing; safe to use while other processes append.
   Not thread-safe (one reader per consumer).
 """
@@ -19,7 +19,6 @@ from __future__ import annotations
 import bisect
 import os
 from collections import OrderedDict
-from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -32,28 +31,52 @@ from kstream.log.segment import Frame
 _MAX_OPEN_SEGMENTS = 8
 
 
-@dataclass
 class _SegmentView:
-    """An open segment file for reading, and the end this reader has verified."""
+    """A segment file memory-mapped for reading; re-mapped as the file grows.
 
-    base_offset: int
-    path: str
-    fd: int
-    mapped: pa.MemoryMappedFile | None
-    offset_index: OffsetIndex
-    time_index: TimeIndex
+    Safe because segment files never shrink in place (see segment.py): a cut
+    replaces the file, and this view keeps the inode it mapped.
+    """
 
-    def read(self, position: int, size: int) -> pa.Buffer:
-        if self.mapped is not None:
-            return self.mapped.read_at(size, position)
-        return pa.py_buffer(os.pread(self.fd, size, position))
+    def __init__(self, directory: str, base_offset: int):
+        self.base_offset = base_offset
+        self.path = os.path.join(directory, fmt.segment_file_name(base_offset))
+        self.fd = os.open(self.path, os.O_RDONLY)
+        self.mapped: pa.MemoryMappedFile | None = None
+        self.whole = pa.py_buffer(b"")
+        self.mapped_size = 0
+        self.offset_index = OffsetIndex(
+            os.path.join(directory, fmt.segment_file_name(base_offset, fmt.OFFSET_INDEX_SUFFIX)), base_offset)
+        self.time_index = TimeIndex(
+            os.path.join(directory, fmt.segment_file_name(base_offset, fmt.TIME_INDEX_SUFFIX)), base_offset)
 
     def size(self) -> int:
-        return os.fstat(self.fd).st_size
+        """Bytes readable now (maps the new end when the file grew)."""
+        size = os.fstat(self.fd).st_size
+        if size > self.mapped_size:
+            # The old map stays alive while batches handed out still use it.
+            # Map through our own fd's inode: /proc/self/fd follows it even if
+            # the name was replaced meanwhile.
+            self.mapped = pa.memory_map(f"/proc/self/fd/{self.fd}", "r")
+            self.mapped_size = self.mapped.size()
+            self.whole = self.mapped.read_buffer(self.mapped_size)  # zero copy
+        return self.mapped_size
+
+    def read(self, position: int, size: int) -> pa.Buffer:
+        """A zero-copy slice of the mapped file."""
+        assert position + size <= self.mapped_size, (position, size, self.mapped_size)
+        return self.whole.slice(position, size)
+
+    def replaced(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino != os.fstat(self.fd).st_ino
+        except FileNotFoundError:
+            return False  # deleted by retention: what we mapped stays readable
 
     def close(self) -> None:
-        if self.mapped is not None:
-            self.mapped.close()
+        # Buffers handed out keep their map alive; dropping our references is enough.
+        self.mapped = None
+        self.whole = pa.py_buffer(b"")
         os.close(self.fd)
 
 
@@ -81,22 +104,12 @@ class LogReader:
         bases = self._bases or self.refresh()
         return bases[0] if bases else 0
 
-    def _view(self, base: int, sealed: bool) -> _SegmentView:
+    def _view(self, base: int) -> _SegmentView:
         view = self._views.get(base)
-        if view is not None and (view.mapped is not None or not sealed):
+        if view is not None:
             self._views.move_to_end(base)
             return view
-        if view is not None:  # was active, is now sealed: map it
-            view.close()
-            del self._views[base]
-        path = os.path.join(self.directory, fmt.segment_file_name(base))
-        fd = os.open(path, os.O_RDONLY)
-        mapped = pa.memory_map(path, "r") if sealed and os.fstat(fd).st_size > 0 else None
-        view = _SegmentView(
-            base, path, fd, mapped,
-            OffsetIndex(os.path.join(self.directory, fmt.segment_file_name(base, fmt.OFFSET_INDEX_SUFFIX)), base),
-            TimeIndex(os.path.join(self.directory, fmt.segment_file_name(base, fmt.TIME_INDEX_SUFFIX)), base),
-        )
+        view = _SegmentView(self.directory, base)
         self._views[base] = view
         while len(self._views) > _MAX_OPEN_SEGMENTS:
             _, old = self._views.popitem(last=False)
@@ -166,13 +179,17 @@ class LogReader:
             position = -1
         while True:
             sealed = index < len(self._bases) - 1
-            view = self._view(base, sealed)
+            view = self._view(base)
             if position < 0:
                 position = self._seek(view, offset)
             frame = self._frame_at(view, position, offset, sealed)
             if frame is not None:
                 return frame, (base, position + frame.header.frame_size)
             if not sealed:
+                if view.replaced():  # a writer cut a torn tail: read the new file
+                    view.close()
+                    del self._views[base]
+                    continue
                 # End of the active segment: has someone rolled a new one?
                 if index == len(self._bases) - 1:
                     self.refresh()
@@ -195,7 +212,7 @@ class LogReader:
         return position
 
     def _frame_at(self, view: _SegmentView, position: int, offset: int, sealed: bool) -> Frame | None:
-        size = view.mapped.size() if view.mapped is not None else view.size()
+        size = view.size()
         if position + fmt.HEADER_SIZE > size:
             if sealed and position != size:
                 raise CorruptBatchError("sealed segment ends inside a frame header",
@@ -247,7 +264,7 @@ class LogReader:
         bases = self.refresh()
         if not bases:
             return 0
-        view = self._view(bases[-1], sealed=False)
+        view = self._view(bases[-1])
         offset, position = view.offset_index.last_entry() or (bases[-1], 0)
         if self._cursor is not None and self._cursor[1] == bases[-1] and self._cursor[2] > position:
             offset, position = self._cursor[0], self._cursor[2]
@@ -261,218 +278,11 @@ class LogReader:
         """
         bases = self.refresh()
         for i, base in enumerate(bases):
-            view = self._view(base, sealed=i < len(bases) - 1)
+            view = self._view(base)
             offset = view.time_index.lookup(timestamp_ms)
             for _, header in self._headers(view, self._seek(view, offset), offset):
                 if header.max_timestamp >= timestamp_ms:
                     return header.base_offset
-        return None
-
-    def close(self) -> None:
-        if self.mapped is not None:
-            self.mapped.close()
-        os.close(self.fd)
-
-
-class LogReader:
-    """Reads frames of the replica in ``directory``. Not thread-safe."""
-
-    def __init__(self, directory: str, check_crcs: bool = True):
-        self.directory = directory
-        self.check_crcs = check_crcs
-        self._bases: list[int] = []
-        self._views: OrderedDict[int, _SegmentView] = OrderedDict()
-        # Sequential-read cursor: where the frame holding ``_cursor_offset`` starts.
-        self._cursor: tuple[int, int, int] | None = None  # (offset, segment base, position)
-
-    # -- segments -------------------------------------------------------------
-
-    def refresh(self) -> list[int]:
-        try:
-            self._bases = list_segment_bases(self.directory)
-        except FileNotFoundError:
-            self._bases = []
-        return self._bases
-
-    def log_start_offset(self) -> int:
-        bases = self._bases or self.refresh()
-        return bases[0] if bases else 0
-
-    def _view(self, base: int, sealed: bool) -> _SegmentView:
-        view = self._views.get(base)
-        if view is not None and (view.mapped is not None or not sealed):
-            self._views.move_to_end(base)
-            return view
-        if view is not None:  # was active, is now sealed: map it
-            view.close()
-            del self._views[base]
-        path = os.path.join(self.directory, fmt.segment_file_name(base))
-        fd = os.open(path, os.O_RDONLY)
-        mapped = pa.memory_map(path, "r") if sealed and os.fstat(fd).st_size > 0 else None
-        view = _SegmentView(
-            base, path, fd, mapped,
-            OffsetIndex(os.path.join(self.directory, fmt.segment_file_name(base, fmt.OFFSET_INDEX_SUFFIX)), base),
-            TimeIndex(os.path.join(self.directory, fmt.segment_file_name(base, fmt.TIME_INDEX_SUFFIX)), base),
-        )
-        self._views[base] = view
-        while len(self._views) > _MAX_OPEN_SEGMENTS:
-            _, old = self._views.popitem(last=False)
-            old.close()
-        return view
-
-    def _segment_for(self, offset: int) -> int:
-        """Index into ``_bases`` of the segment holding ``offset``."""
-        bases = self._bases or self.refresh()
-        if not bases or offset < bases[0]:
-            bases = self.refresh()
-        if not bases or offset < bases[0]:
-            raise OffsetOutOfRangeError(
-                f"offset {offset} is before the log start offset "
-                f"{bases[0] if bases else 0} of {self.directory} (deleted by retention?)"
-            )
-        return bisect.bisect_right(bases, offset) - 1
-
-    # -- reading ----------------------------------------------------------------
-
-    def read(self, offset: int, max_bytes: int, end_offset: int | None = None) -> list[Frame]:
-        """Frames holding offsets from ``offset`` on, about ``max_bytes`` of them.
-
-        The first frame is returned even when larger than ``max_bytes`` (so a
-        consumer always progresses). Stops at ``end_offset`` (exclusive; the
-        high watermark) and at the end of what is fully written.
-        """
-        frames: list[Frame] = []
-        total = 0
-        while total < max_bytes:
-            if end_offset is not None and offset >= end_offset:
-                break
-            try:
-                frame, next_position_base = self._next_frame(offset)
-            except CorruptBatchError:
-                if frames:
-                    break  # hand out the good frames; the next read starts at the bad one
-                raise
-            except FileNotFoundError:
-                # Retention deleted a segment under us: re-list and retry once.
-                self.refresh()
-                self._cursor = None
-                frame, next_position_base = self._next_frame(offset)
-            if frame is None:
-                break
-            if frames and total + frame.header.frame_size > max_bytes:
-                break
-            frames.append(frame)
-            total += frame.header.frame_size
-            offset = frame.header.next_offset
-            self._cursor = (offset, *next_position_base)
-        return frames
-
-    def _next_frame(self, offset: int) -> tuple[Frame | None, tuple[int, int]]:
-        """The frame holding ``offset`` and where the next one starts (segment base, position)."""
-        if self._cursor is not None and self._cursor[0] == offset:
-            _, base, position = self._cursor
-            index = bisect.bisect_left(self._bases, base)
-            if index >= len(self._bases) or self._bases[index] != base:
-                self._cursor = None
-                return self._next_frame(offset)
-        else:
-            if not (self._bases or self.refresh()):
-                return None, (0, 0)  # an empty log: nothing written yet
-            index = self._segment_for(offset)
-            base = self._bases[index]
-            position = -1
-        while True:
-            sealed = index < len(self._bases) - 1
-            view = self._view(base, sealed)
-            if position < 0:
-                position = self._seek(view, offset)
-            frame = self._frame_at(view, position, offset, sealed)
-            if frame is not None:
-                return frame, (base, position + frame.header.frame_size)
-            if not sealed:
-                # End of the active segment: has someone rolled a new one?
-                if index == len(self._bases) - 1:
-                    self.refresh()
-                if index >= len(self._bases) - 1:
-                    return None, (base, position)
-            index += 1
-            base, position = self._bases[index], 0
-
-    def _seek(self, view: _SegmentView, offset: int) -> int:
-        """Position of the frame holding ``offset`` (index lookup, then a header scan)."""
-        _, position = view.offset_index.lookup(offset)
-        size = view.size()
-        if position >= size:
-            position = 0  # a stale index entry; scanning from the start is always right
-        while position + fmt.HEADER_SIZE <= size:
-            header = fmt.unpack_header(view.read(position, fmt.HEADER_SIZE))
-            if header.next_offset > offset or position + header.frame_size > size:
-                break
-            position += header.frame_size
-        return position
-
-    def _frame_at(self, view: _SegmentView, position: int, offset: int, sealed: bool) -> Frame | None:
-        size = view.mapped.size() if view.mapped is not None else view.size()
-        if position + fmt.HEADER_SIZE > size:
-            if sealed and position != size:
-                raise CorruptBatchError("sealed segment ends inside a frame header",
-                                        path=view.path, position=position, offset=offset)
-            return None
-        raw = view.read(position, fmt.HEADER_SIZE)
-        header = fmt.unpack_header(raw)
-        if position + fmt.HEADER_SIZE <= size and header.length == 0 and not sealed:
-            return None  # zeros past the end of a torn or preallocated tail
-        problem = fmt.header_problem(raw, header)
-        if problem is None and position + header.frame_size > size:
-            if not sealed:
-                return None  # a writer is mid-frame, or a torn tail
-            problem = "frame runs past the end of a sealed segment"
-        if problem is not None:
-            raise CorruptBatchError(f"bad frame ({problem})", path=view.path, position=position,
-                                    offset=offset)
-        if header.next_offset <= offset:
-            raise CorruptBatchError(
-                f"frame holds offsets {header.base_offset}..{header.last_offset}, expected {offset}",
-                path=view.path, position=position, offset=offset)
-        payload = view.read(position + fmt.HEADER_SIZE, header.payload_size)
-        if self.check_crcs and fmt.crc32c(payload) != header.payload_crc:
-            raise CorruptBatchError("payload checksum mismatch", path=view.path,
-                                    position=position, offset=header.base_offset)
-        return Frame(header, position, payload)
-
-    def log_end_offset(self) -> int:
-        """The next offset after the last whole frame (scans the active segment's tail)."""
-        bases = self.refresh()
-        if not bases:
-            return 0
-        offset = bases[-1]
-        if self._cursor is not None and self._cursor[1] == bases[-1]:
-            offset = self._cursor[0]
-        while True:
-            frames = self.read(offset, 1 << 30)
-            if not frames:
-                return offset
-            offset = frames[-1].header.next_offset
-
-    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
-        """Base offset of the first frame holding a record at or after ``timestamp_ms``.
-
-        None when no record is that late. The caller filters records inside the frame.
-        """
-        bases = self.refresh()
-        for i, base in enumerate(bases):
-            sealed = i < len(bases) - 1
-            view = self._view(base, sealed)
-            offset = view.time_index.lookup(timestamp_ms)
-            position = self._seek(view, offset)
-            while True:
-                frame = self._frame_at(view, position, offset, sealed)
-                if frame is None:
-                    break
-                if frame.header.max_timestamp >= timestamp_ms:
-                    return frame.header.base_offset
-                position += frame.header.frame_size
-                offset = frame.header.next_offset
         return None
 
     def close(self) -> None:

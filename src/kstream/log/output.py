@@ -78,11 +78,16 @@ def _repeated_string(text: str, count: int) -> pa.Array:
     return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data * count))
 
 
+def _filled(data_type: pa.DataType, dtype: type, value: int, count: int) -> pa.Array:
+    """A column of ``count`` copies of ``value``, built straight from a buffer."""
+    return pa.Array.from_buffers(data_type, count, [None, pa.py_buffer(np.full(count, value, dtype))])
+
+
 def _timestamps(stored: StoredBatch) -> pa.Array:
     n = stored.batch.num_rows
     if not stored.log_append_time and "timestamp" in stored.batch.schema.names:
         return stored.batch.column("timestamp").view(TIMESTAMP_TYPE)
-    return pa.array(np.full(n, stored.max_timestamp, dtype=np.int64)).view(TIMESTAMP_TYPE)
+    return _filled(TIMESTAMP_TYPE, np.int64, stored.max_timestamp, n)
 
 
 def to_output(stored: StoredBatch, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
@@ -96,14 +101,15 @@ def to_output(stored: StoredBatch, topic: str, partition: int, schema: pa.Schema
         if name == "topic":
             columns.append(_repeated_string(topic, n))
         elif name == "partition":
-            columns.append(pa.array(np.full(n, partition, dtype=np.int32)))
+            columns.append(_filled(pa.int32(), np.int32, partition, n))
         elif name == "offset":
-            columns.append(pa.array(np.arange(stored.base_offset, stored.base_offset + n, dtype=np.int64)))
+            offsets = np.arange(stored.base_offset, stored.base_offset + n, dtype=np.int64)
+            columns.append(pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]))
         elif name == "timestamp":
             columns.append(_timestamps(stored))
         elif name == "timestampType":
             kind = LOG_APPEND_TIME if stored.log_append_time else CREATE_TIME
-            columns.append(pa.array(np.full(n, kind, dtype=np.int32)))
+            columns.append(_filled(pa.int32(), np.int32, kind, n))
         elif name in names:
             columns.append(batch.column(name))
         else:  # absent in this batch (no key/headers, or an older schema version)

@@ -9,8 +9,8 @@ Contract:
 * Opening for write recovers the active segment: frames after the recovery
   point (the last position known fsynced) are re-checked, and a torn tail is
   truncated and reported in :attr:`PartitionLog.truncated_bytes`.
-* Sealed segments are fsynced at roll, never modified in place, and deleted
-  whole by retention (oldest first, never the active one).
+* Sealed segments are fsynced at roll and deleted whole by retention (oldest
+  first, never the active one). No segment file shrinks in place.
 * An ``OSError`` from the disk raises :class:`LogDirOfflineError`; the caller
   takes the log dir offline. A failed fsync is never retried.
 
@@ -98,7 +98,11 @@ class PartitionLog:
 
     def _ensure_open(self) -> Segment:
         """Under the lock: open (with recovery) on first use, else catch up with others."""
-        if self._active is not None and self._pid == os.getpid():
+        if self._active is not None and (self._pid != os.getpid() or self._active.replaced()):
+            # Forked, or another process cut a torn tail by replacing the file: start over.
+            self._active.close()
+            self._active = None
+        if self._active is not None:
             active = self._active
             active.catch_up()
             # Another process may have rolled: its new segment starts at our next offset.

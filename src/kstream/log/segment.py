@@ -7,8 +7,8 @@ Contract:
 * The bytes of the file up to :attr:`Segment.size` are whole, checked frames
   with contiguous offsets; anything beyond is a torn tail that
   :meth:`Segment.recover` truncates ("bytes truncated" is returned, not raised).
-* A sealed segment (not the last one) is never modified in place, so readers
-  may memory-map it.
+* A segment file never shrinks in place (a cut copies the kept prefix to a
+  new file renamed over the old), so readers may memory-map any segment.
 * Indexes are derived; :meth:`recover` rebuilds them from the frames.
 
 A Segment object caches what this process knows of the file; the partition
@@ -202,7 +202,7 @@ class Segment:
                               header.record_count, header.max_timestamp, write_index=write_index)
         truncated = file_size - self.size
         if truncated:
-            os.ftruncate(self.fd, self.size)
+            self._replace_with_prefix(self.size)
             self.offset_index.truncate_to_position(self.size)
             self.time_index.truncate_to_offset(self.next_offset)
         return truncated
@@ -228,6 +228,37 @@ class Segment:
         self.max_timestamp = NO_TIMESTAMP if last_time is None else last_time
         first = fmt.unpack_header(os.pread(self.fd, fmt.HEADER_SIZE, 0))
         self.first_batch_timestamp = first.max_timestamp
+
+    def _replace_with_prefix(self, size: int) -> None:
+        """Cut the file to ``size`` bytes without shrinking it in place.
+
+        Readers memory-map segments; shrinking a mapped file would make their
+        next access fault (SIGBUS). So the kept prefix is copied to a new file
+        that is renamed over the old one: open readers keep the old inode,
+        and everyone who opens the name afterwards sees the new one.
+        """
+        tmp = self.path + fmt.TMP_SUFFIX
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            copied = 0
+            while copied < size:
+                sent = os.copy_file_range(self.fd, out, size - copied, copied, copied)
+                if sent == 0:
+                    raise OSError(f"short copy of {self.path}: {copied} of {size} bytes")
+                copied += sent
+            os.fsync(out)
+        finally:
+            os.close(out)
+        os.rename(tmp, self.path)
+        fsync_dir(self.directory)
+        self.close()
+
+    def replaced(self) -> bool:
+        """True when the file at :attr:`path` is no longer the one this object has open."""
+        try:
+            return os.stat(self.path).st_ino != os.fstat(self.fd).st_ino
+        except FileNotFoundError:
+            return True
 
     def scan(self, position: int, end: int, verify_payload: bool
              ) -> Iterator[tuple[int, fmt.FrameHeader | None, str | None]]:
