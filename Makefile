@@ -28,7 +28,7 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
-	$(PY) -m bench.run
+	$(PY) -m bench.issue2
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench

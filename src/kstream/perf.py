@@ -117,7 +117,7 @@ def produce(topic: str, num_records: int, record_size: int, producer_config: dic
     window: list[float] = []
     reporter = _Reporter(progress, record_size)
     throttle = _Throttle(throughput)
-    sample_every = max(1, num_records // _LATENCY_SAMPLES)
+    sample_every = max(100, num_records // _LATENCY_SAMPLES)
     with Producer(producer_config) as producer:
         start = time.perf_counter()
         if api == "batch":

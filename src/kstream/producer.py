@@ -53,9 +53,9 @@ class BatchResult:
 class _OpenBatch:
     """Records waiting for one partition's next batch.
 
-    Values and timestamps (float seconds) are kept per record; keys, headers
-    and delivery callbacks only from the first record that has one (the
-    common unkeyed, callback-free path appends two items per record).
+    Values and timestamps (float seconds) are kept per record; keys and
+    headers only from the first record that has one, and delivery callbacks
+    by record index (the common unkeyed path appends two items per record).
     """
 
     __slots__ = ("values", "timestamps", "keys", "headers", "callbacks", "size", "deadline")
@@ -65,12 +65,12 @@ class _OpenBatch:
         self.timestamps: list[float] = []
         self.keys: list[bytes | None] | None = None
         self.headers: list[Any] | None = None
-        self.callbacks: list[DeliveryCallback | None] | None = None
+        self.callbacks: dict[int, DeliveryCallback] | None = None  # record index -> callback
         self.size = 0
         self.deadline = deadline
 
-    def add_extras(self, key: bytes | None, headers: Any, callback: DeliveryCallback | None) -> None:
-        """Record the key/headers/callback of the record just appended."""
+    def add_extras(self, key: bytes | None, headers: Any) -> None:
+        """Record the key/headers of the record just appended."""
         index = len(self.values) - 1
         if key is not None:
             if self.keys is None:
@@ -84,17 +84,11 @@ class _OpenBatch:
             self.headers.append(_headers_list(headers))
         elif self.headers is not None:
             self.headers.append(None)
-        if callback is not None:
-            if self.callbacks is None:
-                self.callbacks = [None] * index
-            self.callbacks.append(callback)
-        elif self.callbacks is not None:
-            self.callbacks.append(None)
 
     def pad_extras(self) -> None:
         """Bring the sparse lists up to one entry per record."""
         n = len(self.values)
-        for name in ("keys", "headers", "callbacks"):
+        for name in ("keys", "headers"):
             items = getattr(self, name)
             if items is not None and len(items) < n:
                 items.extend([None] * (n - len(items)))
@@ -180,9 +174,12 @@ class Producer:
                 self._next_deadline = batch.deadline
         batch.values.append(value)
         batch.timestamps.append(now if timestamp == 0 else timestamp / 1000.0)
-        if key is not None or headers is not None or on_delivery is not None or callback is not None \
-                or batch.keys is not None or batch.headers is not None or batch.callbacks is not None:
-            batch.add_extras(key, headers, on_delivery or callback)
+        if key is not None or headers is not None or batch.keys is not None or batch.headers is not None:
+            batch.add_extras(key, headers)
+        if on_delivery is not None or callback is not None:
+            if batch.callbacks is None:
+                batch.callbacks = {}
+            batch.callbacks[len(batch.values) - 1] = on_delivery or callback
         batch.size += size + _RECORD_OVERHEAD_BYTES
         if batch.size >= self._batch_size:
             self._send(state, partition)
@@ -206,7 +203,7 @@ class Producer:
     def __len__(self) -> int:
         """Records not yet sent or not yet reported."""
         waiting = sum(len(b.values) for s in self._topics.values() for b in s.batches if b is not None)
-        return waiting + sum(len(cbs) for cbs, _, _ in self._reports)
+        return waiting + sum(len(callbacks) for callbacks, _, _ in self._reports)
 
     # -- Arrow API ---------------------------------------------------------------------
 
@@ -279,8 +276,8 @@ class Producer:
         """Cut a stored batch into pieces of about batch.size bytes."""
         if batch.num_rows == 0:
             return []
-        per_row = max(1, batch.nbytes // batch.num_rows)
-        rows = max(1, self._batch_size // per_row)
+        pieces = -(-batch.nbytes // self._batch_size)  # ceil: equal pieces, none tiny
+        rows = -(-batch.num_rows // pieces)
         return [batch.slice(i, rows) for i in range(0, batch.num_rows, rows)]
 
     def _encode_fitting(self, state: _TopicState, batch: pa.RecordBatch, now_ms: int
@@ -373,10 +370,9 @@ class Producer:
             for i in range(start, end):
                 base_of[i] = base + i - start
         callbacks, records = [], []
-        for i, cb in enumerate(batch.callbacks):
-            if cb is not None:
-                callbacks.append(cb)
-                records.append(make_message(topic, partition, base_of[i] if error is None else -1,
+        for i, cb in batch.callbacks.items():
+            callbacks.append(cb)
+            records.append(make_message(topic, partition, base_of[i] if error is None else -1,
                                             keys[i], batch.values[i], headers[i],
                                             TIMESTAMP_CREATE_TIME, int(timestamps_ms[i])))
         self._reports.append((callbacks, error, records))
@@ -406,11 +402,13 @@ class Producer:
         return served
 
     def close(self) -> None:
-        """Flush, then release files."""
+        """Flush, fsync what this producer wrote (a clean shutdown: the next writer
+        to open these partitions has no tail to re-check), then release files."""
         self.flush()
         for state in self._topics.values():
             for handle in state.partitions:
                 if handle is not None:
+                    handle.flush()
                     handle.close()
         self._topics.clear()
         self._cluster.close()

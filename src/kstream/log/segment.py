@@ -64,6 +64,7 @@ class Segment:
         self.max_timestamp = NO_TIMESTAMP
         self.first_batch_timestamp = NO_TIMESTAMP
         self._last_index_position = 0
+        self._last_time_entry = NO_TIMESTAMP
         self._fd: int | None = None
 
     # -- files ---------------------------------------------------------------
@@ -132,17 +133,21 @@ class Segment:
 
     def _after_frame(self, position: int, frame_size: int, base_offset: int, record_count: int,
                      max_timestamp: int, *, write_index: bool) -> None:
-        """Advance what we know past a frame, adding index entries by the shared rule."""
+        """Advance what we know past a frame, applying the shared index rule.
+
+        Every process applies the rule to every frame, so all agree on which
+        entries exist; only the frame's writer (``write_index``) appends them.
+        """
         if position > 0 and (
             position // self.index_interval_bytes > self._last_index_position // self.index_interval_bytes
         ):
             self._last_index_position = position
             if write_index:
                 self.offset_index.append(base_offset, position)
-                if self.max_timestamp != NO_TIMESTAMP:
-                    last = self.time_index.last_timestamp()
-                    if last is None or self.max_timestamp > last:
-                        self.time_index.append(self.max_timestamp, base_offset)
+            if self.max_timestamp > self._last_time_entry:
+                if write_index:
+                    self.time_index.append(self.max_timestamp, base_offset)
+                self._last_time_entry = self.max_timestamp
         if self.first_batch_timestamp == NO_TIMESTAMP:
             self.first_batch_timestamp = max_timestamp
         self.max_timestamp = max(self.max_timestamp, max_timestamp)
@@ -215,6 +220,7 @@ class Segment:
             self.offset_index.truncate_entries(0)
             self.time_index.truncate_entries(0)
             self._last_index_position = 0
+            self._last_time_entry = NO_TIMESTAMP
             self.max_timestamp = NO_TIMESTAMP
             self.first_batch_timestamp = NO_TIMESTAMP
             return
@@ -226,6 +232,7 @@ class Segment:
         # one at or before ``position`` is exactly the max before it.
         last_time = self.time_index.last_timestamp()
         self.max_timestamp = NO_TIMESTAMP if last_time is None else last_time
+        self._last_time_entry = self.max_timestamp
         first = fmt.unpack_header(os.pread(self.fd, fmt.HEADER_SIZE, 0))
         self.first_batch_timestamp = first.max_timestamp
 

@@ -1,0 +1,275 @@
+"""Benchmarks of the embedded log (issue 2), side by side in one run.
+
+    python -m bench.issue2 [--records 2000000] [--repeats 3] [--stored-gb 5] [--out DIR]
+
+Every comparison alternates kstream and its baseline inside each repeat and
+reports the median of the repeats, so both see the same machine load:
+
+1. per record: kstream produce()/poll() vs confluent-kafka produce()/poll()
+   against librdkafka's mock cluster and Tansu (both in-memory brokers);
+2. Arrow batches: produce_batch()/poll_batch() vs raw pyarrow IPC file
+   append/read of the same batches, at the same durability;
+3. produce throughput into a partition holding --stored-gb GB vs an empty one;
+4. end-to-end latency at 1,000 records/s with acks=all (fsync);
+5. produce_batch vs raw IPC write across record sizes (plotted).
+
+Results go to OUT/issue2.json (one object per measurement) and a Markdown
+summary on stdout; OUT/record_size.png is the record-size plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from bench import peers
+from kstream import Admin, Consumer, NewTopic, OFFSET_BEGINNING, Producer, TopicPartition
+from kstream import perf
+
+Row = dict[str, Any]
+
+
+def warm_memory(directory: str, gigabytes: float) -> None:
+    """Touch fresh memory once: on this VM the first write into never-used page
+    cache runs ~10x slower than later ones, which would penalise whoever runs first."""
+    path = os.path.join(directory, "warmup")
+    chunk = os.urandom(1 << 20)
+    with open(path, "wb") as f:
+        for _ in range(int(gigabytes * 1024)):
+            f.write(chunk)
+    os.unlink(path)
+
+
+def timed(name: str, records: int, value_size: int, action: Callable[[], Any]) -> Row:
+    start = time.perf_counter()
+    action()
+    seconds = time.perf_counter() - start
+    return {"name": name, "records": records, "seconds": seconds,
+            "records_per_s": records / seconds, "mb_per_s": records * value_size / seconds / 1e6}
+
+
+def median(rows: list[Row]) -> Row:
+    best = dict(rows[0])
+    for key in ("seconds", "records_per_s", "mb_per_s"):
+        best[key] = statistics.median(r[key] for r in rows)
+    best["runs"] = [round(r["records_per_s"]) for r in rows]
+    return best
+
+
+def new_cluster(root: str, name: str, topics: dict[str, int]) -> str:
+    path = os.path.join(root, name)
+    shutil.rmtree(path, ignore_errors=True)
+    with Admin({"cluster": path}) as admin:
+        for topic, partitions in topics.items():
+            admin.create_topics([NewTopic(topic, partitions)])[topic].result()
+    return path
+
+
+def produce_batches(cluster: str, topic: str, batches: list[pa.RecordBatch], acks: str) -> None:
+    with Producer({"cluster": cluster, "acks": acks}) as producer:
+        for batch in batches:
+            producer.produce_batch(topic, batch)
+
+
+def poll_batches(cluster: str, topic: str, partitions: int, records: int, check_crcs: bool) -> None:
+    consumer = Consumer({"cluster": cluster, "check.crcs": check_crcs})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    seen = 0
+    while seen < records:
+        batch = consumer.poll_batch(max_records=1 << 20, timeout=5)
+        assert batch is not None, f"only {seen} of {records} records"
+        seen += batch.num_rows
+    consumer.close()
+
+
+def raw_ipc_read_copy(path: str) -> None:
+    """Read the IPC file through a regular file (copying every byte), as a reader
+    that touches all data does; kstream's checksum also touches every byte."""
+    with pa.OSFile(path, "rb") as source:
+        reader = pa.ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            reader.get_batch(i)
+
+
+def per_record(root: str, records: int, value_size: int, repeats: int) -> list[Row]:
+    rows: dict[str, list[Row]] = {}
+    mock_partitions = 128
+    for _ in range(repeats):
+        cluster = new_cluster(root, "records", {"t": 6})
+        for acks in ("1", "all"):
+            result = perf.produce("t", records, value_size, {"cluster": cluster, "acks": acks})
+            rows.setdefault(f"kstream produce() acks={acks}, 6 partitions", []).append(
+                {"name": f"kstream produce() acks={acks}", "records": records, "seconds": result.seconds,
+                 "records_per_s": result.records_per_s, "mb_per_s": result.mb_per_s})
+        result = perf.consume("t", records, {"cluster": cluster})
+        rows.setdefault("kstream poll(), 6 partitions", []).append(
+            {"name": "kstream poll()", "records": result.records, "seconds": result.seconds,
+             "records_per_s": result.records_per_s, "mb_per_s": result.mb_per_s})
+        with peers.mock_broker("bench", mock_partitions) as bootstrap:
+            rows.setdefault("confluent produce() -> mock, 128 partitions", []).append(
+                peers.confluent_produce(bootstrap, "bench", records, value_size, acks=1,
+                                        config=peers.MOCK_PRODUCER_CONFIG))
+            kept = peers.topic_record_count(bootstrap, "bench")
+            rows.setdefault("confluent poll() <- mock", []).append(
+                peers.confluent_consume(bootstrap, "bench", kept, config=peers.MOCK_CONSUMER_CONFIG))
+        if peers.tansu_available():
+            with peers.tansu_broker("bench", 1) as bootstrap:
+                rows.setdefault("confluent produce() -> Tansu, 1 partition", []).append(
+                    peers.confluent_produce(bootstrap, "bench", records, value_size, acks=1))
+                rows.setdefault("confluent poll() <- Tansu", []).append(
+                    peers.confluent_consume(bootstrap, "bench", records))
+        shutil.rmtree(cluster, ignore_errors=True)
+    return [dict(median(runs), name=name) for name, runs in rows.items()]
+
+
+def arrow_batches(root: str, records: int, value_size: int, repeats: int) -> list[Row]:
+    batches = peers.make_batches(records, value_size)
+    rows: dict[str, list[Row]] = {}
+    raw = os.path.join(root, "raw.arrow")
+    for _ in range(repeats):
+        cluster = new_cluster(root, "batches", {"t": 6})
+        for fsync, acks in ((False, "1"), (True, "all")):
+            label = "fsync per batch" if fsync else "no fsync"
+            rows.setdefault(f"raw IPC write, {label}", []).append(peers.raw_ipc_write(raw, batches, fsync))
+            rows.setdefault(f"kstream produce_batch() acks={acks} ({label})", []).append(
+                timed("produce_batch", records, value_size,
+                      lambda acks=acks: produce_batches(cluster, "t", batches, acks)))
+        rows.setdefault("raw IPC read, mmap (data not touched)", []).append(peers.raw_ipc_read(raw))
+        rows.setdefault("raw IPC read, OSFile (every byte copied)", []).append(
+            timed("raw copy", records, value_size, lambda: raw_ipc_read_copy(raw)))
+        for crc in (False, True):
+            rows.setdefault(f"kstream poll_batch() check.crcs={str(crc).lower()}", []).append(
+                timed("poll_batch", records * 2, value_size,  # both acks runs wrote `records`
+                      lambda crc=crc: poll_batches(cluster, "t", 6, records * 2, crc)))
+        shutil.rmtree(cluster, ignore_errors=True)
+    return [dict(median(runs), name=name) for name, runs in rows.items()]
+
+
+def stored_volume(root: str, records: int, value_size: int, repeats: int, stored_gb: float) -> list[Row]:
+    cluster = new_cluster(root, "volume", {"full": 1, "empty": 1})
+    fill = peers.make_batches(200_000, 4000)  # ~0.8 GB of 4 KB values per pass
+    written = 0
+    with Producer({"cluster": cluster, "acks": "1"}) as producer:
+        while written < stored_gb * 1e9:
+            for batch in fill:
+                producer.produce_batch("full", batch)
+                written += batch.nbytes
+    batches = peers.make_batches(records, value_size)
+    rows: dict[str, list[Row]] = {}
+    for _ in range(repeats):
+        for topic, label in (("empty", "empty partition"), ("full", f"{stored_gb:g} GB already stored")):
+            rows.setdefault(f"produce_batch() acks=1 into {label}", []).append(
+                timed(label, records, value_size,
+                      lambda topic=topic: produce_batches(cluster, topic, batches, "1")))
+            rows.setdefault(f"produce() acks=1 into {label}", []).append(
+                timed(label, records // 4, value_size,
+                      lambda topic=topic: perf.produce(topic, records // 4, value_size,
+                                                       {"cluster": cluster, "acks": "1"})))
+    shutil.rmtree(cluster, ignore_errors=True)
+    return [dict(median(runs), name=name, stored_bytes=written) for name, runs in rows.items()]
+
+
+def latency(root: str, repeats: int, num_records: int) -> list[Row]:
+    rows = []
+    for _ in range(repeats):
+        cluster = new_cluster(root, "latency", {"lat": 1})
+        result = perf.end_to_end("lat", num_records, 100, {"cluster": cluster, "acks": "all"},
+                                 {"cluster": cluster}, throughput=1000)
+        rows.append(result.latency_ms)
+        shutil.rmtree(cluster, ignore_errors=True)
+    summary = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+    return [{"name": "end-to-end latency ms, acks=all (fsync), 1,000 records/s", **summary,
+             "runs": rows}]
+
+
+def record_sizes(root: str, repeats: int, out: str) -> list[Row]:
+    rows: list[Row] = []
+    raw = os.path.join(root, "raw-size.arrow")
+    for size in (10, 100, 1000, 10_000):
+        records = min(2_000_000, 400_000_000 // size)
+        batches = peers.make_batches(records, size)
+        kstream_runs, raw_runs = [], []
+        for _ in range(repeats):
+            cluster = new_cluster(root, "sizes", {"t": 6})
+            raw_runs.append(peers.raw_ipc_write(raw, batches, False))
+            kstream_runs.append(timed("k", records, size, lambda: produce_batches(cluster, "t", batches, "1")))
+            shutil.rmtree(cluster, ignore_errors=True)
+        rows.append({"name": f"record size {size} B", "record_size": size,
+                     "kstream_mb_per_s": median(kstream_runs)["mb_per_s"],
+                     "raw_mb_per_s": median(raw_runs)["mb_per_s"]})
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return rows
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    sizes = [r["record_size"] for r in rows]
+    ax.plot(sizes, [r["raw_mb_per_s"] for r in rows], "o-", label="raw Arrow IPC file write")
+    ax.plot(sizes, [r["kstream_mb_per_s"] for r in rows], "s-", label="kstream produce_batch() acks=1")
+    ax.set_xscale("log")
+    ax.set_xlabel("record (value) size, bytes")
+    ax.set_ylabel("MB/s of values")
+    ax.set_title("Write throughput against record size (median of runs)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "record_size.png"), dpi=110)
+    return rows
+
+
+def markdown(rows: list[Row]) -> str:
+    lines = ["| measurement | records/s (median) | MB/s | runs (records/s) |", "|---|---|---|---|"]
+    for row in rows:
+        if "records_per_s" in row:
+            lines.append(f"| {row['name']} | {row['records_per_s']:,.0f} | {row['mb_per_s']:,.1f} | "
+                         f"{', '.join(f'{r:,}' for r in row.get('runs', []))} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--value-size", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--stored-gb", type=float, default=5.0)
+    parser.add_argument("--latency-records", type=int, default=10_000)
+    parser.add_argument("--only", nargs="*", default=["records", "batches", "volume", "latency", "sizes"])
+    parser.add_argument("--out", default="bench/results")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    root = tempfile.mkdtemp(prefix="kstream-bench-", dir=os.environ.get("KSTREAM_BENCH_DIR", "/tmp"))
+    results: list[Row] = []
+    try:
+        warm_memory(root, 3)
+        if "records" in args.only:
+            results += per_record(root, args.records, args.value_size, args.repeats)
+        if "batches" in args.only:
+            results += arrow_batches(root, args.records, args.value_size, args.repeats)
+        if "volume" in args.only:
+            results += stored_volume(root, args.records, args.value_size, args.repeats, args.stored_gb)
+        if "latency" in args.only:
+            results += latency(root, args.repeats, args.latency_records)
+        if "sizes" in args.only:
+            results += record_sizes(root, args.repeats, args.out)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    with open(os.path.join(args.out, "issue2.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print(markdown(results))
+    for row in results:
+        if "records_per_s" not in row:
+            print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()
