@@ -155,7 +155,9 @@ def make_batches(
 # --------------------------------------------------------------------------
 
 
-def raw_ipc_write(path: str | os.PathLike[str], batches: Sequence[pa.RecordBatch], fsync_each_batch: bool) -> Measurement:
+def raw_ipc_write(
+    path: str | os.PathLike[str], batches: Sequence[pa.RecordBatch], fsync_each_batch: bool
+) -> Measurement:
     """Time appending ``batches`` to a fresh Arrow IPC *file* at ``path``.
 
     Baseline for kstream ``produce_batch``: ``pa.OSFile`` + ``pa.ipc.new_file``,

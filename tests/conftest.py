@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from kstream.admin import Admin, NewTopic  # noqa: E402
+from kstream.admin import Admin, NewTopic
 
 
 @pytest.fixture

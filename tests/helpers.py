@@ -6,8 +6,8 @@ import os
 import time
 
 from kstream.log import format as fmt
-from kstream.log.log_config import LogConfig
 from kstream.log.lock import PartitionLock
+from kstream.log.log_config import LogConfig
 from kstream.log.log_reader import LogReader
 from kstream.log.output import decode_frame
 from kstream.log.partition_log import EncodedBatch, PartitionLog
@@ -44,7 +44,7 @@ def read_all(directory: str, start: int = 0) -> list[tuple[int, bytes]]:
             for frame in frames:
                 stored = decode_frame(codec, frame).slice_from(offset)
                 values = stored.batch.column("value").to_pylist()
-                out.extend(zip(range(stored.base_offset, stored.next_offset), values))
+                out.extend(zip(range(stored.base_offset, stored.next_offset), values, strict=False))
                 offset = stored.next_offset
     finally:
         reader.close()

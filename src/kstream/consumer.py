@@ -14,9 +14,11 @@ consumer groups; ``group.id`` is accepted now. Not thread-safe.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from itertools import repeat
 from operator import length_hint
 from typing import Any
@@ -24,19 +26,20 @@ from typing import Any
 import pyarrow as pa
 
 from kstream.client_config import open_client
-from kstream.errors import ConfigError, OffsetOutOfRangeError
+from kstream.errors import ConfigError, KStreamError, OffsetOutOfRangeError
 from kstream.log.change_notifier import ChangeNotifier
 from kstream.log.cluster import Cluster
 from kstream.log.log_reader import LogReader
 from kstream.log.output import (
+    OutputBuilder,
     StoredBatch,
     decode_frame,
     first_offset_at_or_after,
     output_schema,
-    to_output,
     to_python_records,
 )
 from kstream.log.records import PayloadCodec
+from kstream.log.segment import Frame
 from kstream.message import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -51,13 +54,31 @@ from kstream.message import (
 from kstream.options import CONSUMER_OPTIONS
 
 log = logging.getLogger(__name__)
+_FETCH_THREADS = min(4, os.cpu_count() or 1)
+
+
+def _read_frames(wanted: tuple[_Assigned, int]) -> tuple[list[Frame], KStreamError | None]:
+    """Read one partition's next frames; an error comes back as a value, not raised."""
+    assigned, limit = wanted
+    try:
+        return assigned.reader.read(assigned.fetch_offset, limit), None
+    except KStreamError as err:
+        return [], err
 
 
 class _Assigned:
     """One assigned partition: its reader, fetch position and fetched-but-unreturned data."""
 
-    __slots__ = ("topic", "partition", "reader", "fetch_offset", "schema", "typed", "chunks",
-                 "eof_reported")
+    __slots__ = (
+        "chunks",
+        "eof_reported",
+        "fetch_offset",
+        "partition",
+        "reader",
+        "output",
+        "topic",
+        "typed",
+    )
 
     def __init__(self, topic: str, partition: int, reader: LogReader, schema: pa.Schema,
                  typed: bool, fetch_offset: int):
@@ -65,7 +86,7 @@ class _Assigned:
         self.partition = partition
         self.reader = reader
         self.fetch_offset = fetch_offset
-        self.schema = schema
+        self.output = OutputBuilder(topic, partition, schema)
         self.typed = typed
         self.chunks: deque[StoredBatch] = deque()
         self.eof_reported = False
@@ -89,6 +110,8 @@ class Consumer:
         self._messages: Iterator[Message] = iter(())
         self._messages_owner: _Assigned | None = None
         self._messages_chunk: StoredBatch | None = None
+        self._fetch_pool: ThreadPoolExecutor | None = None
+        self._fetch_pool_pid = 0
         self._closed = False
 
     @property
@@ -245,7 +268,7 @@ class Consumer:
         # A list iterator, so position() can ask how many are left (length_hint).
         return iter(list(map(Message, zip(
             repeat(source, n), range(chunk.base_offset, chunk.base_offset + n), keys, values,
-            headers, timestamps))))
+            headers, timestamps, strict=False))))
 
     # -- Arrow API ---------------------------------------------------------------------------
 
@@ -272,7 +295,7 @@ class Consumer:
             if chunk.batch.num_rows > limit:
                 assigned.chunks.appendleft(chunk.slice_from(chunk.base_offset + limit))
                 chunk = chunk.head(limit)
-            return to_output(chunk, assigned.topic, assigned.partition, assigned.schema)
+            return assigned.output.build(chunk)
 
     # -- fetching -------------------------------------------------------------------------------
 
@@ -301,26 +324,45 @@ class Consumer:
                                 else min(deadline - now, self._notifier.max_sleep_s))
 
     def _fetch(self) -> bool:
-        """One fetch round over the assignment; True if anything was read."""
+        """One fetch round over the assignment; True if anything was read.
+
+        Partitions are read in parallel threads (each reader is used by one
+        thread at a time): checksumming releases the GIL, so verifying the
+        bytes, the main cost of a read, uses every core.
+        """
         budget = self._options["fetch.max.bytes"]
         per_partition = self._options["max.partition.fetch.bytes"]
-        got = False
+        wanted: list[tuple[_Assigned, int]] = []
         for key in self._order:
             assigned = self._assigned[key]
-            if assigned.chunks:
-                continue
-            frames = assigned.reader.read(assigned.fetch_offset, min(per_partition, budget))
+            if not assigned.chunks and budget > 0:
+                wanted.append((assigned, min(per_partition, budget)))
+                budget -= per_partition
+        if len(wanted) > 1 and self._options["check.crcs"]:
+            results = list(self._pool().map(_read_frames, wanted))
+        else:
+            results = [_read_frames(w) for w in wanted]
+        got = False
+        failure: BaseException | None = None
+        for (assigned, _), (frames, error) in zip(wanted, results):
             for frame in frames:
                 stored = decode_frame(self._codec, frame).slice_from(assigned.fetch_offset)
                 assigned.chunks.append(stored)
                 assigned.fetch_offset = stored.next_offset
-                budget -= frame.header.frame_size
                 got = True
             if frames:
                 assigned.eof_reported = False
-            if budget <= 0:
-                break
+            failure = failure or error
+        if failure is not None and not got:
+            raise failure  # bad bytes: never skipped, raised where the consumer reaches them
         return got
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._fetch_pool is None or self._fetch_pool_pid != os.getpid():
+            self._fetch_pool = ThreadPoolExecutor(max_workers=_FETCH_THREADS,
+                                                  thread_name_prefix="kstream-fetch")
+            self._fetch_pool_pid = os.getpid()
+        return self._fetch_pool
 
     def _eof_event(self) -> Message | None:
         if not self._options["enable.partition.eof"]:
@@ -343,6 +385,8 @@ class Consumer:
             return
         self._closed = True
         self.unassign()
+        if self._fetch_pool is not None and self._fetch_pool_pid == os.getpid():
+            self._fetch_pool.shutdown(wait=True)
         self._notifier.close()
         self._cluster.close()
 

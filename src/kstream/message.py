@@ -66,7 +66,7 @@ _ERROR_NAMES = {
 class MessageSource:
     """What the records of one fetched batch share: topic, partition, timestamp type, error."""
 
-    __slots__ = ("topic", "partition", "timestamp_type", "error")
+    __slots__ = ("error", "partition", "timestamp_type", "topic")
 
     def __init__(self, topic: str, partition: int, timestamp_type: int = TIMESTAMP_CREATE_TIME,
                  error: KafkaError | None = None):
@@ -141,7 +141,7 @@ def _short(value: Any) -> str:
 class TopicPartition:
     """A topic, a partition, and an offset (meaning depends on the call)."""
 
-    __slots__ = ("topic", "partition", "offset", "metadata", "leader_epoch", "error")
+    __slots__ = ("error", "leader_epoch", "metadata", "offset", "partition", "topic")
 
     def __init__(self, topic: str, partition: int = -1, offset: int = OFFSET_INVALID,
                  metadata: str | None = None, leader_epoch: int | None = None):

@@ -136,8 +136,9 @@ CLUSTER_OPTIONS = _table(
            "fsync after this many messages (acks=all always fsyncs).", minimum=1),
     Option("log.flush.interval.ms", "int", LONG_MAX,
            "fsync when the oldest unflushed message is this old.", minimum=0),
-    Option("message.max.bytes", "int", 1048588, "Largest record batch the log accepts.",
-           minimum=1024),
+    Option("message.max.bytes", "int", 8 * 1024 * 1024,
+           "Largest record batch (frame) the log accepts; bigger than Kafka's 1 MiB because "
+           "Arrow batches gain from size.", minimum=1024),
     Option("compression.type", "enum", "producer", "Stored compression.",
            choices=("producer", *_CODECS)),
     Option("log.message.timestamp.type", "enum", "CreateTime", "Record timestamps.",
@@ -213,3 +214,51 @@ CONSUMER_OPTIONS = _table(
     Option("isolation.level", "enum", "read_committed", "Accepted; transactions come later.",
            choices=("read_committed", "read_uncommitted")),
 )
+
+
+OPTION_TABLES: dict[str, Mapping[str, Option]] = {
+    "cluster": CLUSTER_OPTIONS,
+    "topic": TOPIC_OPTIONS,
+    "producer": PRODUCER_OPTIONS,
+    "consumer": CONSUMER_OPTIONS,
+}
+
+
+def default_text(option: Option, table: str) -> str:
+    """How a default reads in docs (topic defaults come from the cluster option)."""
+    if table == "topic" and option.name in TOPIC_DEFAULTS_FROM_CLUSTER:
+        return f"cluster's {TOPIC_DEFAULTS_FROM_CLUSTER[option.name]}"
+    if option.default is None:
+        return "(none)"
+    if isinstance(option.default, bool):
+        return str(option.default).lower()
+    if isinstance(option.default, tuple):
+        return ",".join(option.default)
+    return str(option.default)
+
+
+def render_properties() -> str:
+    """conf/kstream.properties: every option, its default and meaning."""
+    out = ["# kstream configuration: every option with its default (generated from",
+           "# src/kstream/options.py; tests/unit/test_options.py keeps this file in step).",
+           "# Cluster options are fixed when a cluster is created; topic options are",
+           "# per-topic overrides; producer/consumer options go in the client's config."]
+    for table, options in OPTION_TABLES.items():
+        out += ["", f"## {table} options"]
+        for option in options.values():
+            out.append(f"# {option.doc}")
+            default = default_text(option, table)
+            prefix = "# " if default.startswith("cluster's") or default == "(none)" else ""
+            out.append(f"{prefix}{option.name}={'' if prefix else default}"
+                       + (f"   (default: {default})" if prefix else ""))
+    return "\n".join(out) + "\n"
+
+
+def render_markdown() -> str:
+    """The README options table."""
+    rows = ["| scope | option | type | default | meaning |", "|---|---|---|---|---|"]
+    for table, options in OPTION_TABLES.items():
+        for option in options.values():
+            kind = "/".join(option.choices) if option.choices else option.kind
+            rows.append(f"| {table} | `{option.name}` | {kind} | {default_text(option, table)} | {option.doc} |")
+    return "\n".join(rows)

@@ -15,6 +15,7 @@ same partitions at once.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,7 +31,13 @@ from kstream.log.cluster import Cluster
 from kstream.log.metadata import TopicInfo
 from kstream.log.partition import Partition
 from kstream.log.partition_log import EncodedBatch
-from kstream.log.records import HEADER_TYPE, PayloadCodec, batch_from_records, timestamp_range, to_stored_batch
+from kstream.log.records import (
+    HEADER_TYPE,
+    PayloadCodec,
+    batch_from_records,
+    timestamp_range,
+    to_stored_batch,
+)
 from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, make_message
 from kstream.options import PRODUCER_OPTIONS
 from kstream.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
@@ -58,7 +65,7 @@ class _OpenBatch:
     by record index (the common unkeyed path appends two items per record).
     """
 
-    __slots__ = ("values", "timestamps", "keys", "headers", "callbacks", "size", "deadline")
+    __slots__ = ("callbacks", "deadline", "headers", "keys", "size", "timestamps", "values")
 
     def __init__(self, deadline: float):
         self.values: list[Any] = []
@@ -97,8 +104,15 @@ class _OpenBatch:
 class _TopicState:
     """What a producer keeps per topic: metadata, partition handles, open batches."""
 
-    __slots__ = ("info", "num_partitions", "schema", "partitions", "batches", "sticky",
-                 "max_frame_bytes")
+    __slots__ = (
+        "batches",
+        "info",
+        "max_frame_bytes",
+        "num_partitions",
+        "partitions",
+        "schema",
+        "sticky",
+    )
 
     def __init__(self, info: TopicInfo, schema: pa.Schema | None, max_frame_bytes: int):
         self.info = info
@@ -225,23 +239,28 @@ class Producer:
         if "partition" in table.column_names:
             table = table.drop_columns(["partition"])
         now_ms = int(time.time() * 1000)
-        planned: list[tuple[int, pa.RecordBatch]] = []
+        planned: list[tuple[int, EncodedBatch]] = []
         for target, rows in routes:
             part = table.take(rows) if rows is not None else table
             for chunk in part.combine_chunks().to_batches():
                 stored = to_stored_batch(chunk, state.schema)
-                planned.extend((target, piece) for piece in self._split(stored))
-        for target, _ in planned:  # keep per-partition order with produce()
+                for piece in self._split(stored, state.max_frame_bytes):
+                    planned.extend((target, e) for e in self._encode_fitting(state, piece, now_ms))
+        # Everything is checked and encoded: from here on only the disk can fail.
+        touched = sorted({target for target, _ in planned})
+        for target in touched:  # keep per-partition order with produce()
             if state.batches[target] is not None:
                 self._send(state, target)
         results = []
-        for target, piece in planned:
-            for encoded in self._encode_fitting(state, piece, now_ms):
-                base = self._append(state, target, encoded)
-                results.append(BatchResult(topic, target, base, encoded.record_count))
-            if partition < 0:
-                self._sticky.batch_sent(topic, state.num_partitions, target)
-                state.sticky = self._sticky.partition(topic, state.num_partitions)
+        for target, encoded in planned:
+            base = self._append(state, target, encoded, acks="1" if self._acks == "all" else self._acks)
+            results.append(BatchResult(topic, target, base, encoded.record_count))
+        if self._acks == "all":  # one fsync per partition for the whole call (group commit)
+            for target in touched:
+                self._partition(state, target).flush()
+        if partition < 0 and planned:
+            self._sticky.batch_sent(topic, state.num_partitions, state.sticky)
+            state.sticky = self._sticky.partition(topic, state.num_partitions)
         return results
 
     def _route(self, state: _TopicState, table: pa.Table, partition: int
@@ -272,11 +291,12 @@ class Producer:
         targets = np.where(targets < 0, state.sticky, targets)
         return [(int(p), np.nonzero(targets == p)[0]) for p in np.unique(targets)]
 
-    def _split(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
-        """Cut a stored batch into pieces of about batch.size bytes."""
+    @staticmethod
+    def _split(batch: pa.RecordBatch, max_bytes: int) -> list[pa.RecordBatch]:
+        """Cut a stored batch into equal pieces that should each fit ``max_bytes``."""
         if batch.num_rows == 0:
             return []
-        pieces = -(-batch.nbytes // self._batch_size)  # ceil: equal pieces, none tiny
+        pieces = -(-batch.nbytes // max(1, max_bytes - 4096))  # ceil; leave room for IPC framing
         rows = -(-batch.num_rows // pieces)
         return [batch.slice(i, rows) for i in range(0, batch.num_rows, rows)]
 
@@ -317,7 +337,8 @@ class Producer:
         return EncodedBatch(payload, schema_length, fmt.crc32c(payload), batch.num_rows, low, high,
                             self._attributes)
 
-    def _append(self, state: _TopicState, partition: int, encoded: EncodedBatch) -> int:
+    def _append(self, state: _TopicState, partition: int, encoded: EncodedBatch,
+                acks: str | None = None) -> int:
         if self._producer_id != fmt.NO_PRODUCER_ID:
             key = (state.info.name, partition)
             sequence = self._sequences.get(key, 0)
@@ -326,7 +347,7 @@ class Producer:
                                    encoded.attributes, self._producer_id, self._producer_epoch,
                                    sequence)
             self._sequences[key] = (sequence + encoded.record_count) & 0x7FFFFFFF
-        return self._partition(state, partition).append(encoded, self._acks).base_offset
+        return self._partition(state, partition).append(encoded, acks or self._acks).base_offset
 
     def _send(self, state: _TopicState, partition: int) -> None:
         batch = state.batches[partition]
@@ -366,7 +387,7 @@ class Producer:
         headers = batch.headers or [None] * len(batch.values)
         base_of = [-1] * len(batch.values)  # offset of each record (-1: not delivered)
         bounds = [*offsets, (len(batch.values), -1)]
-        for (start, base), (end, _) in zip(bounds, bounds[1:]):
+        for (start, base), (end, _) in itertools.pairwise(bounds):
             for i in range(start, end):
                 base_of[i] = base + i - start
         callbacks, records = [], []
@@ -395,7 +416,7 @@ class Producer:
         served = 0
         while self._reports:
             callbacks, error, records = self._reports.pop(0)
-            for cb, record in zip(callbacks, records):
+            for cb, record in zip(callbacks, records, strict=False):
                 assert cb is not None
                 cb(error, record)
                 served += 1

@@ -6,8 +6,8 @@ import os
 import random
 
 import pytest
-from helpers import encoded, open_log, read_all
 
+from helpers import encoded, open_log, read_all
 from kstream import Consumer, CorruptBatchError, Producer, TopicPartition
 from kstream.log import format as fmt
 from kstream.log.partition_log import list_segment_bases
@@ -51,7 +51,7 @@ def test_torn_tail_cut_at_random_byte_is_truncated_to_last_whole_frame(tmp_path,
 
 def test_garbage_after_last_frame_is_truncated_on_open(tmp_path):
     directory = str(tmp_path / "t-0")
-    ends, values = _write_frames(directory, 5)
+    _ends, values = _write_frames(directory, 5)
     path = os.path.join(directory, fmt.segment_file_name(0))
     with open(path, "ab") as f:
         f.write(b"\x00" * 100 + os.urandom(300))  # power loss: zeros and junk past the end

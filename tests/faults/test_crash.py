@@ -10,8 +10,8 @@ import sys
 import time
 
 import pytest
-from helpers import read_all
 
+from helpers import read_all
 from kstream import Admin, Producer
 
 CHILD = os.path.join(os.path.dirname(__file__), "child_writer.py")

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 from helpers import read_all
-
 from kstream import Admin
 
 CHILD = os.path.join(os.path.dirname(__file__), "child_writer.py")

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 
 import hypothesis.strategies as st
-from helpers import encoded, open_log, read_all
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from helpers import encoded, open_log, read_all
 from kstream.log import format as fmt
 from kstream.log.partition_log import list_segment_bases
 

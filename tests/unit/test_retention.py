@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from helpers import encoded, open_log, read_all
-
 from kstream import Consumer, OffsetOutOfRangeError, Producer, TopicPartition
 from kstream.log.log_reader import LogReader
 from kstream.log.partition_log import list_segment_bases
@@ -42,10 +41,10 @@ def test_retention_by_time_uses_the_newest_record_of_a_segment(tmp_path):
     log = open_log(directory, segment_bytes=600, retention_ms=60_000,
                    retention_check_interval_ms=10**9)
     old = int(time.time() * 1000) - 3_600_000
-    for i in range(10):
+    for _i in range(10):
         log.append(encoded([b"old" * 60], timestamp_ms=old))
     first_new = log.log_end_offset()
-    for i in range(10):
+    for _i in range(10):
         log.append(encoded([b"new" * 60]))
     assert log.apply_retention() > 0
     assert list_segment_bases(directory)[0] == first_new
@@ -56,7 +55,7 @@ def test_retention_by_time_uses_the_newest_record_of_a_segment(tmp_path):
 def test_consumer_with_auto_offset_reset_skips_to_log_start(cluster_path, make_topic):
     make_topic("t", 1, config={"segment.bytes": "1024", "retention.bytes": "2048"})
     with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
-        for i in range(100):
+        for _i in range(100):
             producer.produce("t", b"x" * 50)
         producer.cluster.partition("t", 0).leader_log.apply_retention()
     consumer = Consumer({"cluster": cluster_path, "auto.offset.reset": "earliest"})

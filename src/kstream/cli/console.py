@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import click
 
@@ -81,7 +81,7 @@ def consume(ctx: click.Context, topic: str, from_beginning: bool, offset: int | 
             fields: list[bytes] = []
             if print_timestamp:
                 ms = message.timestamp()[1]
-                stamp = datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+                stamp = datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
                 fields.append(f"CreateTime:{stamp}".encode())
             if print_offset:
                 fields.append(f"Partition:{message.partition()} Offset:{message.offset()}".encode())

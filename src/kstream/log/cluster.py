@@ -83,7 +83,8 @@ class Cluster:
         self.cluster_id = cluster_id
         self.metadata = Metadata(os.path.join(path, fmt.METADATA_DB))
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Pickles as its path: the receiving process opens the cluster itself."""
         return (Cluster.open, (self.path,))
 
     # -- opening -------------------------------------------------------------------
@@ -137,7 +138,7 @@ class Cluster:
             log_dirs = tuple(os.path.abspath(d) for d in config["log.dirs"]) or ("logs",)
             values = {"kstream.cluster.id": uuid.uuid4().hex,
                       "kstream.format.version": str(fmt.FORMAT_VERSION)}
-            for name, raw in options.items():
+            for name, _raw in options.items():
                 values[name] = raw_value(config[name])
             values["log.dirs"] = ",".join(log_dirs)
             write_properties_atomically(os.path.join(staging, fmt.CLUSTER_PROPERTIES), values,

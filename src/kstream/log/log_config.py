@@ -28,7 +28,7 @@ class LogConfig:
     index_interval_bytes: int = 4096
     flush_messages: int = 9223372036854775807
     flush_ms: int = 9223372036854775807
-    message_max_bytes: int = 1048588
+    message_max_bytes: int = 8 * 1024 * 1024
     message_timestamp_type: str = "CreateTime"
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False

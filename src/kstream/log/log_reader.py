@@ -277,7 +277,7 @@ class LogReader:
         None when no record is that late. The caller filters records inside the frame.
         """
         bases = self.refresh()
-        for i, base in enumerate(bases):
+        for _i, base in enumerate(bases):
             view = self._view(base)
             offset = view.time_index.lookup(timestamp_ms)
             for _, header in self._headers(view, self._seek(view, offset), offset):

@@ -72,12 +72,6 @@ def decode_frame(codec: PayloadCodec, frame: Frame) -> StoredBatch:
                        bool(header.attributes & fmt.LOG_APPEND_TIME))
 
 
-def _repeated_string(text: str, count: int) -> pa.Array:
-    data = text.encode("utf-8")
-    offsets = np.arange(count + 1, dtype=np.int32) * np.int32(len(data))
-    return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data * count))
-
-
 def _filled(data_type: pa.DataType, dtype: type, value: int, count: int) -> pa.Array:
     """A column of ``count`` copies of ``value``, built straight from a buffer."""
     return pa.Array.from_buffers(data_type, count, [None, pa.py_buffer(np.full(count, value, dtype))])
@@ -90,31 +84,63 @@ def _timestamps(stored: StoredBatch) -> pa.Array:
     return _filled(TIMESTAMP_TYPE, np.int64, stored.max_timestamp, n)
 
 
+class OutputBuilder:
+    """Builds output batches of one partition; reuses its constant columns.
+
+    Arrow arrays are immutable, so the topic, partition and timestampType
+    columns, the same for every record of the partition, are built once (at
+    the largest length seen) and handed out as zero-copy slices. Not
+    thread-safe; one per assigned partition.
+    """
+
+    def __init__(self, topic: str, partition: int, schema: pa.Schema):
+        self.topic = topic
+        self.partition = partition
+        self.schema = schema
+        self._constants: dict[str, pa.Array] = {}
+        self._capacity = 0
+
+    def _constant(self, name: str, n: int) -> pa.Array:
+        if n > self._capacity:
+            self._capacity = max(n, 2 * self._capacity, 1024)
+            data = self.topic.encode("utf-8")
+            count = self._capacity
+            offsets = np.arange(count + 1, dtype=np.int32) * np.int32(len(data))
+            self._constants = {
+                "topic": pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data * count)),
+                "partition": _filled(pa.int32(), np.int32, self.partition, count),
+                "create": _filled(pa.int32(), np.int32, CREATE_TIME, count),
+                "append": _filled(pa.int32(), np.int32, LOG_APPEND_TIME, count),
+            }
+        return self._constants[name].slice(0, n)
+
+    def build(self, stored: StoredBatch) -> pa.RecordBatch:
+        """One stored batch as an output batch of :attr:`schema` (see :func:`output_schema`)."""
+        batch = stored.batch
+        n = batch.num_rows
+        names = batch.schema.names
+        columns: list[pa.Array] = []
+        for field in self.schema:
+            name = field.name
+            if name == "topic" or name == "partition":
+                columns.append(self._constant(name, n))
+            elif name == "offset":
+                offsets = np.arange(stored.base_offset, stored.base_offset + n, dtype=np.int64)
+                columns.append(pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]))
+            elif name == "timestamp":
+                columns.append(_timestamps(stored))
+            elif name == "timestampType":
+                columns.append(self._constant("append" if stored.log_append_time else "create", n))
+            elif name in names:
+                columns.append(batch.column(name))
+            else:  # absent in this batch (no key/headers, or an older schema version)
+                columns.append(pa.nulls(n, field.type))
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+
 def to_output(stored: StoredBatch, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
-    """One stored batch as an output batch of ``schema`` (see :func:`output_schema`)."""
-    batch = stored.batch
-    n = batch.num_rows
-    names = batch.schema.names
-    columns: list[pa.Array] = []
-    for field in schema:
-        name = field.name
-        if name == "topic":
-            columns.append(_repeated_string(topic, n))
-        elif name == "partition":
-            columns.append(_filled(pa.int32(), np.int32, partition, n))
-        elif name == "offset":
-            offsets = np.arange(stored.base_offset, stored.base_offset + n, dtype=np.int64)
-            columns.append(pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]))
-        elif name == "timestamp":
-            columns.append(_timestamps(stored))
-        elif name == "timestampType":
-            kind = LOG_APPEND_TIME if stored.log_append_time else CREATE_TIME
-            columns.append(_filled(pa.int32(), np.int32, kind, n))
-        elif name in names:
-            columns.append(batch.column(name))
-        else:  # absent in this batch (no key/headers, or an older schema version)
-            columns.append(pa.nulls(n, field.type))
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
+    """One stored batch as an output batch (a one-off :class:`OutputBuilder`)."""
+    return OutputBuilder(topic, partition, schema).build(stored)
 
 
 def to_python_records(stored: StoredBatch, typed: bool) -> tuple[Any, Any, Any, Any]:

@@ -23,7 +23,9 @@ import logging
 import os
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pyarrow as pa
 
@@ -34,6 +36,7 @@ from kstream.log.log_config import LogConfig
 from kstream.log.segment import NO_TIMESTAMP, Segment, fsync_dir
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _RECOVERY_POINT = struct.Struct("<qqq")  # segment base offset, position, next offset
 
@@ -301,7 +304,7 @@ class PartitionLog:
 
     # -- helpers -----------------------------------------------------------------
 
-    def _guard_io(self, action):  # type: ignore[no-untyped-def]
+    def _guard_io(self, action: Callable[[], T]) -> T:
         try:
             return action()
         except OSError as err:
