@@ -73,9 +73,9 @@ class _Assigned:
         "chunks",
         "eof_reported",
         "fetch_offset",
+        "output",
         "partition",
         "reader",
-        "output",
         "topic",
         "typed",
     )
@@ -344,7 +344,7 @@ class Consumer:
             results = [_read_frames(w) for w in wanted]
         got = False
         failure: BaseException | None = None
-        for (assigned, _), (frames, error) in zip(wanted, results):
+        for (assigned, _), (frames, error) in zip(wanted, results, strict=True):
             for frame in frames:
                 stored = decode_frame(self._codec, frame).slice_from(assigned.fetch_offset)
                 assigned.chunks.append(stored)
