@@ -20,8 +20,7 @@ def encoded(values: list[bytes], timestamp_ms: int | None = None, codec: Payload
     if timestamp_ms is None:
         timestamp_ms = int(time.time() * 1000)
     batch = batch_from_records(values, None, None, None)
-    payload, schema_length = codec.encode(batch)
-    return EncodedBatch(payload, schema_length, fmt.crc32c(payload), len(values), timestamp_ms,
+    return EncodedBatch(codec.encode(batch), len(values), timestamp_ms,
                         timestamp_ms)
 
 

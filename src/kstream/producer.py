@@ -16,6 +16,7 @@ same partitions at once.
 from __future__ import annotations
 
 import itertools
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -139,7 +140,7 @@ class Producer:
         self._topics: dict[str, _TopicState] = {}
         self._sticky = StickyPartitioner()
         self._next_deadline = float("inf")
-        self._reports: list[tuple[list[DeliveryCallback | None], KafkaError | None, list[Any]]] = []
+        self._reports: list[tuple[list[DeliveryCallback], KafkaError | None, list[Any]]] = []
         self._producer_id = fmt.NO_PRODUCER_ID
         self._producer_epoch = -1
         self._sequences: dict[tuple[str, int], int] = {}
@@ -201,8 +202,20 @@ class Producer:
             self._send_expired(now)
 
     def poll(self, timeout: float | None = None) -> int:
-        """Send batches whose linger.ms passed and serve delivery reports; returns how many."""
-        self._send_expired(time.time())
+        """Serve delivery reports, sending batches whose linger.ms passed; returns how many.
+
+        With nothing to report, waits up to ``timeout`` seconds (None: 0) for a
+        lingering batch to come due, as confluent-kafka's poll waits for events.
+        """
+        now = time.time()
+        self._send_expired(now)
+        if not self._reports and timeout:
+            end = now + timeout
+            if self._next_deadline < end:
+                time.sleep(max(0.0, self._next_deadline - now))
+                self._send_expired(time.time())
+            else:
+                time.sleep(timeout)
         return self._serve_reports()
 
     def flush(self, timeout: float | None = None) -> int:
@@ -239,22 +252,22 @@ class Producer:
         if "partition" in table.column_names:
             table = table.drop_columns(["partition"])
         now_ms = int(time.time() * 1000)
-        planned: list[tuple[int, EncodedBatch]] = []
+        planned: list[tuple[int, pa.RecordBatch]] = []
         for target, rows in routes:
             part = table.take(rows) if rows is not None else table
             for chunk in part.combine_chunks().to_batches():
                 stored = to_stored_batch(chunk, state.schema)
-                for piece in self._split(stored, state.max_frame_bytes):
-                    planned.extend((target, e) for e in self._encode_fitting(state, piece, now_ms))
-        # Everything is checked and encoded: from here on only the disk can fail.
+                planned.extend((target, piece) for piece in self._pieces(state, stored))
+        # Everything is checked and cut to fit: from here on only the disk can fail.
         touched = sorted({target for target, _ in planned})
         for target in touched:  # keep per-partition order with produce()
             if state.batches[target] is not None:
                 self._send(state, target)
         results = []
-        for target, encoded in planned:
-            base = self._append(state, target, encoded, acks="1" if self._acks == "all" else self._acks)
-            results.append(BatchResult(topic, target, base, encoded.record_count))
+        for target, piece in planned:
+            base = self._append(state, target, self._encode(piece, now_ms),
+                                acks="1" if self._acks == "all" else self._acks)
+            results.append(BatchResult(topic, target, base, piece.num_rows))
         if self._acks == "all":  # one fsync per partition for the whole call (group commit)
             for target in touched:
                 self._partition(state, target).flush()
@@ -270,6 +283,8 @@ class Producer:
             if partition >= n:
                 raise PartitionNotFoundError(f"topic {state.info.name!r} has partitions 0..{n - 1}")
             return [(partition, None)]
+        if "partition" not in table.column_names and "key" not in table.column_names:
+            return [(state.sticky, None)]
         targets = np.full(table.num_rows, -1, dtype=np.int32)
         if "partition" in table.column_names:
             column = table.column("partition")
@@ -291,29 +306,25 @@ class Producer:
         targets = np.where(targets < 0, state.sticky, targets)
         return [(int(p), np.nonzero(targets == p)[0]) for p in np.unique(targets)]
 
-    @staticmethod
-    def _split(batch: pa.RecordBatch, max_bytes: int) -> list[pa.RecordBatch]:
-        """Cut a stored batch into equal pieces that should each fit ``max_bytes``."""
+    def _pieces(self, state: _TopicState, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        """Cut a stored batch into pieces whose frames fit the topic's message.max.bytes.
+
+        Sizes come from Arrow's exact IPC size computation, so nothing is
+        encoded twice; a single record that cannot fit raises RecordTooLargeError.
+        """
         if batch.num_rows == 0:
             return []
-        pieces = -(-batch.nbytes // max(1, max_bytes - 4096))  # ceil; leave room for IPC framing
-        rows = -(-batch.num_rows // pieces)
-        return [batch.slice(i, rows) for i in range(0, batch.num_rows, rows)]
-
-    def _encode_fitting(self, state: _TopicState, batch: pa.RecordBatch, now_ms: int
-                        ) -> list[EncodedBatch]:
-        """Encode, halving a batch until each frame fits the topic's message.max.bytes."""
-        encoded = self._encode(batch, now_ms)
-        if encoded.frame_size <= state.max_frame_bytes:
-            return [encoded]
+        frame_bytes = fmt.HEADER_SIZE + self._codec.encoded_size(batch)
+        if frame_bytes <= state.max_frame_bytes:
+            return [batch]
         if batch.num_rows == 1:
             raise RecordTooLargeError(
-                f"a record of {encoded.frame_size} bytes (stored) exceeds topic {state.info.name!r}'s "
+                f"a record of {frame_bytes} bytes (stored) exceeds topic {state.info.name!r}'s "
                 f"message.max.bytes ({state.max_frame_bytes}); raise it with "
                 f"`kstream topics alter {state.info.name} --config message.max.bytes=N`")
-        half = batch.num_rows // 2
-        return (self._encode_fitting(state, batch.slice(0, half), now_ms)
-                + self._encode_fitting(state, batch.slice(half), now_ms))
+        pieces = min(batch.num_rows, -(-frame_bytes // state.max_frame_bytes) + 1)
+        rows = -(-batch.num_rows // pieces)
+        return [p for i in range(0, batch.num_rows, rows) for p in self._pieces(state, batch.slice(i, rows))]
 
     # -- sending --------------------------------------------------------------------------
 
@@ -332,20 +343,16 @@ class Producer:
         return handle
 
     def _encode(self, batch: pa.RecordBatch, now_ms: int) -> EncodedBatch:
-        payload, schema_length = self._codec.encode(batch)
         low, high = timestamp_range(batch, now_ms)
-        return EncodedBatch(payload, schema_length, fmt.crc32c(payload), batch.num_rows, low, high,
-                            self._attributes)
+        return EncodedBatch(self._codec.encode(batch), batch.num_rows, low, high, self._attributes)
 
     def _append(self, state: _TopicState, partition: int, encoded: EncodedBatch,
                 acks: str | None = None) -> int:
         if self._producer_id != fmt.NO_PRODUCER_ID:
             key = (state.info.name, partition)
             sequence = self._sequences.get(key, 0)
-            encoded = EncodedBatch(encoded.payload, encoded.schema_length, encoded.payload_crc,
-                                   encoded.record_count, encoded.min_timestamp, encoded.max_timestamp,
-                                   encoded.attributes, self._producer_id, self._producer_epoch,
-                                   sequence)
+            encoded = dataclasses.replace(encoded, producer_id=self._producer_id,
+                                          producer_epoch=self._producer_epoch, base_sequence=sequence)
             self._sequences[key] = (sequence + encoded.record_count) & 0x7FFFFFFF
         return self._partition(state, partition).append(encoded, acks or self._acks).base_offset
 
@@ -368,9 +375,9 @@ class Producer:
         error: KafkaError | None = None
         try:
             start = 0
-            for encoded in self._encode_fitting(state, stored, now_ms):
-                offsets.append((start, self._append(state, partition, encoded)))
-                start += encoded.record_count
+            for piece in self._pieces(state, stored):
+                offsets.append((start, self._append(state, partition, self._encode(piece, now_ms))))
+                start += piece.num_rows
         except KStreamError as err:
             if batch.callbacks is None:
                 raise

@@ -51,8 +51,8 @@ class PartitionLogModel(RuleBasedStateMachine):
         raw = fmt.pack_header(payload_size=frame.payload.size, attributes=0, base_offset=len(self.oracle),
                               record_count=1, leader_epoch=0, producer_id=-1, producer_epoch=-1,
                               base_sequence=-1, min_timestamp=0, max_timestamp=0,
-                              schema_length=frame.schema_length, payload_crc=frame.payload_crc)
-        whole = raw + frame.payload.to_pybytes()
+                              schema_length=frame.payload.schema_length, payload_crc=frame.payload.crc)
+        whole = raw + frame.payload.to_bytes()
         with open(path, "ab") as f:
             f.write(whole[: min(cut, len(whole) - 1)])
 

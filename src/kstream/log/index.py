@@ -35,6 +35,7 @@ class _SparseIndex:
         self.path = path
         self.base_offset = base_offset
         self._entries: np.ndarray | None = None
+        self._append_fd: int | None = None
 
     def entries(self) -> np.ndarray:
         """All entries on disk (re-read when the file grew since the last call)."""
@@ -52,11 +53,14 @@ class _SparseIndex:
         return self._entries
 
     def append_raw(self, raw: bytes) -> None:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, raw)
-        finally:
-            os.close(fd)
+        if self._append_fd is None:
+            self._append_fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(self._append_fd, raw)
+
+    def close(self) -> None:
+        if self._append_fd is not None:
+            os.close(self._append_fd)
+            self._append_fd = None
 
     def truncate_entries(self, keep: int) -> None:
         """Keep only the first ``keep`` entries."""
@@ -65,6 +69,7 @@ class _SparseIndex:
         self._entries = None
 
     def delete(self) -> None:
+        self.close()
         try:
             os.unlink(self.path)
         except FileNotFoundError:

@@ -1,5 +1,9 @@
 """The write lock of one partition, shared by threads and processes.
 
+The lock file also holds the partition's small shared state: byte 0 is 'X'
+once the topic is deleted (fencing old writers), bytes 8-15 a generation
+number bumped whenever segment files change other than by appending.
+
 ``flock`` excludes other processes (and is released by the kernel when a
 holder dies, even by SIGKILL); a ``threading.Lock`` excludes other threads of
 this process, which share the open file description and so the flock.
@@ -27,6 +31,7 @@ class PartitionLock:
         self._fd: int | None = None
         self._pid = os.getpid()
         self._thread_lock = threading.Lock()
+        self.generation = 0  # read from the lock file each time the lock is taken
 
     def _file(self) -> int:
         if self._fd is None:
@@ -45,12 +50,23 @@ class PartitionLock:
         except BaseException:
             self._thread_lock.release()
             raise
-        if os.pread(fd, 1, 0) == _DELETED:
+        state = os.pread(fd, 16, 0)
+        if state[:1] == _DELETED:
             self.__exit__(None, None, None)
             raise TopicNotFoundError(
                 f"the partition behind {self.path} was deleted; re-read the topic's metadata"
             )
+        self.generation = int.from_bytes(state[8:16], "little") if len(state) == 16 else 0
         return self
+
+    def bump_generation(self) -> None:
+        """Tell the other holders that segment files changed (a roll or a replaced file).
+
+        They compare :attr:`generation` with what they saw last, so an append
+        needs no directory look-ups while nothing changed. Caller holds the lock.
+        """
+        self.generation += 1
+        os.pwrite(self._file(), self.generation.to_bytes(8, "little"), 8)
 
     def mark_deleted(self) -> None:
         """Fence every holder of this lock for good (the topic was deleted). Caller holds it."""

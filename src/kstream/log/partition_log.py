@@ -27,12 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-import pyarrow as pa
-
 from kstream.errors import LogDirOfflineError, RecordTooLargeError
 from kstream.log import format as fmt
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
+from kstream.log.records import Payload
 from kstream.log.segment import NO_TIMESTAMP, Segment, fsync_dir
 
 log = logging.getLogger(__name__)
@@ -45,9 +44,7 @@ _RECOVERY_POINT = struct.Struct("<qqq")  # segment base offset, position, next o
 class EncodedBatch:
     """A batch ready to append: IPC payload plus the header fields the producer knows."""
 
-    payload: pa.Buffer
-    schema_length: int
-    payload_crc: int
+    payload: Payload
     record_count: int
     min_timestamp: int
     max_timestamp: int
@@ -96,45 +93,57 @@ class PartitionLog:
         self._first_unflushed_ms: int | None = None
         self._next_retention_check_ms = 0
         self._durable: tuple[int, int, int] | None = None
+        self._seen_generation = -1
 
     # -- opening and recovery ------------------------------------------------
 
     def _ensure_open(self) -> Segment:
         """Under the lock: open (with recovery) on first use, else catch up with others."""
-        if self._active is not None and (self._pid != os.getpid() or self._active.replaced()):
-            # Forked, or another process cut a torn tail by replacing the file: start over.
-            self._active.close()
-            self._active = None
-        if self._active is not None:
-            active = self._active
-            active.catch_up()
-            # Another process may have rolled: its new segment starts at our next offset.
-            # (A roll never leaves an empty segment behind, so an empty one has no successor.)
-            while active.next_offset > active.base_offset and os.path.exists(
-                    os.path.join(self.directory, fmt.segment_file_name(active.next_offset))):
-                successor = Segment(self.directory, active.next_offset, self.config.index_interval_bytes)
+        active = self._active
+        if active is not None and self._pid == os.getpid():
+            changed = self._lock.generation != self._seen_generation
+            if changed and active.replaced():  # another writer cut a torn tail: start over
                 active.close()
-                successor.catch_up()
-                self._active = active = successor
+                self._active = None
+                return self._ensure_open()
+            self._note_truncation(active, active.catch_up())
+            if changed:
+                # Another process may have rolled: its new segment starts at our next offset.
+                # (A roll never leaves an empty segment behind, so an empty one has no successor.)
+                while active.next_offset > active.base_offset and os.path.exists(
+                        os.path.join(self.directory, fmt.segment_file_name(active.next_offset))):
+                    successor = Segment(self.directory, active.next_offset, self.config.index_interval_bytes)
+                    active.close()
+                    self._note_truncation(successor, successor.catch_up())
+                    self._active = active = successor
+            self._seen_generation = self._lock.generation
             return active
+        if active is not None:  # forked: nothing of the parent's files is ours
+            active.close()
+            self._active = None
         self._pid = os.getpid()
         os.makedirs(self.directory, exist_ok=True)
         bases = list_segment_bases(self.directory)
         if not bases:
             self._active = Segment.create(self.directory, 0, self.config.index_interval_bytes)
+            self._seen_generation = self._lock.generation
             return self._active
         active = Segment(self.directory, bases[-1], self.config.index_interval_bytes)
         verify_from = 0
         point = self._read_recovery_point()
         if point is not None and point[0] == active.base_offset:
             verify_from = point[1]
-        truncated = active.open_existing(verify_tail_from=verify_from)
+        self._note_truncation(active, active.open_existing(verify_tail_from=verify_from))
+        self._active = active
+        self._seen_generation = self._lock.generation
+        return active
+
+    def _note_truncation(self, segment: Segment, truncated: int) -> None:
         if truncated:
             log.warning("recovered %s: truncated %d bytes of torn tail after offset %d",
-                        active.path, truncated, active.next_offset)
+                        segment.path, truncated, segment.next_offset)
             self.truncated_bytes += truncated
-        self._active = active
-        return active
+            self._lock.bump_generation()  # the file was replaced: others must reopen it
 
     def _recovery_point_path(self) -> str:
         return os.path.join(self.directory, fmt.RECOVERY_POINT_FILE)
@@ -204,10 +213,11 @@ class PartitionLog:
             base_sequence=batch.base_sequence,
             min_timestamp=min_ts,
             max_timestamp=max_ts,
-            schema_length=batch.schema_length,
-            payload_crc=batch.payload_crc,
+            schema_length=batch.payload.schema_length,
+            payload_crc=batch.payload.crc,
         )
-        active.append(header, batch.payload, base_offset, batch.record_count, max_ts)
+        active.append(header, batch.payload.parts, batch.payload.size, base_offset, batch.record_count,
+                      max_ts)
         self._unflushed_messages += batch.record_count
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now_ms
@@ -231,6 +241,8 @@ class PartitionLog:
         self._write_recovery_point((successor.base_offset, 0, successor.base_offset))
         active.close()
         self._active = successor
+        self._lock.bump_generation()
+        self._seen_generation = self._lock.generation
         return successor
 
     # -- durability -------------------------------------------------------------

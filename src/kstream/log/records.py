@@ -15,7 +15,10 @@ wanted), and encodes/decodes the IPC payload of a frame.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final
+
+import crc32c as _crc32c
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -225,11 +228,58 @@ def batch_from_records(
     return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
 
 
+class _PartsSink:
+    """A file-like object that keeps what Arrow's IPC writer writes, without copying:
+    body buffers arrive as pyarrow Buffers, metadata as small bytes."""
+
+    mode = "wb"
+    closed = False
+
+    def __init__(self) -> None:
+        self.parts: list[Any] = []
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        n = data.size if isinstance(data, pa.Buffer) else len(data)
+        self.parts.append(data)
+        self.size += n
+        return n
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    """A frame payload as the list of pieces Arrow produced (written with one pwritev)."""
+
+    parts: tuple[Any, ...]
+    size: int
+    crc: int
+    schema_length: int
+
+    def to_bytes(self) -> bytes:
+        return b"".join(p.to_pybytes() if isinstance(p, pa.Buffer) else bytes(p) for p in self.parts)
+
+
 class PayloadCodec:
     """Encodes stored batches to frame payloads and back, caching schemas.
 
-    Not thread-safe; one per producer or reader. Holds only caches, so it is
-    cheap to create in each process.
+    Encoding does not copy the batch's buffers: the payload's parts reference
+    them, so the batch must stay alive until the payload is written (append
+    it right away). Not thread-safe; one per producer or reader.
     """
 
     def __init__(self, compression: str = "none", cache_limit: int = 64):
@@ -241,21 +291,39 @@ class PayloadCodec:
         self._schemas: dict[bytes, pa.Schema] = {}
         self._cache_limit = cache_limit
 
-    def encode(self, batch: pa.RecordBatch) -> tuple[pa.Buffer, int]:
-        """IPC payload (schema message + batch message) and the schema's byte length."""
-        schema_bytes = self._schema_bytes.get(batch.schema)
+    def _schema_message(self, schema: pa.Schema) -> bytes:
+        schema_bytes = self._schema_bytes.get(schema)
         if schema_bytes is None:
             if len(self._schema_bytes) >= self._cache_limit:
                 self._schema_bytes.clear()
-            schema_bytes = batch.schema.serialize().to_pybytes()
-            self._schema_bytes[batch.schema] = schema_bytes
-        sink = pa.BufferOutputStream()
-        with ipc.new_stream(sink, batch.schema, options=self._write_options) as writer:
+            schema_bytes = schema.serialize().to_pybytes()
+            self._schema_bytes[schema] = schema_bytes
+        return schema_bytes
+
+    def encoded_size(self, batch: pa.RecordBatch) -> int:
+        """Bytes of the payload :meth:`encode` makes (an upper bound when compressing)."""
+        return len(self._schema_message(batch.schema)) + ipc.get_record_batch_size(batch)
+
+    def encode(self, batch: pa.RecordBatch) -> Payload:
+        """The IPC stream of ``batch`` (schema message + batch message) and its checksum."""
+        sink = _PartsSink()
+        with ipc.new_stream(pa.PythonFile(sink, mode="w"), batch.schema,
+                            options=self._write_options) as writer:
             writer.write_batch(batch)
-        payload = sink.getvalue()
         # The stream ends with an 8-byte end-of-stream marker we do not store.
-        payload = payload.slice(0, payload.size - 8)
-        return payload, len(schema_bytes)
+        parts = sink.parts
+        trim = 8
+        while trim:
+            last = parts.pop()
+            size = last.size if isinstance(last, pa.Buffer) else len(last)
+            if size > trim:
+                parts.append(last[: size - trim])
+                size = trim
+            trim -= size
+        crc = 0
+        for part in parts:
+            crc = _crc32c.crc32c(part, crc)
+        return Payload(tuple(parts), sink.size - 8, crc, len(self._schema_message(batch.schema)))
 
     def decode(self, payload: pa.Buffer | memoryview, schema_length: int) -> pa.RecordBatch:
         """The record batch stored in a frame payload (zero copy when uncompressed)."""

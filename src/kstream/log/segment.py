@@ -18,8 +18,9 @@ log re-syncs it with :meth:`catch_up` under the write lock before appending.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -91,6 +92,8 @@ class Segment:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        self.offset_index.close()
+        self.time_index.close()
 
     def flush(self) -> None:
         """fdatasync the log file. An OSError here must take the log dir offline."""
@@ -118,13 +121,16 @@ class Segment:
 
     # -- appending -----------------------------------------------------------
 
-    def append(self, header: bytes, payload: pa.Buffer, base_offset: int, record_count: int,
-               max_timestamp: int) -> int:
-        """Write one frame at the end; returns its position. Caller holds the write lock."""
+    def append(self, header: bytes, payload_parts: Sequence[Any], payload_size: int, base_offset: int,
+               record_count: int, max_timestamp: int) -> int:
+        """Write one frame at the end with one pwritev; returns its position.
+
+        Caller holds the write lock.
+        """
         assert base_offset == self.next_offset, (base_offset, self.next_offset)
         position = self.size
-        expected = len(header) + payload.size
-        written = os.pwritev(self.fd, [header, payload], position)
+        expected = len(header) + payload_size
+        written = os.pwritev(self.fd, [header, *payload_parts], position)
         if written != expected:
             # A short write leaves a torn tail; recovery removes it.
             raise OSError(f"short write to {self.path}: {written} of {expected} bytes")
