@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 
-from kstream.log import format as fmt
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
 from kstream.log.log_reader import LogReader

@@ -15,8 +15,8 @@ same partitions at once.
 
 from __future__ import annotations
 
-import itertools
 import dataclasses
+import itertools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import crc32c as _crc32c
-
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
