@@ -14,11 +14,9 @@ consumer groups; ``group.id`` is accepted now. Not thread-safe.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from itertools import repeat
 from operator import length_hint
 from typing import Any
@@ -39,7 +37,6 @@ from kstream.log.output import (
     to_python_records,
 )
 from kstream.log.records import PayloadCodec
-from kstream.log.segment import Frame
 from kstream.message import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -54,16 +51,6 @@ from kstream.message import (
 from kstream.options import CONSUMER_OPTIONS
 
 log = logging.getLogger(__name__)
-_FETCH_THREADS = min(4, os.cpu_count() or 1)
-
-
-def _read_frames(wanted: tuple[_Assigned, int]) -> tuple[list[Frame], KStreamError | None]:
-    """Read one partition's next frames; an error comes back as a value, not raised."""
-    assigned, limit = wanted
-    try:
-        return assigned.reader.read(assigned.fetch_offset, limit), None
-    except KStreamError as err:
-        return [], err
 
 
 class _Assigned:
@@ -110,8 +97,6 @@ class Consumer:
         self._messages: Iterator[Message] = iter(())
         self._messages_owner: _Assigned | None = None
         self._messages_chunk: StoredBatch | None = None
-        self._fetch_pool: ThreadPoolExecutor | None = None
-        self._fetch_pool_pid = 0
         self._closed = False
 
     @property
@@ -326,43 +311,36 @@ class Consumer:
     def _fetch(self) -> bool:
         """One fetch round over the assignment; True if anything was read.
 
-        Partitions are read in parallel threads (each reader is used by one
-        thread at a time): checksumming releases the GIL, so verifying the
-        bytes, the main cost of a read, uses every core.
+        A partition whose next frame is corrupt raises when nothing else was
+        read; otherwise the others' data is handed out first and the bad frame
+        raises on the next round (bad bytes are never skipped).
         """
         budget = self._options["fetch.max.bytes"]
         per_partition = self._options["max.partition.fetch.bytes"]
-        wanted: list[tuple[_Assigned, int]] = []
+        got = False
+        failure: KStreamError | None = None
         for key in self._order:
             assigned = self._assigned[key]
-            if not assigned.chunks and budget > 0:
-                wanted.append((assigned, min(per_partition, budget)))
-                budget -= per_partition
-        if len(wanted) > 1 and self._options["check.crcs"]:
-            results = list(self._pool().map(_read_frames, wanted))
-        else:
-            results = [_read_frames(w) for w in wanted]
-        got = False
-        failure: BaseException | None = None
-        for (assigned, _), (frames, error) in zip(wanted, results, strict=True):
+            if assigned.chunks:
+                continue
+            try:
+                frames = assigned.reader.read(assigned.fetch_offset, min(per_partition, budget))
+            except KStreamError as err:
+                failure = failure or err
+                continue
             for frame in frames:
                 stored = decode_frame(self._codec, frame).slice_from(assigned.fetch_offset)
                 assigned.chunks.append(stored)
                 assigned.fetch_offset = stored.next_offset
+                budget -= frame.header.frame_size
                 got = True
             if frames:
                 assigned.eof_reported = False
-            failure = failure or error
+            if budget <= 0:
+                break
         if failure is not None and not got:
-            raise failure  # bad bytes: never skipped, raised where the consumer reaches them
+            raise failure
         return got
-
-    def _pool(self) -> ThreadPoolExecutor:
-        if self._fetch_pool is None or self._fetch_pool_pid != os.getpid():
-            self._fetch_pool = ThreadPoolExecutor(max_workers=_FETCH_THREADS,
-                                                  thread_name_prefix="kstream-fetch")
-            self._fetch_pool_pid = os.getpid()
-        return self._fetch_pool
 
     def _eof_event(self) -> Message | None:
         if not self._options["enable.partition.eof"]:
@@ -385,8 +363,6 @@ class Consumer:
             return
         self._closed = True
         self.unassign()
-        if self._fetch_pool is not None and self._fetch_pool_pid == os.getpid():
-            self._fetch_pool.shutdown(wait=True)
         self._notifier.close()
         self._cluster.close()
 
