@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
 from collections.abc import Iterator, Mapping
 from itertools import repeat
 from operator import length_hint
@@ -24,12 +23,12 @@ from typing import Any
 import pyarrow as pa
 
 from kstream.client_config import open_client
-from kstream.errors import ConfigError, KStreamError, OffsetOutOfRangeError
+from kstream.errors import ConfigError, OffsetOutOfRangeError
+from kstream.fetcher import Fetcher, PartitionFetch
 from kstream.log.change_notifier import ChangeNotifier
 from kstream.log.cluster import Cluster
 from kstream.log.log_reader import LogReader
 from kstream.log.output import (
-    OutputBuilder,
     StoredBatch,
     decode_frame,
     first_offset_at_or_after,
@@ -53,35 +52,6 @@ from kstream.options import CONSUMER_OPTIONS
 log = logging.getLogger(__name__)
 
 
-class _Assigned:
-    """One assigned partition: its reader, fetch position and fetched-but-unreturned data."""
-
-    __slots__ = (
-        "chunks",
-        "eof_reported",
-        "fetch_offset",
-        "output",
-        "partition",
-        "reader",
-        "topic",
-        "typed",
-    )
-
-    def __init__(self, topic: str, partition: int, reader: LogReader, schema: pa.Schema,
-                 typed: bool, fetch_offset: int):
-        self.topic = topic
-        self.partition = partition
-        self.reader = reader
-        self.fetch_offset = fetch_offset
-        self.output = OutputBuilder(topic, partition, schema)
-        self.typed = typed
-        self.chunks: deque[StoredBatch] = deque()
-        self.eof_reported = False
-
-    def buffered(self) -> int:
-        return sum(chunk.batch.num_rows for chunk in self.chunks)
-
-
 class Consumer:
     """Reads assigned partitions of a cluster. See the module docstring."""
 
@@ -89,13 +59,14 @@ class Consumer:
         options, self._cluster = open_client(CONSUMER_OPTIONS, config, kwargs, "a Consumer")
         self._options = options
         self._codec = PayloadCodec()
-        self._assigned: dict[tuple[str, int], _Assigned] = {}
+        self._fetcher = Fetcher(options["fetch.max.bytes"], options["max.partition.fetch.bytes"])
+        self._assigned: dict[tuple[str, int], PartitionFetch] = {}
         self._order: list[tuple[str, int]] = []
         self._next = 0
         self._notifier = ChangeNotifier(max_sleep_s=options["fetch.wait.max.ms"] / 1000.0)
         # The messages poll() hands out come from one chunk at a time.
         self._messages: Iterator[Message] = iter(())
-        self._messages_owner: _Assigned | None = None
+        self._messages_owner: PartitionFetch | None = None
         self._messages_chunk: StoredBatch | None = None
         self._closed = False
 
@@ -117,7 +88,7 @@ class Consumer:
             handle = self._cluster.partition(info, tp.partition)
             schema = Cluster.topic_schema(info)
             reader = handle.reader(check_crcs=self._options["check.crcs"])
-            assigned = _Assigned(tp.topic, tp.partition, reader, output_schema(schema),
+            assigned = PartitionFetch(tp.topic, tp.partition, reader, output_schema(schema),
                                  schema is not None, 0)
             assigned.fetch_offset = self._resolve(assigned, tp.offset)
             key = (tp.topic, tp.partition)
@@ -136,7 +107,7 @@ class Consumer:
     def assignment(self) -> list[TopicPartition]:
         return [TopicPartition(t, p) for t, p in self._order]
 
-    def _resolve(self, assigned: _Assigned, offset: int) -> int:
+    def _resolve(self, assigned: PartitionFetch, offset: int) -> int:
         reader = assigned.reader
         if offset == OFFSET_BEGINNING:
             return reader.log_start_offset()
@@ -197,7 +168,7 @@ class Consumer:
             return assigned.reader
         return self._cluster.partition(tp.topic, tp.partition).reader()
 
-    def _get(self, tp: TopicPartition) -> _Assigned:
+    def _get(self, tp: TopicPartition) -> PartitionFetch:
         assigned = self._assigned.get((tp.topic, tp.partition))
         if assigned is None:
             raise ConfigError(f"{tp.topic}-{tp.partition} is not assigned to this consumer; "
@@ -245,7 +216,7 @@ class Consumer:
                 break
         return result
 
-    def _to_messages(self, assigned: _Assigned, chunk: StoredBatch) -> Iterator[Message]:
+    def _to_messages(self, assigned: PartitionFetch, chunk: StoredBatch) -> Iterator[Message]:
         keys, values, timestamps, headers = to_python_records(chunk, assigned.typed)
         n = chunk.batch.num_rows
         kind = TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME
@@ -284,7 +255,7 @@ class Consumer:
 
     # -- fetching -------------------------------------------------------------------------------
 
-    def _take_chunk_owner(self, deadline: float | None) -> _Assigned | Message | None:
+    def _take_chunk_owner(self, deadline: float | None) -> PartitionFetch | Message | None:
         """A partition with buffered data (fetching, then waiting, as needed)."""
         if not self._order:
             if deadline is not None:
@@ -309,38 +280,8 @@ class Consumer:
                                 else min(deadline - now, self._notifier.max_sleep_s))
 
     def _fetch(self) -> bool:
-        """One fetch round over the assignment; True if anything was read.
-
-        A partition whose next frame is corrupt raises when nothing else was
-        read; otherwise the others' data is handed out first and the bad frame
-        raises on the next round (bad bytes are never skipped).
-        """
-        budget = self._options["fetch.max.bytes"]
-        per_partition = self._options["max.partition.fetch.bytes"]
-        got = False
-        failure: KStreamError | None = None
-        for key in self._order:
-            assigned = self._assigned[key]
-            if assigned.chunks:
-                continue
-            try:
-                frames = assigned.reader.read(assigned.fetch_offset, min(per_partition, budget))
-            except KStreamError as err:
-                failure = failure or err
-                continue
-            for frame in frames:
-                stored = decode_frame(self._codec, frame).slice_from(assigned.fetch_offset)
-                assigned.chunks.append(stored)
-                assigned.fetch_offset = stored.next_offset
-                budget -= frame.header.frame_size
-                got = True
-            if frames:
-                assigned.eof_reported = False
-            if budget <= 0:
-                break
-        if failure is not None and not got:
-            raise failure
-        return got
+        """One fetch round over the assignment (see kstream.fetcher); True if anything was read."""
+        return self._fetcher.fetch([self._assigned[key] for key in self._order])
 
     def _eof_event(self) -> Message | None:
         if not self._options["enable.partition.eof"]:
