@@ -9,7 +9,6 @@ for a short, growing interval, which is correct but slower to react.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import select
 import time
@@ -24,47 +23,61 @@ _MASK = _IN_MODIFY | _IN_CREATE | _IN_DELETE | _IN_MOVED_TO
 _POLL_START_S = 0.0002
 
 
-def _libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
+def _load_libc() -> ctypes.CDLL | None:
     try:
-        libc = ctypes.CDLL(name, use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols (glibc on Linux)
         libc.inotify_init1  # noqa: B018 - probe that the symbol exists
     except (OSError, AttributeError):
         return None
     return libc
 
 
+_LIBC = _load_libc()  # a handle to the C library: the same in every process, fork-safe
+
+
 class ChangeNotifier:
-    """Watches directories; not thread-safe; re-created after fork by its owner."""
+    """Watches directories; not thread-safe; re-created after fork by its owner.
+
+    The inotify instance is made on the first :meth:`wait`, not before: a
+    consumer that always finds data never pays for creating or closing it.
+    That first wait returns at once, so the caller looks at the log again
+    after the watches exist and no write can slip between look and watch.
+    """
 
     def __init__(self, max_sleep_s: float):
         self.max_sleep_s = max_sleep_s
-        self._libc = _libc()
         self._fd = -1
-        self._watched: dict[str, int] = {}
-        self._polling = self._libc is None
-        if not self._polling:
-            assert self._libc is not None
-            self._fd = self._libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
-            self._polling = self._fd < 0
+        self._directories: list[str] = []
+        self._polling = _LIBC is None
         self._sleep_s = _POLL_START_S
 
     def watch(self, directory: str) -> None:
-        if self._polling or directory in self._watched:
+        if directory in self._directories:
             return
-        assert self._libc is not None
-        os.makedirs(directory, exist_ok=True)
-        wd = self._libc.inotify_add_watch(self._fd, os.fsencode(directory), _MASK)
-        if wd < 0:
+        self._directories.append(directory)
+        if self._fd >= 0:
+            self._add_watch(directory)
+
+    def _add_watch(self, directory: str) -> None:
+        assert _LIBC is not None
+        if _LIBC.inotify_add_watch(self._fd, os.fsencode(directory), _MASK) < 0:
             self._polling = True  # e.g. fs.inotify.max_user_watches reached
+
+    def _start(self) -> None:
+        assert _LIBC is not None
+        self._fd = _LIBC.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+        if self._fd < 0:
+            self._polling = True
             return
-        self._watched[directory] = wd
+        for directory in self._directories:
+            self._add_watch(directory)
 
     def wait(self, timeout_s: float) -> None:
         """Return when a watched directory changed, or after ``timeout_s``."""
         if timeout_s <= 0:
+            return
+        if not self._polling and self._fd < 0:
+            self._start()
             return
         if self._polling:
             time.sleep(min(timeout_s, self._sleep_s))
@@ -77,7 +90,7 @@ class ChangeNotifier:
     def drain(self) -> None:
         """Forget pending events (the caller is about to look at the log anyway)."""
         self._sleep_s = _POLL_START_S
-        if self._polling:
+        if self._fd < 0:
             return
         try:
             while os.read(self._fd, 65536):
@@ -89,4 +102,4 @@ class ChangeNotifier:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-        self._watched.clear()
+        self._directories.clear()
