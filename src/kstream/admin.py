@@ -135,10 +135,11 @@ class Admin:
                 end = reader.log_end_offset()
                 partitions.append(PartitionDescription(
                     placement.partition, placement.leader, placement.replicas, placement.isr,
-                    placement.leader_epoch, reader.log_start_offset(), end, end,
+                    placement.leader_epoch, reader.log_start_offset(), end, handle.high_watermark() or 0,
                     _directory_bytes(handle.leader_dir)))
             finally:
                 reader.close()
+                handle.close()
         return TopicDescription(name, info.topic_id, tuple(partitions), dict(info.config),
                                 Cluster.topic_schema(info))
 

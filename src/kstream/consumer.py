@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from itertools import repeat
 from operator import length_hint
 from typing import Any
@@ -27,7 +28,6 @@ from kstream.errors import ConfigError, OffsetOutOfRangeError
 from kstream.fetcher import Fetcher, PartitionFetch
 from kstream.log.change_notifier import ChangeNotifier
 from kstream.log.cluster import Cluster
-from kstream.log.log_reader import LogReader
 from kstream.log.output import (
     StoredBatch,
     decode_frame,
@@ -59,6 +59,7 @@ class Consumer:
         options, self._cluster = open_client(CONSUMER_OPTIONS, config, kwargs, "a Consumer")
         self._options = options
         self._codec = PayloadCodec()
+        self._metadata_version = -1
         self._fetcher = Fetcher(options["fetch.max.bytes"], options["max.partition.fetch.bytes"])
         self._assigned: dict[tuple[str, int], PartitionFetch] = {}
         self._order: list[tuple[str, int]] = []
@@ -87,9 +88,9 @@ class Consumer:
             info = self._cluster.topic(tp.topic)
             handle = self._cluster.partition(info, tp.partition)
             schema = Cluster.topic_schema(info)
-            reader = handle.reader(check_crcs=self._options["check.crcs"])
-            assigned = PartitionFetch(tp.topic, tp.partition, reader, output_schema(schema),
-                                 schema is not None, 0)
+            assigned = PartitionFetch(tp.topic, tp.partition, handle,
+                                      handle.reader(check_crcs=self._options["check.crcs"]),
+                                      output_schema(schema), schema is not None)
             assigned.fetch_offset = self._resolve(assigned, tp.offset)
             key = (tp.topic, tp.partition)
             if key not in self._assigned:
@@ -99,7 +100,7 @@ class Consumer:
 
     def unassign(self) -> None:
         for assigned in self._assigned.values():
-            assigned.reader.close()
+            assigned.close()
         self._assigned.clear()
         self._order.clear()
         self._drop_messages()
@@ -108,11 +109,10 @@ class Consumer:
         return [TopicPartition(t, p) for t, p in self._order]
 
     def _resolve(self, assigned: PartitionFetch, offset: int) -> int:
-        reader = assigned.reader
         if offset == OFFSET_BEGINNING:
-            return reader.log_start_offset()
+            return assigned.reader.log_start_offset()
         if offset == OFFSET_END:
-            return reader.log_end_offset()
+            return assigned.high_watermark()
         if offset >= 0:
             return offset
         reset = self._options["auto.offset.reset"]
@@ -120,7 +120,7 @@ class Consumer:
             raise OffsetOutOfRangeError(
                 f"no valid position for {assigned.topic}-{assigned.partition} and "
                 "auto.offset.reset=error; assign an explicit offset")
-        return reader.log_start_offset() if reset == "earliest" else reader.log_end_offset()
+        return assigned.reader.log_start_offset() if reset == "earliest" else assigned.high_watermark()
 
     def seek(self, partition: TopicPartition) -> None:
         """Set the next offset to read for an assigned partition."""
@@ -145,28 +145,37 @@ class Consumer:
     def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None,
                               cached: bool = False) -> tuple[int, int]:
         """(low, high): log start offset and high watermark."""
-        reader = self._reader_for(partition)
-        return reader.log_start_offset(), reader.log_end_offset()
+        with self._fetch_for(partition) as fetch:
+            return fetch.reader.log_start_offset(), fetch.high_watermark()
 
     def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None
                           ) -> list[TopicPartition]:
         """Per partition, the earliest offset whose timestamp is >= tp.offset (ms); -1 if none."""
         result = []
         for tp in partitions:
-            reader = self._reader_for(tp)
-            base = reader.offset_for_timestamp(tp.offset)
-            offset = -1
-            if base is not None:
-                for frame in reader.read(base, 1):
-                    offset = first_offset_at_or_after(decode_frame(self._codec, frame), tp.offset)
+            with self._fetch_for(tp) as fetch:
+                base = fetch.reader.offset_for_timestamp(tp.offset)
+                offset = -1
+                if base is not None:
+                    for frame in fetch.reader.read(base, 1, end_offset=fetch.high_watermark()):
+                        offset = first_offset_at_or_after(decode_frame(self._codec, frame), tp.offset)
             result.append(TopicPartition(tp.topic, tp.partition, offset))
         return result
 
-    def _reader_for(self, tp: TopicPartition) -> LogReader:
+    @contextmanager
+    def _fetch_for(self, tp: TopicPartition) -> Iterator[PartitionFetch]:
+        """The assigned partition, or a temporary handle to an unassigned one."""
         assigned = self._assigned.get((tp.topic, tp.partition))
         if assigned is not None:
-            return assigned.reader
-        return self._cluster.partition(tp.topic, tp.partition).reader()
+            yield assigned
+            return
+        info = self._cluster.topic(tp.topic)
+        handle = self._cluster.partition(info, tp.partition)
+        temporary = PartitionFetch(tp.topic, tp.partition, handle, handle.reader(), output_schema(None), False)
+        try:
+            yield temporary
+        finally:
+            temporary.close()
 
     def _get(self, tp: TopicPartition) -> PartitionFetch:
         assigned = self._assigned.get((tp.topic, tp.partition))
@@ -281,6 +290,12 @@ class Consumer:
 
     def _fetch(self) -> bool:
         """One fetch round over the assignment (see kstream.fetcher); True if anything was read."""
+        version = self._cluster.metadata.data_version()
+        if version != self._metadata_version:  # leaders may have moved (a log dir failed)
+            self._metadata_version = version
+            for key in self._order:
+                self._assigned[key].follow_leader(self._options["check.crcs"])
+                self._notifier.watch(self._assigned[key].handle.leader_dir)
         return self._fetcher.fetch([self._assigned[key] for key in self._order])
 
     def _eof_event(self) -> Message | None:

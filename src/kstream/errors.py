@@ -65,6 +65,10 @@ class LogDirOfflineError(KStreamError):
     """A log dir failed (I/O error, missing, failed fsync) and was taken offline."""
 
 
+class ReplicaDivergedError(KStreamError):
+    """A follower replica does not end where the leader's next frame starts."""
+
+
 class NotEnoughReplicasError(KStreamError):
     """Fewer in-sync replicas than ``min.insync.replicas`` for an ``acks=all`` write."""
 

@@ -22,19 +22,21 @@ import pyarrow as pa
 from kstream.errors import KStreamError
 from kstream.log.log_reader import LogReader
 from kstream.log.output import OutputBuilder, StoredBatch, decode_frame
+from kstream.log.partition import Partition
 from kstream.log.records import PayloadCodec
 
 
 class PartitionFetch:
-    """One assigned partition: its reader, fetch offset and fetched-but-unreturned batches."""
+    """One assigned partition: its handle and reader, fetch offset and fetched-but-unreturned batches."""
 
-    __slots__ = ("chunks", "eof_reported", "fetch_offset", "output", "partition", "reader", "topic",
+    __slots__ = ("chunks", "eof_reported", "fetch_offset", "handle", "output", "partition", "reader", "topic",
                  "typed")
 
-    def __init__(self, topic: str, partition: int, reader: LogReader, schema: pa.Schema,
-                 typed: bool, fetch_offset: int):
+    def __init__(self, topic: str, partition: int, handle: Partition, reader: LogReader, schema: pa.Schema,
+                 typed: bool, fetch_offset: int = 0):
         self.topic = topic
         self.partition = partition
+        self.handle = handle
         self.reader = reader
         self.fetch_offset = fetch_offset
         self.output = OutputBuilder(topic, partition, schema)
@@ -42,8 +44,22 @@ class PartitionFetch:
         self.chunks: deque[StoredBatch] = deque()
         self.eof_reported = False
 
+    def high_watermark(self) -> int:
+        """What readers may see: below the HW (0 until a writer has published one)."""
+        return self.handle.high_watermark() or 0
+
     def buffered(self) -> int:
         return sum(chunk.batch.num_rows for chunk in self.chunks)
+
+    def follow_leader(self, check_crcs: bool) -> None:
+        """After a metadata change: read from the partition's current leader."""
+        if self.handle.refresh_metadata():
+            self.reader.close()
+            self.reader = self.handle.reader(check_crcs=check_crcs)
+
+    def close(self) -> None:
+        self.reader.close()
+        self.handle.close()
 
 
 class Fetcher:
@@ -65,7 +81,8 @@ class Fetcher:
             if fetch.chunks:
                 continue
             try:
-                frames = fetch.reader.read(fetch.fetch_offset, min(self.partition_max_bytes, budget))
+                frames = fetch.reader.read(fetch.fetch_offset, min(self.partition_max_bytes, budget),
+                                           end_offset=fetch.high_watermark())
             except KStreamError as err:
                 failure = failure or err
                 continue

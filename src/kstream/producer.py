@@ -314,7 +314,10 @@ class Producer:
         """
         if batch.num_rows == 0:
             return []
-        frame_bytes = fmt.HEADER_SIZE + self._codec.encoded_size(batch)
+        if self._codec.compression == "none":
+            frame_bytes = fmt.HEADER_SIZE + self._codec.encoded_size(batch)  # exact
+        else:  # compressed sizes are only known by compressing
+            frame_bytes = fmt.HEADER_SIZE + self._codec.encode(batch).size
         if frame_bytes <= state.max_frame_bytes:
             return [batch]
         if batch.num_rows == 1:

@@ -206,6 +206,10 @@ class Cluster:
             check_typed_schema(schema)
             schema_bytes = schema.serialize().to_pybytes()
         placements = self._place(partitions, replicas, log_dirs)
+        paths = self.log_dir_paths()
+        for p, placement in enumerate(placements):
+            for log_dir in placement:
+                _refuse_leftovers(os.path.join(paths[log_dir], fmt.replica_dir_name(name, p)))
         info = self.metadata.create_topic(name, replicas, topic_config, placements, schema_bytes)
         self._make_replica_dirs(info, info.partitions)
         return info
@@ -215,6 +219,7 @@ class Cluster:
         touched = set()
         for placement in partitions:
             for directory in self.replica_dirs(info, placement).values():
+                _refuse_leftovers(directory)
                 os.makedirs(directory, exist_ok=True)
                 touched.add(os.path.dirname(directory))
         for log_dir in touched:
@@ -271,18 +276,27 @@ class Cluster:
         return pa.ipc.read_schema(pa.py_buffer(info.schemas[-1]))
 
     def delete_topic(self, name: str) -> None:
-        """Remove from metadata, fence writers, then delete the replica directories."""
-        info = self.metadata.delete_topic(name)
+        """Fence writers and move the data away, then remove the topic from the metadata.
+
+        In this order a topic of the same name can only be created once the old
+        one's directories are gone (the metadata row blocks it until then).
+        """
+        info = self.metadata.topic(name)
         for partition in info.partitions:
             lock = PartitionLock(self.lock_path(info, partition.partition))
             with lock:
                 lock.mark_deleted()
             lock.close()
+        doomed = []
+        for partition in info.partitions:
             for directory in self.replica_dirs(info, partition).values():
                 if os.path.isdir(directory):
-                    doomed = f"{directory}.{info.topic_id}-delete"
-                    os.rename(directory, doomed)
-                    shutil.rmtree(doomed, ignore_errors=True)
+                    target = f"{directory}.{info.topic_id}-delete"
+                    os.rename(directory, target)
+                    doomed.append(target)
+        self.metadata.delete_topic(name)
+        for target in doomed:
+            shutil.rmtree(target, ignore_errors=True)
 
     def topic(self, name: str) -> TopicInfo:
         return self.metadata.topic(name)
@@ -315,10 +329,17 @@ class Cluster:
             )
         placement = info.partitions[partition]
         return Partition(placement, self.replica_dirs(info, placement), self.log_config(info),
-                         self.lock_path(info, partition))
+                         self.lock_path(info, partition), self.metadata)
 
     def close(self) -> None:
         self.metadata.close()
+
+
+def _refuse_leftovers(directory: str) -> None:
+    if os.path.isdir(directory) and os.listdir(directory):
+        raise ClusterError(
+            f"{directory} already holds data (left by a topic of the same name whose deletion did "
+            "not finish?); move it away, then create the topic again")
 
 
 def _absolute_log_dir(cluster_path: str, log_dir: str) -> str:

@@ -193,6 +193,16 @@ def unpack_header(data: bytes | memoryview) -> FrameHeader:
     return FrameHeader(*HEADER.unpack_from(data))
 
 
+def repack_header(header: FrameHeader) -> bytes:
+    """The exact bytes of a decoded header (for copying a frame to another replica)."""
+    return HEADER.pack(
+        header.length, header.header_crc, header.magic, header.version, header.attributes,
+        header.base_offset, header.record_count, header.leader_epoch, header.producer_id,
+        header.producer_epoch, header.reserved, header.base_sequence, header.min_timestamp,
+        header.max_timestamp, header.schema_length, header.payload_crc,
+    )
+
+
 def header_problem(data: bytes | memoryview, header: FrameHeader) -> str | None:
     """Why this header is not valid, or None when it is."""
     if header.magic != MAGIC:

@@ -55,7 +55,9 @@ class _SparseIndex:
     def append_raw(self, raw: bytes) -> None:
         if self._append_fd is None:
             self._append_fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(self._append_fd, raw)
+        written = os.write(self._append_fd, raw)
+        if written != len(raw):  # a partial entry would misalign every later one
+            raise OSError(f"short write to {self.path}: {written} of {len(raw)} bytes")
 
     def close(self) -> None:
         if self._append_fd is not None:

@@ -2,7 +2,10 @@
 
 The lock file also holds the partition's small shared state: byte 0 is 'X'
 once the topic is deleted (fencing old writers), bytes 8-15 a generation
-number bumped whenever segment files change other than by appending.
+number bumped whenever segment files or the partition's metadata (leader,
+ISR) change other than by appending, and bytes 16-31 the high watermark,
+stored with its bitwise complement so a reader that takes no lock can tell a
+torn read and retry.
 
 ``flock`` excludes other processes (and is released by the kernel when a
 holder dies, even by SIGKILL); a ``threading.Lock`` excludes other threads of
@@ -15,12 +18,19 @@ from __future__ import annotations
 
 import fcntl
 import os
+import struct
 import threading
+import weakref
 from types import TracebackType
 
 from kstream.errors import TopicNotFoundError
 
 _DELETED = b"X"
+# Every lock of this process, so a forked child can close the inherited descriptors
+# right away (os.register_at_fork), not only when it next takes the lock.
+_LOCKS: weakref.WeakSet[PartitionLock] = weakref.WeakSet()
+_HW = struct.Struct("<qq")
+_HW_POSITION = 16
 
 
 class PartitionLock:
@@ -32,6 +42,20 @@ class PartitionLock:
         self._pid = os.getpid()
         self._thread_lock = threading.Lock()
         self.generation = 0  # read from the lock file each time the lock is taken
+        _LOCKS.add(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: drop the inherited descriptor (closing, never unlocking:
+        the flock belongs to the parent's open file description, and a child that
+        kept it open would hold a dead parent's lock for as long as it lives)."""
+        if self._fd is not None and self._pid != os.getpid():
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+        self._fd = None
+        self._pid = os.getpid()
+        self._thread_lock = threading.Lock()
 
     def _file(self) -> int:
         if self._fd is None:
@@ -40,9 +64,7 @@ class PartitionLock:
 
     def __enter__(self) -> PartitionLock:
         if self._pid != os.getpid():  # forked: nothing of the parent's lock is ours
-            self._pid = os.getpid()
-            self._thread_lock = threading.Lock()
-            self._fd = None
+            self._after_fork()
         self._thread_lock.acquire()
         try:
             fd = self._file()
@@ -50,7 +72,11 @@ class PartitionLock:
         except BaseException:
             self._thread_lock.release()
             raise
-        state = os.pread(fd, 16, 0)
+        try:
+            state = os.pread(fd, 16, 0)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         if state[:1] == _DELETED:
             self.__exit__(None, None, None)
             raise TopicNotFoundError(
@@ -79,7 +105,31 @@ class PartitionLock:
         finally:
             self._thread_lock.release()
 
+    def write_high_watermark(self, offset: int) -> None:
+        """Publish the high watermark (caller holds the lock)."""
+        os.pwrite(self._file(), _HW.pack(offset, ~offset), _HW_POSITION)
+
+    def read_high_watermark(self) -> int | None:
+        """The published high watermark, or None if none was ever written. Takes no lock."""
+        fd = self._file()
+        for _ in range(100):
+            raw = os.pread(fd, _HW.size, _HW_POSITION)
+            if len(raw) < _HW.size:
+                return None
+            value, check = _HW.unpack(raw)
+            if check == ~value:
+                return value
+        raise OSError(f"high watermark in {self.path} keeps changing under a reader")
+
     def close(self) -> None:
         if self._fd is not None and self._pid == os.getpid():
             os.close(self._fd)
         self._fd = None
+
+
+def _close_inherited_locks() -> None:
+    for lock in list(_LOCKS):
+        lock._after_fork()
+
+
+os.register_at_fork(after_in_child=_close_inherited_locks)

@@ -180,9 +180,18 @@ class LogReader:
         while True:
             sealed = index < len(self._bases) - 1
             view = self._view(base)
-            if position < 0:
-                position = self._seek(view, offset)
-            frame = self._frame_at(view, position, offset, sealed)
+            try:
+                if position < 0:
+                    position = self._seek(view, offset)
+                frame = self._frame_at(view, position, offset, sealed)
+            except CorruptBatchError:
+                if not view.replaced():
+                    raise
+                # A writer cut a torn tail and renamed a new file over this one:
+                # what looked bad is the old file's tail. Read the new file.
+                view.close()
+                del self._views[base]
+                continue
             if frame is not None:
                 return frame, (base, position + frame.header.frame_size)
             if not sealed:

@@ -193,6 +193,53 @@ class Metadata:
             "SELECT schema FROM topic_schemas WHERE topic = ? ORDER BY version", (name,)))
         return TopicInfo(name, row[0], row[1], json.loads(row[2]), partitions, schemas)
 
+    def partition_info(self, topic: str, partition: int) -> PartitionInfo:
+        row = self.connection.execute(
+            "SELECT replicas, leader, leader_epoch, isr FROM partitions WHERE topic = ? AND partition = ?",
+            (topic, partition)).fetchone()
+        if row is None:
+            raise TopicNotFoundError(self._missing(topic))
+        return PartitionInfo(topic, partition, tuple(json.loads(row[0])), row[1], row[2],
+                             tuple(json.loads(row[3])))
+
+    def remove_from_isr(self, topic: str, partition: int, removed: set[int]) -> PartitionInfo:
+        """Drop replicas from the ISR; if the leader goes, the first remaining in-sync
+        replica (in replica order) leads with the epoch bumped. One transaction."""
+        with self.transaction() as tx:
+            row = tx.execute("SELECT replicas, leader, leader_epoch, isr FROM partitions "
+                             "WHERE topic = ? AND partition = ?", (topic, partition)).fetchone()
+            if row is None:
+                raise TopicNotFoundError(self._missing(topic))
+            self._remove(tx, topic, partition, json.loads(row[0]), row[1], row[2], json.loads(row[3]),
+                         removed)
+        return self.partition_info(topic, partition)
+
+    @staticmethod
+    def _remove(tx: sqlite3.Connection, topic: str, partition: int, replicas: list[int], leader: int,
+                epoch: int, isr: list[int], removed: set[int]) -> None:
+        new_isr = [r for r in isr if r not in removed]
+        if leader in removed and new_isr:
+            leader = next(r for r in replicas if r in new_isr)
+            epoch += 1
+        tx.execute("UPDATE partitions SET isr = ?, leader = ?, leader_epoch = ? "
+                   "WHERE topic = ? AND partition = ?", (json.dumps(new_isr), leader, epoch, topic, partition))
+
+    def take_log_dir_offline(self, log_dir_id: int) -> int:
+        """Mark a log dir offline and move every partition off it in one transaction
+        (out of the ISR; new leaders with bumped epochs). Returns partitions changed."""
+        changed = 0
+        with self.transaction() as tx:
+            tx.execute("UPDATE log_dirs SET online = 0 WHERE id = ?", (log_dir_id,))
+            rows = tx.execute("SELECT topic, partition, replicas, leader, leader_epoch, isr "
+                              "FROM partitions").fetchall()
+            for topic, partition, replicas, leader, epoch, isr in rows:
+                isr_list = json.loads(isr)
+                if log_dir_id in isr_list:
+                    self._remove(tx, topic, partition, json.loads(replicas), leader, epoch, isr_list,
+                                 {log_dir_id})
+                    changed += 1
+        return changed
+
     def _missing(self, name: str) -> str:
         names = self.topic_names()
         listing = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "") if names else "none"

@@ -1,35 +1,62 @@
-"""One partition: its replicas on log dirs, the leader that takes appends, and acks.
+"""One partition: its replicas on log dirs, the leader, the ISR, the high watermark, acks.
 
-A partition is already a list of replicas placed on log dirs; with
-replication factor 1 the leader is the only replica. Appends go to the
-leader's :class:`PartitionLog` under the partition lock; ``acks=all`` returns
-only after the batch is fsynced (the leader is all of the ISR here).
-Readers read the leader's log below the high watermark, which for one
-replica is its log end offset.
+Replication happens in the writing process (no broker, no replicator daemon):
+under the partition lock, the writer appends a frame to the leader's log and
+copies the same bytes to every in-sync follower, then publishes the high
+watermark (HW), the offset up to which every ISR replica has the data. Readers
+read the leader's log below the HW.
+
+* ``acks=all``: refused up front with :class:`NotEnoughReplicasError` when the
+  ISR is smaller than ``min.insync.replicas``; otherwise returns only after
+  every ISR replica fsynced the batch (in parallel). If replicas failed on the
+  way and fewer than ``min.insync.replicas`` remain, the batch stays written on
+  the survivors but is reported as NotEnoughReplicas (after append).
+* ``acks=1`` / ``0``: return once written to the ISR (the page cache).
+* A replica whose write or fsync fails takes its log dir offline in the
+  metadata (every partition there leaves the ISR; leaders move, epochs bump).
+  A failed fsync is never retried.
+* A writer killed between the leader's append and a follower's leaves the
+  follower behind; the next writer copies the missing frames from the leader
+  before appending (:meth:`Partition._reconcile`), so the HW catches up.
+
+Thread-safe for appends; any number of processes may append at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
+from kstream.errors import LogDirOfflineError, NotEnoughReplicasError, ReplicaDivergedError
+from kstream.log import format as fmt
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
 from kstream.log.log_reader import LogReader
-from kstream.log.metadata import PartitionInfo
+from kstream.log.metadata import Metadata, PartitionInfo
 from kstream.log.partition_log import AppendResult, EncodedBatch, PartitionLog
+from kstream.log.records import Payload
+
+T = TypeVar("T")
+_CATCH_UP_BYTES = 64 << 20  # bound on what one reconcile copies to a lagging ISR follower
 
 
 class Partition:
-    """Append/read handle of one partition in this process. Thread-safe for appends."""
+    """Append/read handle of one partition in this process."""
 
     def __init__(self, info: PartitionInfo, replica_dirs: Mapping[int, str], config: LogConfig,
-                 lock_path: str):
+                 lock_path: str, metadata: Metadata):
         self.info = info
         self.config = config
         self.replica_dirs = dict(replica_dirs)
+        self._metadata = metadata
         self._lock = PartitionLock(lock_path)
-        self.leader_dir = self.replica_dirs[info.leader]
-        self.leader_log = PartitionLog(self.leader_dir, config, self._lock)
+        self.logs = {replica: PartitionLog(directory, config, self._lock)
+                     for replica, directory in self.replica_dirs.items()}
+        self._metadata_version = -1
+        self._flushers: ThreadPoolExecutor | None = None
+        self._flushers_pid = 0
 
     @property
     def topic(self) -> str:
@@ -39,27 +66,200 @@ class Partition:
     def partition(self) -> int:
         return self.info.partition
 
-    def append(self, batch: EncodedBatch, acks: str = "all") -> AppendResult:
-        """Append to the leader; with acks=all, return once the batch is fsynced.
+    @property
+    def leader_dir(self) -> str:
+        return self.replica_dirs[self.info.leader]
 
-        Raises LogDirOfflineError when the leader's disk fails; nothing is
-        acknowledged then, and a failed fsync is never retried.
-        """
-        result = self.leader_log.append(batch, self.info.leader_epoch)
+    @property
+    def leader_log(self) -> PartitionLog:
+        return self.logs[self.info.leader]
+
+    # -- appending ----------------------------------------------------------------------------
+
+    def append(self, batch: EncodedBatch, acks: str = "all") -> AppendResult:
+        """Append to the leader and the in-sync followers; see the module docstring for acks."""
+        self.leader_log.check_size(batch)
+        minimum = self.config.min_insync_replicas
+        with self._lock:
+            self._refresh_locked()
+            result, header = self._append_leader_locked(batch, acks)
+            failed = set()
+            for replica in self.info.isr:
+                if replica != self.info.leader:
+                    try:
+                        self._on_replica(replica, lambda log: log.append_copy_locked(header, batch))
+                    except (LogDirOfflineError, ReplicaDivergedError):
+                        failed.add(replica)
+            if failed:
+                self._remove_locked(failed)
+            self._lock.write_high_watermark(result.base_offset + batch.record_count)
+            in_sync = list(self.info.isr)
         if acks == "all":
-            self.leader_log.flush()
+            in_sync = self._flush_all(in_sync)
+            if len(in_sync) < minimum:
+                raise NotEnoughReplicasError(
+                    f"{self.topic}-{self.partition}: the batch at offset {result.base_offset} is "
+                    f"written but only {len(in_sync)} replica(s) {in_sync} have it fsynced, fewer than "
+                    f"min.insync.replicas={minimum}; it is not acknowledged")
         else:
-            self.leader_log.maybe_flush()
+            for replica in in_sync:
+                self.logs[replica].maybe_flush()
         return result
 
+    def _check_isr_locked(self, acks: str) -> None:
+        minimum = self.config.min_insync_replicas
+        if acks == "all" and len(self.info.isr) < minimum:
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.partition} has {len(self.info.isr)} in-sync replica(s) "
+                f"{list(self.info.isr)}, fewer than min.insync.replicas={minimum}; nothing was "
+                "written. Bring log dirs back (or lower min.insync.replicas, or use acks=1)")
+
+    def _append_leader_locked(self, batch: EncodedBatch, acks: str) -> tuple[AppendResult, bytes]:
+        """Append on the leader; if its log dir fails, fail over and try the new leader."""
+        for _ in range(len(self.replica_dirs)):
+            self._check_isr_locked(acks)
+            leader = self.info.leader
+            try:
+                self._reconcile_locked()
+                return self._on_replica(leader, lambda log: log.append_locked(batch, self.info.leader_epoch))
+            except LogDirOfflineError:
+                if self.info.leader == leader or leader in self.info.isr or not self.info.isr:
+                    raise
+        raise NotEnoughReplicasError(f"{self.topic}-{self.partition}: no in-sync replica could take the write")
+
+    def _on_replica(self, replica: int, action: Callable[[PartitionLog], T]) -> T:
+        """Run a write on one replica; an I/O failure takes its log dir offline first."""
+        try:
+            return action(self.logs[replica])
+        except LogDirOfflineError:
+            self._take_offline_locked(replica)
+            raise
+
+    def _refresh_locked(self) -> None:
+        """Re-read leader/ISR/epoch when another process changed the metadata."""
+        version = self._metadata.data_version()
+        if version != self._metadata_version:
+            self.info = self._metadata.partition_info(self.topic, self.partition)
+            self._metadata_version = version
+
+    def _remove_locked(self, replicas: set[int]) -> None:
+        self.info = self._metadata.remove_from_isr(self.topic, self.partition, replicas)
+        self._lock.bump_generation()
+
+    def _take_offline_locked(self, replica: int) -> None:
+        self._metadata.take_log_dir_offline(replica)
+        self.info = self._metadata.partition_info(self.topic, self.partition)
+        self._lock.bump_generation()
+
+    def _reconcile_locked(self) -> None:
+        """Make every ISR replica end where the leader ends, and the HW say so.
+
+        Frames that a writer killed mid-replication left only on the leader are
+        copied to the in-sync followers (it was never acknowledged; now it is
+        committed, as a Kafka leader's unreplicated tail is once followers fetch it).
+        """
+        leader_end = self._on_replica(self.info.leader, lambda log: log.log_end_offset_locked())
+        behind = {}
+        for replica in self.info.isr:
+            if replica != self.info.leader:
+                try:
+                    end = self._on_replica(replica, lambda log: log.log_end_offset_locked())
+                except LogDirOfflineError:
+                    continue  # now offline and out of the ISR
+                if end != leader_end:
+                    behind[replica] = end
+        if behind:
+            failed = set()
+            reader = LogReader(self.leader_dir)
+            try:
+                for replica, end in behind.items():
+                    try:
+                        self._copy_locked(reader, replica, end, leader_end)
+                    except (LogDirOfflineError, ReplicaDivergedError):
+                        failed.add(replica)
+            finally:
+                reader.close()
+            if failed:
+                self._remove_locked(failed)
+        if self._lock.read_high_watermark() != leader_end:
+            self._lock.write_high_watermark(leader_end)
+
+    def _copy_locked(self, reader: LogReader, replica: int, start: int, end: int) -> None:
+        if start > end:
+            raise ReplicaDivergedError(f"follower {replica} of {self.topic}-{self.partition} is ahead "
+                                       f"of the leader ({start} > {end})")
+        copied = 0
+        offset = start
+        while offset < end:
+            if copied > _CATCH_UP_BYTES:
+                raise ReplicaDivergedError(f"follower {replica} lags too far to catch up inline")
+            frames = reader.read(offset, 8 << 20, end_offset=end)
+            if not frames or frames[0].header.base_offset != offset:
+                raise ReplicaDivergedError(f"no frame starts at offset {offset} on the leader")
+            for frame in frames:
+                h = frame.header
+                copy = EncodedBatch(Payload((frame.payload,), h.payload_size, h.payload_crc, h.schema_length),
+                                    h.record_count, h.min_timestamp, h.max_timestamp)
+                self._copy_frame_locked(replica, fmt.repack_header(h), copy)
+                offset = h.next_offset
+                copied += h.frame_size
+
+    def _copy_frame_locked(self, replica: int, header: bytes, copy: EncodedBatch) -> None:
+        self._on_replica(replica, lambda log: log.append_copy_locked(header, copy))
+
+    # -- durability ------------------------------------------------------------------------------
+
+    def _flush_all(self, replicas: list[int]) -> list[int]:
+        """fsync the replicas in parallel; returns those that succeeded. A failed one goes offline."""
+        if len(replicas) == 1:
+            results = [self._try_flush(replicas[0])]
+        else:
+            results = list(self._pool().map(self._try_flush, replicas))
+        failed = {replica for replica, ok in zip(replicas, results, strict=True) if not ok}
+        if failed:
+            with self._lock:
+                for replica in failed:
+                    self._take_offline_locked(replica)
+        return [replica for replica in replicas if replica not in failed]
+
+    def _try_flush(self, replica: int) -> bool:
+        try:
+            self.logs[replica].flush()
+            return True
+        except LogDirOfflineError:
+            return False
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._flushers is None or self._flushers_pid != os.getpid():
+            self._flushers = ThreadPoolExecutor(max_workers=len(self.logs),
+                                                thread_name_prefix="kstream-fsync")
+            self._flushers_pid = os.getpid()
+        return self._flushers
+
     def flush(self) -> None:
-        self.leader_log.flush()
+        """fsync every in-sync replica (a clean shutdown)."""
+        self._flush_all(list(self.info.isr))
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def refresh_metadata(self) -> bool:
+        """Re-read leader/ISR (no lock; for readers). True when the leader changed."""
+        info = self._metadata.partition_info(self.topic, self.partition)
+        moved = info.leader != self.info.leader
+        self.info = info
+        return moved
+
+    def high_watermark(self) -> int | None:
+        """Offset below which every in-sync replica has the data (None: nothing written yet)."""
+        return self._lock.read_high_watermark()
 
     def reader(self, check_crcs: bool = True) -> LogReader:
         return LogReader(self.leader_dir, check_crcs=check_crcs)
 
     def close(self) -> None:
-        self.leader_log.close()
+        for log in self.logs.values():
+            log.close()
+        if self._flushers is not None and self._flushers_pid == os.getpid():
+            self._flushers.shutdown(wait=True)
+        self._flushers = None
         self._lock.close()
-
-

@@ -27,17 +27,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from kstream.errors import LogDirOfflineError, RecordTooLargeError
+from kstream.errors import CorruptBatchError, LogDirOfflineError, RecordTooLargeError, ReplicaDivergedError
+from kstream.log import faults
 from kstream.log import format as fmt
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
 from kstream.log.records import Payload
-from kstream.log.segment import NO_TIMESTAMP, Segment, fsync_dir
+from kstream.log.segment import NO_TIMESTAMP, Segment, SegmentReplacedError, fsync_dir
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_RECOVERY_POINT = struct.Struct("<qqq")  # segment base offset, position, next offset
+_RECOVERY_POINT = struct.Struct("<qqq")
+_MAX_REOPENS = 16  # segment base offset, position, next offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,20 +101,30 @@ class PartitionLog:
 
     def _ensure_open(self) -> Segment:
         """Under the lock: open (with recovery) on first use, else catch up with others."""
+        for _ in range(_MAX_REOPENS):
+            try:
+                return self._open_or_catch_up()
+            except SegmentReplacedError:
+                if self._active is not None:
+                    self._active.close()
+                self._active = None
+        raise OSError(f"segment files of {self.directory} keep being replaced under the lock")
+
+    def _open_or_catch_up(self) -> Segment:
         active = self._active
         if active is not None and self._pid == os.getpid():
             changed = self._lock.generation != self._seen_generation
             if changed and active.replaced():  # another writer cut a torn tail: start over
                 active.close()
                 self._active = None
-                return self._ensure_open()
+                return self._open_or_catch_up()
             self._note_truncation(active, active.catch_up())
             if changed:
                 # Another process may have rolled: its new segment starts at our next offset.
                 # (A roll never leaves an empty segment behind, so an empty one has no successor.)
                 while active.next_offset > active.base_offset and os.path.exists(
                         os.path.join(self.directory, fmt.segment_file_name(active.next_offset))):
-                    successor = Segment(self.directory, active.next_offset, self.config.index_interval_bytes)
+                    successor = self._segment(active.next_offset)
                     active.close()
                     self._note_truncation(successor, successor.catch_up())
                     self._active = active = successor
@@ -125,10 +137,11 @@ class PartitionLog:
         os.makedirs(self.directory, exist_ok=True)
         bases = list_segment_bases(self.directory)
         if not bases:
-            self._active = Segment.create(self.directory, 0, self.config.index_interval_bytes)
+            self._lock.bump_generation()
+            self._active = self._hooked(Segment.create(self.directory, 0, self.config.index_interval_bytes))
             self._seen_generation = self._lock.generation
             return self._active
-        active = Segment(self.directory, bases[-1], self.config.index_interval_bytes)
+        active = self._segment(bases[-1])
         verify_from = 0
         point = self._read_recovery_point()
         if point is not None and point[0] == active.base_offset:
@@ -143,7 +156,21 @@ class PartitionLog:
             log.warning("recovered %s: truncated %d bytes of torn tail after offset %d",
                         segment.path, truncated, segment.next_offset)
             self.truncated_bytes += truncated
-            self._lock.bump_generation()  # the file was replaced: others must reopen it
+
+    def _segment(self, base_offset: int) -> Segment:
+        return self._hooked(Segment(self.directory, base_offset, self.config.index_interval_bytes))
+
+    def _hooked(self, segment: Segment) -> Segment:
+        segment.before_change = self._lock.bump_generation
+        segment.durable_position = self._durable_position
+        return segment
+
+    def _durable_position(self, segment_base: int) -> int:
+        """Bytes of the segment known fsynced: a bad frame below this is corruption."""
+        point = self._read_recovery_point()
+        if point is None or point[0] < segment_base:
+            return 0
+        return point[1] if point[0] == segment_base else 1 << 62
 
     def _recovery_point_path(self) -> str:
         return os.path.join(self.directory, fmt.RECOVERY_POINT_FILE)
@@ -158,9 +185,16 @@ class PartitionLog:
             return None
         return _RECOVERY_POINT.unpack(raw)
 
-    def _write_recovery_point(self, point: tuple[int, int, int]) -> None:
-        # A hint, written only after the fsync it describes: losing it costs a
-        # longer scan at the next open, never data.
+    def _advance_recovery_point(self, point: tuple[int, int, int]) -> None:
+        """Record that the log is fsynced up to ``point``; it only ever moves forward.
+
+        Caller holds the lock (so two flushes cannot move it backwards) and has
+        fsynced up to ``point``. Losing the file costs a longer scan at the next
+        open, never data; a bad frame below it is corruption, not a torn tail.
+        """
+        current = self._read_recovery_point()
+        if current is not None and (current[0], current[1]) >= (point[0], point[1]):
+            return
         fd = os.open(self._recovery_point_path(), os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             os.pwrite(fd, _RECOVERY_POINT.pack(*point), 0)
@@ -180,31 +214,46 @@ class PartitionLog:
     # -- appending ------------------------------------------------------------
 
     def append(self, batch: EncodedBatch, leader_epoch: int = 0) -> AppendResult:
-        """Append one batch as one frame and return its base offset.
+        """Append one batch as one frame and return where it landed (takes the lock).
 
         Does not fsync: call :meth:`flush` (acks=all) or :meth:`maybe_flush`.
         """
+        self.check_size(batch)
+        with self._lock:
+            return self.append_locked(batch, leader_epoch)[0]
+
+    def check_size(self, batch: EncodedBatch) -> None:
         if batch.frame_size > self.config.message_max_bytes:
             raise RecordTooLargeError(
                 f"batch of {batch.frame_size} bytes exceeds the topic's message.max.bytes "
-                f"({self.config.message_max_bytes}); lower the producer's batch.size or raise "
+                f"({self.config.message_max_bytes}); send smaller batches or raise "
                 "message.max.bytes on the topic"
             )
-        with self._lock:
-            return self._guard_io(lambda: self._append_locked(batch, leader_epoch))
 
-    def _append_locked(self, batch: EncodedBatch, leader_epoch: int) -> AppendResult:
+    def append_locked(self, batch: EncodedBatch, leader_epoch: int) -> tuple[AppendResult, bytes]:
+        """As the leader: assign offsets and write the frame. Returns the header written,
+        which followers copy byte for byte. Caller holds the partition lock."""
+        return self._guard_io(lambda: self._append_new(batch, leader_epoch))
+
+    def append_copy_locked(self, header: bytes, batch: EncodedBatch) -> AppendResult:
+        """As a follower: write the leader's frame unchanged. Its base offset must be
+        this replica's log end offset. Caller holds the partition lock."""
+        return self._guard_io(lambda: self._append_copy(header, batch))
+
+    def _append_new(self, batch: EncodedBatch, leader_epoch: int) -> tuple[AppendResult, bytes]:
         active = self._ensure_open()
         now_ms = int(time.time() * 1000)
+        self._retention_due(now_ms)
         active = self._maybe_roll(active, batch.frame_size, now_ms)
         base_offset = active.next_offset
         min_ts, max_ts = batch.min_timestamp, batch.max_timestamp
+        attributes = batch.attributes
         if self.config.message_timestamp_type == "LogAppendTime":
             min_ts = max_ts = now_ms
+            attributes |= fmt.LOG_APPEND_TIME
         header = fmt.pack_header(
             payload_size=batch.payload.size,
-            attributes=batch.attributes
-            | (fmt.LOG_APPEND_TIME if self.config.message_timestamp_type == "LogAppendTime" else 0),
+            attributes=attributes,
             base_offset=base_offset,
             record_count=batch.record_count,
             leader_epoch=leader_epoch,
@@ -216,15 +265,46 @@ class PartitionLog:
             schema_length=batch.payload.schema_length,
             payload_crc=batch.payload.crc,
         )
+        return self._write(active, header, batch, base_offset, max_ts, now_ms), header
+
+    def _append_copy(self, header: bytes, batch: EncodedBatch) -> AppendResult:
+        active = self._ensure_open()
+        now_ms = int(time.time() * 1000)
+        self._retention_due(now_ms)
+        active = self._maybe_roll(active, batch.frame_size, now_ms)
+        frame = fmt.unpack_header(header)
+        if frame.base_offset != active.next_offset:
+            raise ReplicaDivergedError(
+                f"replica {self.directory} ends at offset {active.next_offset} but the leader's next "
+                f"frame starts at {frame.base_offset}; it must catch up before it rejoins the ISR")
+        return self._write(active, header, batch, frame.base_offset, frame.max_timestamp, now_ms)
+
+    def _write(self, active: Segment, header: bytes, batch: EncodedBatch, base_offset: int,
+               max_timestamp: int, now_ms: int) -> AppendResult:
         active.append(header, batch.payload.parts, batch.payload.size, base_offset, batch.record_count,
-                      max_ts)
+                      max_timestamp)
         self._unflushed_messages += batch.record_count
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now_ms
-        if now_ms >= self._next_retention_check_ms:
-            self._next_retention_check_ms = now_ms + self.config.retention_check_interval_ms
-            self._apply_retention(now_ms)
         return AppendResult(base_offset, now_ms, active.base_offset, active.size)
+
+    def _retention_due(self, now_ms: int) -> None:
+        """Apply retention at most every retention.check.interval.ms, before a write.
+
+        A problem in an old segment must not fail (or half-fail) the append: it
+        is logged, and retention tries again at the next interval.
+        """
+        if now_ms < self._next_retention_check_ms:
+            return
+        self._next_retention_check_ms = now_ms + self.config.retention_check_interval_ms
+        try:
+            self._apply_retention(now_ms)
+        except CorruptBatchError as err:
+            log.error("retention skipped for %s: %s", self.directory, err)
+
+    def log_end_offset_locked(self) -> int:
+        """Next offset to be assigned (caller holds the partition lock)."""
+        return self._guard_io(self._ensure_open).next_offset
 
     def _maybe_roll(self, active: Segment, frame_size: int, now_ms: int) -> Segment:
         if active.size == 0:
@@ -237,11 +317,12 @@ class PartitionLog:
         # Seal: the old segment and its indexes are durable before the new name exists.
         active.flush()
         active.flush_indexes()
-        successor = Segment.create(self.directory, active.next_offset, self.config.index_interval_bytes)
-        self._write_recovery_point((successor.base_offset, 0, successor.base_offset))
+        self._lock.bump_generation()  # before the new name exists: others must re-check
+        successor = self._hooked(Segment.create(self.directory, active.next_offset,
+                                                self.config.index_interval_bytes))
+        self._advance_recovery_point((successor.base_offset, 0, successor.base_offset))
         active.close()
         self._active = successor
-        self._lock.bump_generation()
         self._seen_generation = self._lock.generation
         return successor
 
@@ -263,9 +344,10 @@ class PartitionLog:
             os.close(fd)
         self._unflushed_messages = 0
         self._first_unflushed_ms = None
-        if self._durable is None or point[2] > self._durable[2] or point[0] != self._durable[0]:
+        if self._durable is None or point[:2] > self._durable[:2]:
             self._durable = point
-            self._guard_io(lambda: self._write_recovery_point(point))
+            with self._lock:
+                self._guard_io(lambda: self._advance_recovery_point(point))
 
     def maybe_flush(self) -> bool:
         """Apply ``flush.messages`` / ``flush.ms``; True when it flushed."""
@@ -318,6 +400,7 @@ class PartitionLog:
 
     def _guard_io(self, action: Callable[[], T]) -> T:
         try:
+            faults.check(self.directory)
             return action()
         except OSError as err:
             raise LogDirOfflineError(

@@ -300,7 +300,7 @@ class PayloadCodec:
         return schema_bytes
 
     def encoded_size(self, batch: pa.RecordBatch) -> int:
-        """Bytes of the payload :meth:`encode` makes (an upper bound when compressing)."""
+        """Bytes of the payload :meth:`encode` makes, uncompressed (exact for "none")."""
         return len(self._schema_message(batch.schema)) + ipc.get_record_batch_size(batch)
 
     def encode(self, batch: pa.RecordBatch) -> Payload:

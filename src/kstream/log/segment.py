@@ -18,7 +18,7 @@ log re-syncs it with :meth:`catch_up` under the write lock before appending.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,18 @@ from kstream.log import format as fmt
 from kstream.log.index import OffsetIndex, TimeIndex
 
 NO_TIMESTAMP = -1
+
+
+class SegmentReplacedError(Exception):
+    """Internal: the file at the segment's path is not the one this object has open."""
+
+
+def _nothing() -> None:
+    pass
+
+
+def _no_durable_data(base_offset: int) -> int:
+    return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +79,10 @@ class Segment:
         self._last_index_position = 0
         self._last_time_entry = NO_TIMESTAMP
         self._fd: int | None = None
+        # Set by the owning partition log: announce a file change (before it
+        # happens), and where the fsynced (never truncated) data of a segment ends.
+        self.before_change: Callable[[], None] = _nothing
+        self.durable_position: Callable[[int], int] = _no_durable_data
 
     # -- files ---------------------------------------------------------------
 
@@ -213,6 +229,17 @@ class Segment:
                               header.record_count, header.max_timestamp, write_index=write_index)
         truncated = file_size - self.size
         if truncated:
+            if self.replaced():
+                # Another writer already cut this tail and renamed its copy over
+                # ours: cutting again would clobber what it appended since.
+                raise SegmentReplacedError(self.path)
+            durable = self.durable_position(self.base_offset)
+            if self.size < durable <= file_size:
+                # Fsynced frames follow the bad one: this is corruption, not a torn
+                # tail, and cutting would destroy acknowledged data.
+                raise CorruptBatchError(
+                    "bad frame below the recovery point (fsynced data follows it); not truncating",
+                    path=self.path, position=self.size, offset=self.next_offset)
             self._replace_with_prefix(self.size)
             self.offset_index.truncate_to_position(self.size)
             self.time_index.truncate_to_offset(self.next_offset)
@@ -251,6 +278,7 @@ class Segment:
         and everyone who opens the name afterwards sees the new one.
         """
         tmp = self.path + fmt.TMP_SUFFIX
+        self.before_change()  # others must re-check before the name points elsewhere
         out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             copied = 0
