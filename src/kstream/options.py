@@ -145,6 +145,9 @@ CLUSTER_OPTIONS = _table(
            choices=("CreateTime", "LogAppendTime")),
     Option("unclean.leader.election.enable", "bool", False,
            "Elect an out-of-sync replica when no in-sync one is left."),
+    Option("replica.fetch.max.bytes", "int", 1 << 20,
+           "Bytes a writer copies to a lagging follower per append (kstream replicator: no limit).",
+           minimum=1024),
     Option("auto.create.topics.enable", "bool", False,
            "Create unknown topics on first produce (off: unknown topics are an error)."),
 )

@@ -10,7 +10,7 @@ import pytest
 from helpers import encoded, open_log, read_all
 from kstream import Consumer, CorruptBatchError, Producer, TopicPartition
 from kstream.log import format as fmt
-from kstream.log.partition_log import list_segment_bases
+from kstream.log.retention import list_segment_bases
 from kstream.log.segment import Segment
 
 

@@ -36,7 +36,7 @@ def make_topic(cluster_path, name="t", partitions=1, replication_factor=3, confi
 def replica_frames(directory):
     """(base offset, header bytes, payload bytes) of every frame of a replica, in order."""
     from kstream.log import format as fmt
-    from kstream.log.partition_log import list_segment_bases
+    from kstream.log.retention import list_segment_bases
 
     frames = []
     for base in list_segment_bases(directory):

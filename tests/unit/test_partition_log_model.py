@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from helpers import encoded, open_log, read_all
 from kstream.log import format as fmt
-from kstream.log.partition_log import list_segment_bases
+from kstream.log.retention import list_segment_bases
 
 _CONFIG = dict(segment_bytes=4096, index_interval_bytes=300)
 

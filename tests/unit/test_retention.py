@@ -7,7 +7,7 @@ import time
 from helpers import encoded, open_log, read_all
 from kstream import Consumer, OffsetOutOfRangeError, Producer, TopicPartition
 from kstream.log.log_reader import LogReader
-from kstream.log.partition_log import list_segment_bases
+from kstream.log.retention import list_segment_bases
 
 
 def test_retention_by_size_keeps_the_newest_segments(tmp_path):

@@ -177,6 +177,22 @@ class Cluster:
                                                "version": str(fmt.FORMAT_VERSION)},
                                         "kstream log dir")
 
+    def set_log_dir_online(self, log_dir_id: int) -> None:
+        """Bring a repaired or replaced (empty) log dir back. Its replicas rejoin the ISR
+        once caught up from their leaders (by writers, or `kstream replicator`)."""
+        paths = self.log_dir_paths()
+        if log_dir_id not in paths:
+            raise ConfigError(f"no log dir {log_dir_id}; the cluster has {sorted(paths)}")
+        self._check_log_dirs()  # an empty replacement disk gets its meta.properties back
+        self.metadata.set_log_dir_online(log_dir_id, True)
+
+    def take_log_dir_offline(self, log_dir_id: int) -> int:
+        """Controlled shutdown of a log dir: every partition leaves it in one metadata
+        transaction (out of the ISR, leaders moved, epochs bumped). Returns partitions moved."""
+        if log_dir_id not in self.log_dir_paths():
+            raise ConfigError(f"no log dir {log_dir_id}; the cluster has {sorted(self.log_dir_paths())}")
+        return self.metadata.take_log_dir_offline(log_dir_id)
+
     def log_dir_paths(self) -> dict[int, str]:
         return {i: _absolute_log_dir(self.path, p) for i, p, _ in self.metadata.log_dirs()}
 

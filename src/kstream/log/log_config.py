@@ -32,6 +32,7 @@ class LogConfig:
     message_timestamp_type: str = "CreateTime"
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
+    replica_fetch_max_bytes: int = 1 << 20
 
     @classmethod
     def from_options(cls, topic_config: Mapping[str, Any], cluster_config: Mapping[str, Any]
@@ -44,4 +45,5 @@ class LogConfig:
                 topic[topic_name] = cluster[cluster_name]
         values = {name.replace(".", "_"): value for name, value in topic.items()}
         values["retention_check_interval_ms"] = cluster["log.retention.check.interval.ms"]
+        values["replica_fetch_max_bytes"] = cluster["replica.fetch.max.bytes"]
         return cls(**values)

@@ -25,7 +25,7 @@ import pyarrow as pa
 from kstream.errors import CorruptBatchError, OffsetOutOfRangeError
 from kstream.log import format as fmt
 from kstream.log.index import OffsetIndex, TimeIndex
-from kstream.log.partition_log import list_segment_bases
+from kstream.log.retention import list_segment_bases
 from kstream.log.segment import Frame
 
 _MAX_OPEN_SEGMENTS = 8

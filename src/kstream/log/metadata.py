@@ -224,6 +224,23 @@ class Metadata:
         tx.execute("UPDATE partitions SET isr = ?, leader = ?, leader_epoch = ? "
                    "WHERE topic = ? AND partition = ?", (json.dumps(new_isr), leader, epoch, topic, partition))
 
+    def add_to_isr(self, topic: str, partition: int, replica: int) -> PartitionInfo:
+        """A caught-up replica rejoins the ISR. If the ISR was empty it also leads
+        (with a bumped epoch)."""
+        with self.transaction() as tx:
+            row = tx.execute("SELECT replicas, leader, leader_epoch, isr FROM partitions "
+                             "WHERE topic = ? AND partition = ?", (topic, partition)).fetchone()
+            if row is None:
+                raise TopicNotFoundError(self._missing(topic))
+            replicas, leader, epoch, isr = json.loads(row[0]), row[1], row[2], json.loads(row[3])
+            if replica not in isr:
+                isr = [r for r in replicas if r in isr or r == replica]
+                if len(isr) == 1:
+                    leader, epoch = replica, epoch + 1
+                tx.execute("UPDATE partitions SET isr = ?, leader = ?, leader_epoch = ? "
+                           "WHERE topic = ? AND partition = ?", (json.dumps(isr), leader, epoch, topic, partition))
+        return self.partition_info(topic, partition)
+
     def take_log_dir_offline(self, log_dir_id: int) -> int:
         """Mark a log dir offline and move every partition off it in one transaction
         (out of the ISR; new leaders with bumped epochs). Returns partitions changed."""

@@ -37,6 +37,7 @@ from kstream.log.log_reader import LogReader
 from kstream.log.metadata import Metadata, PartitionInfo
 from kstream.log.partition_log import AppendResult, EncodedBatch, PartitionLog
 from kstream.log.records import Payload
+from kstream.log.replica_sync import sync_followers
 
 T = TypeVar("T")
 _CATCH_UP_BYTES = 64 << 20  # bound on what one reconcile copies to a lagging ISR follower
@@ -104,7 +105,14 @@ class Partition:
         else:
             for replica in in_sync:
                 self.logs[replica].maybe_flush()
+        if len(self.info.isr) < len(self.info.replicas) and self.info.isr:
+            self._sync_followers()
         return result
+
+    def _sync_followers(self) -> None:
+        """Catch lagging replicas on online log dirs up a little (see replica_sync)."""
+        online = {log_dir: up for log_dir, _, up in self._metadata.log_dirs()}
+        sync_followers(self, online, self.config.replica_fetch_max_bytes)
 
     def _check_isr_locked(self, acks: str) -> None:
         minimum = self.config.min_insync_replicas
@@ -134,6 +142,17 @@ class Partition:
         except LogDirOfflineError:
             self._take_offline_locked(replica)
             raise
+
+    @property
+    def lock(self) -> PartitionLock:
+        return self._lock
+
+    def refresh_locked(self) -> None:
+        self._refresh_locked()
+
+    def rejoin_locked(self, replica: int) -> None:
+        self.info = self._metadata.add_to_isr(self.topic, self.partition, replica)
+        self._lock.bump_generation()
 
     def _refresh_locked(self) -> None:
         """Re-read leader/ISR/epoch when another process changed the metadata."""
@@ -170,39 +189,41 @@ class Partition:
                     behind[replica] = end
         if behind:
             failed = set()
-            reader = LogReader(self.leader_dir)
-            try:
-                for replica, end in behind.items():
-                    try:
-                        self._copy_locked(reader, replica, end, leader_end)
-                    except (LogDirOfflineError, ReplicaDivergedError):
-                        failed.add(replica)
-            finally:
-                reader.close()
+            for replica, end in behind.items():
+                try:
+                    if self.copy_frames_locked(replica, end, leader_end, _CATCH_UP_BYTES) != leader_end:
+                        failed.add(replica)  # too far behind to fix inline: out of the ISR, caught up later
+                except (LogDirOfflineError, ReplicaDivergedError):
+                    failed.add(replica)
             if failed:
                 self._remove_locked(failed)
         if self._lock.read_high_watermark() != leader_end:
             self._lock.write_high_watermark(leader_end)
 
-    def _copy_locked(self, reader: LogReader, replica: int, start: int, end: int) -> None:
+    def copy_frames_locked(self, replica: int, start: int, end: int, max_bytes: int) -> int:
+        """Copy the leader's frames [start, end) to ``replica`` byte for byte, up to about
+        ``max_bytes``; returns the offset reached. Caller holds the lock."""
         if start > end:
-            raise ReplicaDivergedError(f"follower {replica} of {self.topic}-{self.partition} is ahead "
+            raise ReplicaDivergedError(f"replica {replica} of {self.topic}-{self.partition} is ahead "
                                        f"of the leader ({start} > {end})")
+        reader = LogReader(self.leader_dir)
         copied = 0
         offset = start
-        while offset < end:
-            if copied > _CATCH_UP_BYTES:
-                raise ReplicaDivergedError(f"follower {replica} lags too far to catch up inline")
-            frames = reader.read(offset, 8 << 20, end_offset=end)
-            if not frames or frames[0].header.base_offset != offset:
-                raise ReplicaDivergedError(f"no frame starts at offset {offset} on the leader")
-            for frame in frames:
-                h = frame.header
-                copy = EncodedBatch(Payload((frame.payload,), h.payload_size, h.payload_crc, h.schema_length),
-                                    h.record_count, h.min_timestamp, h.max_timestamp)
-                self._copy_frame_locked(replica, fmt.repack_header(h), copy)
-                offset = h.next_offset
-                copied += h.frame_size
+        try:
+            while offset < end and copied < max_bytes:
+                frames = reader.read(offset, min(8 << 20, max_bytes - copied), end_offset=end)
+                if not frames or frames[0].header.base_offset != offset:
+                    raise ReplicaDivergedError(f"no frame starts at offset {offset} on the leader")
+                for frame in frames:
+                    h = frame.header
+                    copy = EncodedBatch(Payload((frame.payload,), h.payload_size, h.payload_crc,
+                                                h.schema_length), h.record_count, h.min_timestamp, h.max_timestamp)
+                    self._copy_frame_locked(replica, fmt.repack_header(h), copy)
+                    offset = h.next_offset
+                    copied += h.frame_size
+        finally:
+            reader.close()
+        return offset
 
     def _copy_frame_locked(self, replica: int, header: bytes, copy: EncodedBatch) -> None:
         self._on_replica(replica, lambda log: log.append_copy_locked(header, copy))

@@ -30,9 +30,11 @@ from typing import TypeVar
 from kstream.errors import CorruptBatchError, LogDirOfflineError, RecordTooLargeError, ReplicaDivergedError
 from kstream.log import faults
 from kstream.log import format as fmt
+from kstream.log.leader_epochs import LeaderEpochCache
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
 from kstream.log.records import Payload
+from kstream.log.retention import delete_expired_segments, list_segment_bases
 from kstream.log.segment import NO_TIMESTAMP, Segment, SegmentReplacedError, fsync_dir
 
 log = logging.getLogger(__name__)
@@ -70,17 +72,6 @@ class AppendResult:
     end_position: int
 
 
-def list_segment_bases(directory: str) -> list[int]:
-    """Base offsets of the segment files in a replica directory, ascending."""
-    bases = []
-    for name in os.listdir(directory):
-        base = fmt.parse_segment_file_name(name)
-        if base is not None:
-            bases.append(base)
-    bases.sort()
-    return bases
-
-
 class PartitionLog:
     """Append side of one replica's log. Thread-safe and multi-process safe."""
 
@@ -96,6 +87,7 @@ class PartitionLog:
         self._next_retention_check_ms = 0
         self._durable: tuple[int, int, int] | None = None
         self._seen_generation = -1
+        self._epochs: LeaderEpochCache | None = None
 
     # -- opening and recovery ------------------------------------------------
 
@@ -195,6 +187,9 @@ class PartitionLog:
         current = self._read_recovery_point()
         if current is not None and (current[0], current[1]) >= (point[0], point[1]):
             return
+        self._write_point(point)
+
+    def _write_point(self, point: tuple[int, int, int]) -> None:
         fd = os.open(self._recovery_point_path(), os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             os.pwrite(fd, _RECOVERY_POINT.pack(*point), 0)
@@ -265,7 +260,7 @@ class PartitionLog:
             schema_length=batch.payload.schema_length,
             payload_crc=batch.payload.crc,
         )
-        return self._write(active, header, batch, base_offset, max_ts, now_ms), header
+        return self._write(active, header, batch, base_offset, max_ts, now_ms, leader_epoch), header
 
     def _append_copy(self, header: bytes, batch: EncodedBatch) -> AppendResult:
         active = self._ensure_open()
@@ -277,16 +272,72 @@ class PartitionLog:
             raise ReplicaDivergedError(
                 f"replica {self.directory} ends at offset {active.next_offset} but the leader's next "
                 f"frame starts at {frame.base_offset}; it must catch up before it rejoins the ISR")
-        return self._write(active, header, batch, frame.base_offset, frame.max_timestamp, now_ms)
+        return self._write(active, header, batch, frame.base_offset, frame.max_timestamp, now_ms,
+                           frame.leader_epoch)
 
     def _write(self, active: Segment, header: bytes, batch: EncodedBatch, base_offset: int,
-               max_timestamp: int, now_ms: int) -> AppendResult:
+               max_timestamp: int, now_ms: int, leader_epoch: int) -> AppendResult:
         active.append(header, batch.payload.parts, batch.payload.size, base_offset, batch.record_count,
                       max_timestamp)
         self._unflushed_messages += batch.record_count
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now_ms
+        if self._epochs is None or leader_epoch > (self._epochs.latest_epoch or -1):
+            # A new epoch starts here, or another process recorded it first: re-read, then add.
+            self._epochs = LeaderEpochCache.load(self.directory)
+            self._epochs.assign(leader_epoch, base_offset)
         return AppendResult(base_offset, now_ms, active.base_offset, active.size)
+
+    def epochs(self) -> LeaderEpochCache:
+        """This replica's leader epoch cache as on disk (caller holds the lock)."""
+        self._epochs = LeaderEpochCache.load(self.directory)
+        return self._epochs
+
+    def truncate_to_locked(self, offset: int) -> None:
+        """Cut the log so that ``offset`` is its end (a frame boundary): for a follower
+        whose tail diverged. Files are replaced or deleted, never shrunk in place.
+        Caller holds the lock."""
+        self._guard_io(lambda: self._truncate_to(offset))
+
+    def log_start_offset_locked(self) -> int:
+        self._guard_io(self._ensure_open)
+        bases = list_segment_bases(self.directory)
+        return bases[0] if bases else 0
+
+    def restart_at_locked(self, offset: int) -> None:
+        """Drop every segment and start empty at ``offset`` (a follower too far behind)."""
+        self._guard_io(lambda: self._truncate_to(offset, restart=True))
+
+    def _truncate_to(self, offset: int, restart: bool = False) -> None:
+        active = self._ensure_open()
+        if offset >= active.next_offset and not restart:
+            return
+        self._lock.bump_generation()
+        active.close()
+        self._active = None
+        bases = list_segment_bases(self.directory)
+        keep = [] if restart else [b for b in bases if b < offset]
+        if not keep:
+            for base in bases:
+                self._segment(base).delete()
+            Segment.create(self.directory, offset, self.config.index_interval_bytes).close()
+            self._write_point((offset, 0, offset))
+            LeaderEpochCache.load(self.directory, rebuild=False).truncate_from_end(offset)
+            self._epochs = None
+            return
+        for base in bases:
+            if base not in keep:
+                self._segment(base).delete()
+        last = keep[-1]
+        segment = self._segment(last)
+        segment.cut_at_offset(offset)
+        segment.close()
+        fsync_dir(self.directory)
+        point = self._read_recovery_point()
+        if point is not None and point[2] > offset:
+            self._write_point((last, 0, last))  # moves back: re-check what is left at next open
+        LeaderEpochCache.load(self.directory).truncate_from_end(offset)
+        self._epochs = None
 
     def _retention_due(self, now_ms: int) -> None:
         """Apply retention at most every retention.check.interval.ms, before a write.
@@ -349,6 +400,13 @@ class PartitionLog:
             with self._lock:
                 self._guard_io(lambda: self._advance_recovery_point(point))
 
+    def flush_locked(self) -> None:
+        """fsync under the lock the caller holds (no group commit); advance the recovery point."""
+        active = self._guard_io(self._ensure_open)
+        self._guard_io(lambda: os.fdatasync(active.fd))
+        self._guard_io(lambda: self._advance_recovery_point(
+            (active.base_offset, active.size, active.next_offset)))
+
     def maybe_flush(self) -> bool:
         """Apply ``flush.messages`` / ``flush.ms``; True when it flushed."""
         due = self._unflushed_messages >= self.config.flush_messages or (
@@ -367,34 +425,7 @@ class PartitionLog:
             return self._guard_io(lambda: self._apply_retention(int(time.time() * 1000)))
 
     def _apply_retention(self, now_ms: int) -> int:
-        bases = list_segment_bases(self.directory)
-        if len(bases) < 2:
-            return 0
-        sizes = {base: os.path.getsize(os.path.join(self.directory, fmt.segment_file_name(base)))
-                 for base in bases}
-        total = sum(sizes.values())
-        deleted = 0
-        for base in bases[:-1]:
-            segment = Segment(self.directory, base, self.config.index_interval_bytes)
-            try:
-                over_size = (self.config.retention_bytes >= 0
-                             and total - sizes[base] >= self.config.retention_bytes)
-                expired = False
-                if not over_size and self.config.retention_ms >= 0:
-                    segment.open_existing(verify_tail_from=None)
-                    expired = (segment.max_timestamp != NO_TIMESTAMP
-                               and now_ms - segment.max_timestamp > self.config.retention_ms)
-            finally:
-                segment.close()
-            if not (over_size or expired):
-                break
-            segment.delete()
-            total -= sizes[base]
-            deleted += 1
-        if deleted:
-            fsync_dir(self.directory)
-            log.info("retention deleted %d segment(s) of %s", deleted, self.directory)
-        return deleted
+        return delete_expired_segments(self.directory, self.config, now_ms)
 
     # -- helpers -----------------------------------------------------------------
 

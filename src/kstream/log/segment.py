@@ -269,6 +269,19 @@ class Segment:
         first = fmt.unpack_header(os.pread(self.fd, fmt.HEADER_SIZE, 0))
         self.first_batch_timestamp = first.max_timestamp
 
+    def cut_at_offset(self, offset: int) -> None:
+        """Keep the frames before ``offset`` (a frame boundary in this segment); replaces the file."""
+        position = 0
+        for frame_position, header, problem in self.scan(0, self.file_size(), verify_payload=False):
+            if problem is not None or header is None or header.base_offset >= offset:
+                position = frame_position
+                break
+            position = frame_position + header.frame_size
+        self._replace_with_prefix(position)
+        self.offset_index.truncate_to_position(position)
+        self.time_index.truncate_to_offset(offset)
+        self.size, self.next_offset = position, offset
+
     def _replace_with_prefix(self, size: int) -> None:
         """Cut the file to ``size`` bytes without shrinking it in place.
 

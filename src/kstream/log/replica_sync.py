@@ -1,0 +1,69 @@
+"""Bring an out-of-sync follower back: truncate its divergent tail, copy, rejoin the ISR.
+
+A follower leaves the ISR when its log dir fails (or its write does). Once the
+dir is back (repaired, or replaced by an empty disk) its replicas are caught
+up from their leaders here, by whoever calls :func:`sync_followers` (writers
+do it a little on each append; ``kstream replicator`` does it in full):
+
+1. Under the partition lock, find where the follower's log stops agreeing
+   with the leader's, by leader epoch (an old leader's unreplicated tail is
+   cut there, never by high watermark alone).
+2. Copy the leader's frames after that point, byte for byte, then fsync.
+3. Once the follower ends where the leader ends, add it back to the ISR.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kstream.errors import LogDirOfflineError, ReplicaDivergedError
+from kstream.log.leader_epochs import divergence_offset
+
+if TYPE_CHECKING:
+    from kstream.log.partition import Partition
+
+log = logging.getLogger(__name__)
+
+
+def out_of_sync(partition: Partition, online: dict[int, bool]) -> list[int]:
+    """Replicas of the partition that are on an online log dir but not in the ISR."""
+    return [r for r in partition.info.replicas if r not in partition.info.isr and online.get(r, False)]
+
+
+def sync_followers(partition: Partition, online: dict[int, bool], max_bytes: int) -> list[int]:
+    """Catch up to ``max_bytes`` per follower; returns the replicas that rejoined the ISR."""
+    rejoined = []
+    for replica in out_of_sync(partition, online):
+        with partition.lock:
+            partition.refresh_locked()
+            if not partition.info.isr or replica in partition.info.isr:
+                continue
+            try:
+                if _catch_up_locked(partition, replica, max_bytes):
+                    partition.rejoin_locked(replica)
+                    rejoined.append(replica)
+            except (LogDirOfflineError, ReplicaDivergedError) as err:
+                log.warning("replica %s of %s-%s could not catch up: %s", replica, partition.topic,
+                            partition.partition, err)
+    return rejoined
+
+
+def _catch_up_locked(partition: Partition, replica: int, max_bytes: int) -> bool:
+    leader_log = partition.leader_log
+    follower_log = partition.logs[replica]
+    leader_end = leader_log.log_end_offset_locked()
+    follower_end = follower_log.log_end_offset_locked()
+    leader_start = leader_log.log_start_offset_locked()
+    if follower_end < leader_start:  # e.g. an emptied disk, and retention moved the leader's start
+        follower_log.restart_at_locked(leader_start)
+        follower_end = leader_start
+    target = divergence_offset(leader_log.epochs(), leader_end, follower_log.epochs(), follower_end)
+    if target < follower_end:
+        log.info("truncating replica %s of %s-%s from %d to %d (diverged by leader epoch)",
+                 replica, partition.topic, partition.partition, follower_end, target)
+        follower_log.truncate_to_locked(target)
+        follower_end = target
+    end = partition.copy_frames_locked(replica, follower_end, leader_end, max_bytes)
+    follower_log.flush_locked()
+    return end == leader_end
