@@ -54,7 +54,7 @@ def test_divergent_old_leader_tail_is_truncated_when_it_rejoins(replicated):
 def test_emptied_log_dir_is_refilled_and_rejoins(replicated):
     path, log_dirs = replicated
     info = make_topic(path, config={"segment.bytes": "2048"})
-    leader, follower, third = info.partitions[0].replicas
+    leader, follower, _third = info.partitions[0].replicas
     with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer:
         for i in range(40):
             producer.produce("t", f"before-{i}".encode() * 10, partition=0)
