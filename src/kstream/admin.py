@@ -18,9 +18,11 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from kstream.client_config import open_client
+from kstream.errors import KStreamError
+from kstream.log import replica_ops
 from kstream.log.cluster import Cluster
 from kstream.log.log_reader import LogReader
-from kstream.log.metadata import TopicInfo
+from kstream.log.metadata import PartitionInfo, TopicInfo
 from kstream.options import Option
 
 T = TypeVar("T")
@@ -61,6 +63,19 @@ class PartitionDescription:
     log_start_offset: int
     log_end_offset: int
     high_watermark: int
+    size_bytes: int
+    replica_log_end_offsets: Mapping[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LogDirDescription:
+    """One log dir as `kstream log-dirs describe` shows it."""
+
+    id: int
+    path: str
+    online: bool
+    replicas: int
+    leaders: int
     size_bytes: int
 
 
@@ -130,18 +145,62 @@ class Admin:
         partitions = []
         for placement in info.partitions:
             handle = self._cluster.partition(info, placement.partition)
-            reader: LogReader = handle.reader(check_crcs=False)
+            ends = {}
+            for replica, directory in handle.replica_dirs.items():
+                replica_reader = LogReader(directory, check_crcs=False)
+                try:
+                    ends[replica] = replica_reader.log_end_offset()
+                except KStreamError:
+                    ends[replica] = -1  # unreadable (offline or corrupt): verify-replicas says more
+                finally:
+                    replica_reader.close()
+            reader = LogReader(handle.leader_dir, check_crcs=False)
             try:
-                end = reader.log_end_offset()
                 partitions.append(PartitionDescription(
                     placement.partition, placement.leader, placement.replicas, placement.isr,
-                    placement.leader_epoch, reader.log_start_offset(), end, handle.high_watermark() or 0,
-                    _directory_bytes(handle.leader_dir)))
+                    placement.leader_epoch, reader.log_start_offset(), ends[placement.leader],
+                    handle.high_watermark() or 0, _directory_bytes(handle.leader_dir), ends))
             finally:
                 reader.close()
                 handle.close()
         return TopicDescription(name, info.topic_id, tuple(partitions), dict(info.config),
                                 Cluster.topic_schema(info))
+
+    # -- log dirs and replicas -------------------------------------------------------
+
+    def describe_log_dirs(self) -> list[LogDirDescription]:
+        replicas: dict[int, int] = {}
+        leaders: dict[int, int] = {}
+        for name in self._cluster.list_topics():
+            for placement in self._cluster.topic(name).partitions:
+                leaders[placement.leader] = leaders.get(placement.leader, 0) + 1
+                for replica in placement.replicas:
+                    replicas[replica] = replicas.get(replica, 0) + 1
+        paths = self._cluster.log_dir_paths()
+        return [LogDirDescription(i, paths[i], online, replicas.get(i, 0), leaders.get(i, 0),
+                                  _tree_bytes(paths[i]))
+                for i, _, online in self._cluster.metadata.log_dirs()]
+
+    def take_log_dir_offline(self, log_dir_id: int) -> int:
+        """Controlled shutdown of a log dir; returns partitions moved off it."""
+        return self._cluster.take_log_dir_offline(log_dir_id)
+
+    def set_log_dir_online(self, log_dir_id: int) -> None:
+        self._cluster.set_log_dir_online(log_dir_id)
+
+    def elect_leaders(self, topics: list[str] | None = None) -> int:
+        """Preferred leader election; returns partitions whose leader changed."""
+        return replica_ops.elect_preferred_leaders(self._cluster, topics)
+
+    def sync_replicas(self, topics: list[str] | None = None) -> dict[str, int]:
+        """Catch up out-of-sync replicas on online log dirs (what `kstream replicator` runs)."""
+        return replica_ops.sync_all(self._cluster, topics)
+
+    def reassign_partition(self, topic: str, partition: int, replicas: list[int]) -> PartitionInfo:
+        return replica_ops.reassign(self._cluster, topic, partition, replicas)
+
+    def verify_replicas(self, topics: list[str] | None = None) -> list[replica_ops.ReplicaMismatch]:
+        return replica_ops.verify_replicas(self._cluster, topics)
 
     def close(self) -> None:
         self._cluster.close()
@@ -151,6 +210,17 @@ class Admin:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _tree_bytes(directory: str) -> int:
+    total = 0
+    for root, _, files in os.walk(directory):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except FileNotFoundError:
+                pass
+    return total
 
 
 def _directory_bytes(directory: str) -> int:

@@ -72,11 +72,13 @@ def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
             if d.schema is not None:
                 console.print("Schema: " + ", ".join(f"{f.name}:{f.type}" for f in d.schema))
             table = Table("Partition", "Leader", "Replicas", "Isr", "Epoch", "LogStart", "LEO", "HW",
-                          "Size")
+                          "Replica LEOs", "Size")
             for p in d.partitions:
                 table.add_row(str(p.id), str(p.leader), ",".join(map(str, p.replicas)),
                               ",".join(map(str, p.isrs)), str(p.leader_epoch), str(p.log_start_offset),
-                              str(p.log_end_offset), str(p.high_watermark), f"{p.size_bytes:,}")
+                              str(p.log_end_offset), str(p.high_watermark),
+                              " ".join(f"{r}:{e}" for r, e in p.replica_log_end_offsets.items()),
+                              f"{p.size_bytes:,}")
             console.print(table)
 
 

@@ -344,8 +344,14 @@ class Cluster:
                 f"partition {partition} does not exist"
             )
         placement = info.partitions[partition]
-        return Partition(placement, self.replica_dirs(info, placement), self.log_config(info),
-                         self.lock_path(info, partition), self.metadata)
+        paths = self.log_dir_paths()
+        name = fmt.replica_dir_name(info.name, partition)
+
+        def replica_dir(log_dir: int) -> str:
+            return os.path.join(paths[log_dir], name)
+
+        return Partition(placement, replica_dir, self.log_config(info), self.lock_path(info, partition),
+                         self.metadata)
 
     def close(self) -> None:
         self.metadata.close()

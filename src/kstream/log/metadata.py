@@ -241,6 +241,39 @@ class Metadata:
                            "WHERE topic = ? AND partition = ?", (json.dumps(isr), leader, epoch, topic, partition))
         return self.partition_info(topic, partition)
 
+    def set_replicas(self, topic: str, partition: int, replicas: list[int]) -> PartitionInfo:
+        """Change a partition's replica list. The ISR keeps only listed replicas; if the
+        leader is dropped, the first listed in-sync replica leads with a bumped epoch."""
+        with self.transaction() as tx:
+            row = tx.execute("SELECT leader, leader_epoch, isr FROM partitions WHERE topic = ? AND partition = ?",
+                             (topic, partition)).fetchone()
+            if row is None:
+                raise TopicNotFoundError(self._missing(topic))
+            leader, epoch, isr = row[0], row[1], json.loads(row[2])
+            new_isr = [r for r in replicas if r in isr]
+            if leader not in replicas and new_isr:
+                leader, epoch = new_isr[0], epoch + 1
+            tx.execute("UPDATE partitions SET replicas = ?, isr = ?, leader = ?, leader_epoch = ? "
+                       "WHERE topic = ? AND partition = ?",
+                       (json.dumps(replicas), json.dumps(new_isr), leader, epoch, topic, partition))
+        return self.partition_info(topic, partition)
+
+    def elect_preferred_leaders(self, topics: list[str] | None = None) -> int:
+        """Leadership back to each partition's first replica where it is in sync; one
+        transaction; returns how many partitions changed leader."""
+        changed = 0
+        with self.transaction() as tx:
+            rows = tx.execute("SELECT topic, partition, replicas, leader, leader_epoch, isr FROM partitions")
+            for topic, partition, replicas, leader, epoch, isr in rows.fetchall():
+                if topics and topic not in topics:
+                    continue
+                preferred = json.loads(replicas)[0]
+                if preferred != leader and preferred in json.loads(isr):
+                    tx.execute("UPDATE partitions SET leader = ?, leader_epoch = ? WHERE topic = ? AND partition = ?",
+                               (preferred, epoch + 1, topic, partition))
+                    changed += 1
+        return changed
+
     def take_log_dir_offline(self, log_dir_id: int) -> int:
         """Mark a log dir offline and move every partition off it in one transaction
         (out of the ISR; new leaders with bumped epochs). Returns partitions changed."""

@@ -25,7 +25,7 @@ Thread-safe for appends; any number of processes may append at once.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -46,15 +46,23 @@ _CATCH_UP_BYTES = 64 << 20  # bound on what one reconcile copies to a lagging IS
 class Partition:
     """Append/read handle of one partition in this process."""
 
-    def __init__(self, info: PartitionInfo, replica_dirs: Mapping[int, str], config: LogConfig,
+    def __init__(self, info: PartitionInfo, replica_dir: Callable[[int], str], config: LogConfig,
                  lock_path: str, metadata: Metadata):
         self.info = info
         self.config = config
-        self.replica_dirs = dict(replica_dirs)
+        self._replica_dir = replica_dir
         self._metadata = metadata
         self._lock = PartitionLock(lock_path)
-        self.logs = {replica: PartitionLog(directory, config, self._lock)
-                     for replica, directory in self.replica_dirs.items()}
+        self.replica_dirs: dict[int, str] = {}
+        self.logs: dict[int, PartitionLog] = {}
+        self._add_replicas()
+
+    def _add_replicas(self) -> None:
+        """Open handles for replicas we have not seen (a reassignment added some)."""
+        for replica in self.info.replicas:
+            if replica not in self.logs:
+                self.replica_dirs[replica] = self._replica_dir(replica)
+                self.logs[replica] = PartitionLog(self.replica_dirs[replica], self.config, self._lock)
         self._metadata_version = -1
         self._flushers: ThreadPoolExecutor | None = None
         self._flushers_pid = 0
@@ -152,6 +160,7 @@ class Partition:
 
     def rejoin_locked(self, replica: int) -> None:
         self.info = self._metadata.add_to_isr(self.topic, self.partition, replica)
+        self._add_replicas()
         self._lock.bump_generation()
 
     def _refresh_locked(self) -> None:
@@ -159,6 +168,7 @@ class Partition:
         version = self._metadata.data_version()
         if version != self._metadata_version:
             self.info = self._metadata.partition_info(self.topic, self.partition)
+            self._add_replicas()
             self._metadata_version = version
 
     def _remove_locked(self, replicas: set[int]) -> None:
@@ -268,6 +278,7 @@ class Partition:
         info = self._metadata.partition_info(self.topic, self.partition)
         moved = info.leader != self.info.leader
         self.info = info
+        self._add_replicas()
         return moved
 
     def high_watermark(self) -> int | None:
