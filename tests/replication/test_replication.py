@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import make_topic, replica_frames
-from kstream import Admin, Consumer, NotEnoughReplicasError, Producer, TopicPartition
+from kstream import Admin, Consumer, LogDirOfflineError, NotEnoughReplicasError, Producer, TopicPartition
 from kstream.log import faults
 
 
@@ -104,3 +104,26 @@ def test_two_failed_dirs_refuse_acks_all(replicated):
         with pytest.raises(NotEnoughReplicasError, match="nothing was written"):
             producer.produce("t", b"refused", partition=0)
     assert consume_all(path)[0] == b"ok"
+
+
+def test_unclean_leader_election_only_when_enabled(replicated):
+    path, log_dirs = replicated
+    for name, unclean in (("safe", "false"), ("unsafe", "true")):
+        info = make_topic(path, name, replication_factor=2,
+                          config={"min.insync.replicas": "1", "unclean.leader.election.enable": unclean})
+        leader, other = info.partitions[0].replicas
+        with Admin({"cluster": path}) as admin:
+            admin.cluster.metadata.remove_from_isr(name, 0, {other})  # the follower fell out of sync
+        faults.inject(log_dirs[leader])
+        with Producer({"cluster": path, "acks": "1", "linger.ms": 0}) as producer:
+            if unclean == "false":
+                with pytest.raises(LogDirOfflineError):
+                    producer.produce(name, b"x", partition=0)
+            else:
+                producer.produce(name, b"x", partition=0)
+        with Admin({"cluster": path}) as admin:
+            placement = admin.cluster.topic(name).partitions[0]
+            assert (placement.leader == other) == (unclean == "true")
+        faults.clear(log_dirs[leader])
+        with Admin({"cluster": path}) as admin:
+            admin.set_log_dir_online(leader)

@@ -122,6 +122,16 @@ class Partition:
         online = {log_dir: up for log_dir, _, up in self._metadata.log_dirs()}
         sync_followers(self, online, self.config.replica_fetch_max_bytes)
 
+    def _elect_unclean_locked(self) -> None:
+        """No in-sync replica is left and unclean.leader.election.enable is on: the first
+        replica on an online log dir leads (records it lacks are lost, as in Kafka)."""
+        online = {log_dir: up for log_dir, _, up in self._metadata.log_dirs()}
+        for replica in self.info.replicas:
+            if online.get(replica):
+                self.info = self._metadata.add_to_isr(self.topic, self.partition, replica)
+                self._lock.bump_generation()
+                return
+
     def _check_isr_locked(self, acks: str) -> None:
         minimum = self.config.min_insync_replicas
         if acks == "all" and len(self.info.isr) < minimum:
@@ -133,15 +143,21 @@ class Partition:
     def _append_leader_locked(self, batch: EncodedBatch, acks: str) -> tuple[AppendResult, bytes]:
         """Append on the leader; if its log dir fails, fail over and try the new leader."""
         for _ in range(len(self.replica_dirs)):
+            if not self.info.isr and self.config.unclean_leader_election_enable:
+                self._elect_unclean_locked()
             self._check_isr_locked(acks)
             leader = self.info.leader
             try:
                 self._reconcile_locked()
                 return self._on_replica(leader, lambda log: log.append_locked(batch, self.info.leader_epoch))
             except LogDirOfflineError:
-                if self.info.leader == leader or leader in self.info.isr or not self.info.isr:
+                if not self.info.isr and not self.config.unclean_leader_election_enable:
                     raise
-        raise NotEnoughReplicasError(f"{self.topic}-{self.partition}: no in-sync replica could take the write")
+                if self.info.isr and (self.info.leader == leader or leader in self.info.isr):
+                    raise  # leadership did not move: nothing to try again on
+        raise NotEnoughReplicasError(
+            f"{self.topic}-{self.partition}: no in-sync replica is left to take the write; bring a log "
+            "dir back (kstream log-dirs online) or set unclean.leader.election.enable=true to accept loss")
 
     def _on_replica(self, replica: int, action: Callable[[PartitionLog], T]) -> T:
         """Run a write on one replica; an I/O failure takes its log dir offline first."""
