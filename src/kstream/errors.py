@@ -61,6 +61,11 @@ class CorruptBatchError(KStreamError):
         self.offset = offset
 
 
+class ResourceExhaustedError(KStreamError):
+    """The process ran out of something that is not the disk's fault (file descriptors,
+    memory); the log dir stays online."""
+
+
 class LogDirOfflineError(KStreamError):
     """A log dir failed (I/O error, missing, failed fsync) and was taken offline."""
 

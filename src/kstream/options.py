@@ -192,6 +192,8 @@ PRODUCER_OPTIONS = _table(
     Option("enable.idempotence", "bool", True, "Producer id + sequence: retries never duplicate."),
     Option("message.max.bytes", "int", 1_000_000, "Largest record the producer accepts.",
            minimum=1),
+    Option("open.partitions.max", "int", 1000,
+           "Partition handles a producer keeps open (least recently used closed beyond).", minimum=1),
     Option("partitioner", "enum", "murmur2_random",
            "Keyed: murmur2 like Kafka's Java client; unkeyed: sticky.", choices=("murmur2_random",)),
 )

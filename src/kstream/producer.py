@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -144,6 +145,9 @@ class Producer:
         self._producer_id = fmt.NO_PRODUCER_ID
         self._producer_epoch = -1
         self._sequences: dict[tuple[str, int], int] = {}
+        self._open_handles: OrderedDict[tuple[str, int], _TopicState] = OrderedDict()
+        self._lingering: dict[tuple[str, int], _TopicState] = {}  # open batches, oldest first
+        self._max_open = options["open.partitions.max"]
         if options["enable.idempotence"]:
             self._producer_id = self._cluster.metadata.next_counter("producer_id")
             self._producer_epoch = 0
@@ -185,6 +189,7 @@ class Producer:
         batch = state.batches[partition]
         if batch is None:
             batch = state.batches[partition] = _OpenBatch(now + self._linger_s)
+            self._lingering[(topic, partition)] = state
             if batch.deadline < self._next_deadline:
                 self._next_deadline = batch.deadline
         batch.values.append(value)
@@ -220,10 +225,10 @@ class Producer:
 
     def flush(self, timeout: float | None = None) -> int:
         """Send every open batch and serve all delivery reports; returns 0 (nothing left)."""
-        for state in self._topics.values():
-            for partition, batch in enumerate(state.batches):
-                if batch is not None:
-                    self._send(state, partition)
+        while self._lingering:
+            (_, partition), state = next(iter(self._lingering.items()))
+            self._send(state, partition)
+        self._next_deadline = float("inf")
         self._serve_reports()
         return 0
 
@@ -341,8 +346,18 @@ class Producer:
 
     def _partition(self, state: _TopicState, partition: int) -> Partition:
         handle = state.partitions[partition]
+        key = (state.info.name, partition)
         if handle is None:
             handle = state.partitions[partition] = self._cluster.partition(state.info, partition)
+            self._open_handles[key] = state
+            while len(self._open_handles) > self._max_open:  # bound open files
+                (_topic, evicted), owner = self._open_handles.popitem(last=False)
+                old = owner.partitions[evicted]
+                owner.partitions[evicted] = None
+                if old is not None:
+                    old.close()
+        else:
+            self._open_handles.move_to_end(key)
         return handle
 
     def _encode(self, batch: pa.RecordBatch, now_ms: int) -> EncodedBatch:
@@ -363,6 +378,7 @@ class Producer:
         batch = state.batches[partition]
         assert batch is not None
         state.batches[partition] = None
+        del self._lingering[(state.info.name, partition)]
         batch.pad_extras()
         if partition == state.sticky:
             self._sticky.batch_sent(state.info.name, state.num_partitions, partition)
@@ -409,18 +425,19 @@ class Producer:
         self._reports.append((callbacks, error, records))
 
     def _send_expired(self, now: float) -> None:
+        """Send the batches whose linger.ms passed. Open batches are kept in creation order,
+        which is deadline order (linger.ms is the same for all), so this is O(expired)."""
         if now < self._next_deadline:
             return
-        earliest = float("inf")
-        for state in self._topics.values():
-            for partition, batch in enumerate(state.batches):
-                if batch is None:
-                    continue
-                if batch.deadline <= now:
-                    self._send(state, partition)
-                elif batch.deadline < earliest:
-                    earliest = batch.deadline
-        self._next_deadline = earliest
+        while self._lingering:
+            (_topic, partition), state = next(iter(self._lingering.items()))
+            batch = state.batches[partition]
+            assert batch is not None
+            if batch.deadline > now:
+                self._next_deadline = batch.deadline
+                return
+            self._send(state, partition)
+        self._next_deadline = float("inf")
 
     def _serve_reports(self) -> int:
         served = 0

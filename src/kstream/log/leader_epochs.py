@@ -14,7 +14,6 @@ import bisect
 import os
 
 from kstream.log import format as fmt
-from kstream.log.segment import fsync_dir
 
 FILE_NAME = "leader-epoch-checkpoint"
 _VERSION = 0
@@ -81,15 +80,13 @@ class LeaderEpochCache:
             self.save()
 
     def save(self) -> None:
-        """Write .tmp, fsync, rename, fsync the directory."""
+        """Write .tmp and rename it over the file (atomic). No fsync: the cache is derived
+        from the frames, so after a power loss a lost or stale file is rebuilt by scanning."""
         tmp = self.path + fmt.TMP_SUFFIX
         text = f"{_VERSION}\n{len(self.entries)}\n" + "".join(f"{e} {s}\n" for e, s in self.entries)
         with open(tmp, "w", encoding="ascii") as f:
             f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
         os.rename(tmp, self.path)
-        fsync_dir(self.directory)
 
 
 def scan_epochs(directory: str) -> list[tuple[int, int]]:

@@ -19,6 +19,7 @@ Reading is :mod:`kstream.log.log_reader`'s job; this class is the write side.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import struct
@@ -27,7 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from kstream.errors import CorruptBatchError, LogDirOfflineError, RecordTooLargeError, ReplicaDivergedError
+from kstream.errors import (
+    CorruptBatchError,
+    LogDirOfflineError,
+    RecordTooLargeError,
+    ReplicaDivergedError,
+    ResourceExhaustedError,
+)
 from kstream.log import faults
 from kstream.log import format as fmt
 from kstream.log.leader_epochs import LeaderEpochCache
@@ -41,7 +48,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _RECOVERY_POINT = struct.Struct("<qqq")
-_MAX_REOPENS = 16  # segment base offset, position, next offset
+_MAX_REOPENS = 16
+_PROCESS_LIMITS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})  # segment base offset, position, next offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +96,7 @@ class PartitionLog:
         self._durable: tuple[int, int, int] | None = None
         self._seen_generation = -1
         self._epochs: LeaderEpochCache | None = None
+        self._dir_unsynced = False
 
     # -- opening and recovery ------------------------------------------------
 
@@ -130,7 +139,10 @@ class PartitionLog:
         bases = list_segment_bases(self.directory)
         if not bases:
             self._lock.bump_generation()
-            self._active = self._hooked(Segment.create(self.directory, 0, self.config.index_interval_bytes))
+            # The directory is fsynced before the first flush acknowledges data in it.
+            self._active = self._hooked(Segment.create(self.directory, 0, self.config.index_interval_bytes,
+                                                       sync_dir=False))
+            self._dir_unsynced = True
             self._seen_generation = self._lock.generation
             return self._active
         active = self._segment(bases[-1])
@@ -282,7 +294,8 @@ class PartitionLog:
         self._unflushed_messages += batch.record_count
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now_ms
-        if self._epochs is None or leader_epoch > (self._epochs.latest_epoch or -1):
+        latest = None if self._epochs is None else self._epochs.latest_epoch
+        if latest is None or leader_epoch > latest:
             # A new epoch starts here, or another process recorded it first: re-read, then add.
             self._epochs = LeaderEpochCache.load(self.directory)
             self._epochs.assign(leader_epoch, base_offset)
@@ -389,6 +402,7 @@ class PartitionLog:
             active = self._guard_io(self._ensure_open)
             fd = os.dup(active.fd)
             point = (active.base_offset, active.size, active.next_offset)
+            self._sync_dir_if_needed()
         try:
             self._guard_io(lambda: os.fdatasync(fd))
         finally:
@@ -403,9 +417,16 @@ class PartitionLog:
     def flush_locked(self) -> None:
         """fsync under the lock the caller holds (no group commit); advance the recovery point."""
         active = self._guard_io(self._ensure_open)
+        self._sync_dir_if_needed()
         self._guard_io(lambda: os.fdatasync(active.fd))
         self._guard_io(lambda: self._advance_recovery_point(
             (active.base_offset, active.size, active.next_offset)))
+
+    def _sync_dir_if_needed(self) -> None:
+        """Make a lazily created first segment's name durable (once)."""
+        if self._dir_unsynced:
+            self._guard_io(lambda: fsync_dir(self.directory))
+            self._dir_unsynced = False
 
     def maybe_flush(self) -> bool:
         """Apply ``flush.messages`` / ``flush.ms``; True when it flushed."""
@@ -434,6 +455,10 @@ class PartitionLog:
             faults.check(self.directory)
             return action()
         except OSError as err:
+            if err.errno in _PROCESS_LIMITS:  # not the disk's fault: do not take the dir offline
+                raise ResourceExhaustedError(
+                    f"{err} while using {self.directory}; raise the open-files limit (ulimit -n) or "
+                    "use fewer partitions per process (open.partitions.max)") from err
             raise LogDirOfflineError(
                 f"I/O error on log dir of {self.directory}: {err}; the log dir is taken offline"
             ) from err

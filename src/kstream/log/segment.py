@@ -87,12 +87,15 @@ class Segment:
     # -- files ---------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: str, base_offset: int, index_interval_bytes: int) -> Segment:
-        """Create an empty segment file (and make its name durable)."""
+    def create(cls, directory: str, base_offset: int, index_interval_bytes: int,
+               sync_dir: bool = True) -> Segment:
+        """Create an empty segment file; with ``sync_dir`` also make its name durable now
+        (otherwise the caller must fsync the directory before acknowledging data in it)."""
         segment = cls(directory, base_offset, index_interval_bytes)
         fd = os.open(segment.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         os.close(fd)
-        fsync_dir(directory)
+        if sync_dir:
+            fsync_dir(directory)
         return segment
 
     @property
