@@ -74,7 +74,7 @@ def scale(root: str, partitions: int) -> list[Row]:
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     fds_before = len(os.listdir("/proc/self/fd"))
     started = time.perf_counter()
-    producer = Producer({"cluster": path, "acks": "1", "linger.ms": 0, "open.partitions.max": partitions})
+    producer = Producer({"cluster": path, "acks": "1", "linger.ms": 0})  # keeps 1,000 handles open
     for p in range(partitions):
         producer.produce("big", b"x" * 100, partition=p)
     producer.flush()
@@ -106,7 +106,7 @@ def scale(root: str, partitions: int) -> list[Row]:
         "name": f"scale: {partitions} partitions, 4 log dirs, R=2",
         "create_topic_s": create_s,
         "first_record_to_every_partition_s": first_write_s,
-        "open_fds_per_partition": fds / partitions,
+        "open_fds_per_open_partition_handle": fds / min(partitions, 1000),
         "producer_rss_mb_per_1000_partitions": rss_mb * 1000 / partitions,
         "files_on_disk_per_partition": file_count / partitions,
         "acks_all_to_1pct_of_partitions_s": produce_again_s,

@@ -49,3 +49,16 @@ def replica_frames(directory):
             frames.append((header.base_offset, data[position:position + fmt.HEADER_SIZE], data[position + 68:end]))
             position = end
     return frames
+
+
+def consume_all(cluster_path, topic="t", partition=0):
+    """Every value of one partition, read from offset 0 by a fresh consumer."""
+    from kstream import Consumer, TopicPartition
+
+    consumer = Consumer({"cluster": cluster_path})
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    values = []
+    while (message := consumer.poll(0.3)) is not None:
+        values.append(message.value())
+    consumer.close()
+    return values

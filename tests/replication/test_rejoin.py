@@ -5,20 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 
-from conftest import make_topic, replica_frames
+from conftest import consume_all, make_topic, replica_frames
 from helpers import encoded
-from kstream import Admin, Consumer, Producer, TopicPartition
+from kstream import Admin, Producer
 from kstream.log import faults
-
-
-def values(cluster_path):
-    consumer = Consumer({"cluster": cluster_path})
-    consumer.assign([TopicPartition("t", 0, 0)])
-    out = []
-    while (message := consumer.poll(0.3)) is not None:
-        out.append(message.value())
-    consumer.close()
-    return out
 
 
 def test_divergent_old_leader_tail_is_truncated_when_it_rejoins(replicated):
@@ -48,7 +38,7 @@ def test_divergent_old_leader_tail_is_truncated_when_it_rejoins(replicated):
         assert frames[old_leader] == frames[new_leader] == frames[third]
         assert [f[0] for f in frames[old_leader]] == list(range(7))
         handle.close()
-    assert values(path) == [b"r0", b"r1", b"r2", b"r3", b"r4", b"under-new-leader", b"after-rejoin"]
+    assert consume_all(path) == [b"r0", b"r1", b"r2", b"r3", b"r4", b"under-new-leader", b"after-rejoin"]
 
 
 def test_emptied_log_dir_is_refilled_and_rejoins(replicated):
@@ -74,4 +64,4 @@ def test_emptied_log_dir_is_refilled_and_rejoins(replicated):
         handle = admin.cluster.partition("t", 0)
         assert replica_frames(handle.replica_dirs[follower]) == replica_frames(handle.replica_dirs[leader])
         handle.close()
-    assert len(values(path)) == 42
+    assert len(consume_all(path)) == 42

@@ -5,19 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from conftest import make_topic, replica_frames
+from conftest import consume_all, make_topic, replica_frames
 from kstream import Admin, Consumer, LogDirOfflineError, NotEnoughReplicasError, Producer, TopicPartition
 from kstream.log import faults
-
-
-def consume_all(cluster_path, topic="t", partition=0):
-    consumer = Consumer({"cluster": cluster_path})
-    consumer.assign([TopicPartition(topic, partition, 0)])
-    values = []
-    while (message := consumer.poll(0.2)) is not None:
-        values.append(message.value())
-    consumer.close()
-    return values
 
 
 def test_replicas_are_identical_frame_by_frame(replicated):

@@ -92,15 +92,7 @@ class Partition:
         with self._lock:
             self._refresh_locked()
             result, header = self._append_leader_locked(batch, acks)
-            failed = set()
-            for replica in self.info.isr:
-                if replica != self.info.leader:
-                    try:
-                        self._on_replica(replica, lambda log: log.append_copy_locked(header, batch))
-                    except (LogDirOfflineError, ReplicaDivergedError):
-                        failed.add(replica)
-            if failed:
-                self._remove_locked(failed)
+            self._copy_to_followers_locked(header, batch)
             self._lock.write_high_watermark(result.base_offset + batch.record_count)
             in_sync = list(self.info.isr)
         if acks == "all":
@@ -116,6 +108,32 @@ class Partition:
         if len(self.info.isr) < len(self.info.replicas) and self.info.isr:
             self._sync_followers()
         return result
+
+    def _copy_to_followers_locked(self, header: bytes, batch: EncodedBatch) -> None:
+        """Write the leader's frame to every in-sync follower, in parallel threads when
+        there are several (the copies are kernel memcpys that release the GIL). Failed
+        followers leave the ISR; their log dirs go offline on I/O errors."""
+        followers = [r for r in self.info.isr if r != self.info.leader]
+        if not followers:
+            return
+
+        def copy(replica: int) -> BaseException | None:
+            try:
+                self.logs[replica].append_copy_locked(header, batch)
+                return None
+            except (LogDirOfflineError, ReplicaDivergedError) as err:
+                return err
+
+        if len(followers) == 1:
+            errors = [copy(followers[0])]
+        else:
+            errors = list(self._pool().map(copy, followers))
+        offline = {r for r, e in zip(followers, errors, strict=True) if isinstance(e, LogDirOfflineError)}
+        diverged = {r for r, e in zip(followers, errors, strict=True) if isinstance(e, ReplicaDivergedError)}
+        for replica in offline:  # metadata writes stay in this thread (one SQLite connection)
+            self._take_offline_locked(replica)
+        if diverged - offline:
+            self._remove_locked(diverged - offline)
 
     def _sync_followers(self) -> None:
         """Catch lagging replicas on online log dirs up a little (see replica_sync)."""
