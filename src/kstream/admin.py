@@ -159,7 +159,7 @@ class Admin:
                 partitions.append(PartitionDescription(
                     placement.partition, placement.leader, placement.replicas, placement.isr,
                     placement.leader_epoch, reader.log_start_offset(), ends[placement.leader],
-                    handle.high_watermark() or 0, _directory_bytes(handle.leader_dir), ends))
+                    handle.high_watermark() or 0, _tree_bytes(handle.leader_dir), ends))
             finally:
                 reader.close()
                 handle.close()
@@ -221,10 +221,3 @@ def _tree_bytes(directory: str) -> int:
             except FileNotFoundError:
                 pass
     return total
-
-
-def _directory_bytes(directory: str) -> int:
-    try:
-        return sum(entry.stat().st_size for entry in os.scandir(directory) if entry.is_file())
-    except FileNotFoundError:
-        return 0
