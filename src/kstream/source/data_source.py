@@ -1,0 +1,168 @@
+"""`spark.read.format("kstream")` and `spark.readStream.format("kstream")`.
+
+Registered by the `pyspark_kstream` shim (Spark finds a top-level module
+named `pyspark_<name>` exposing `DefaultSource` by itself). The data source
+holds only options; readers plan on the driver and read on executors
+(:mod:`kstream.source.partition_reader`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from kstream.log.cluster import Cluster, resolve_cluster_path
+from kstream.log.output import output_schema
+from kstream.source import planning
+from kstream.source.options import EARLIEST, LATEST, ReaderOptions
+from kstream.source.partition_reader import read_range
+
+
+class KStreamDataSource(DataSource):
+    """The kstream data source; see README "Spark" for the options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kstream"
+
+    def schema(self) -> StructType:
+        include_headers = ReaderOptions.from_options(self.options, streaming=False).include_headers
+        arrow = output_schema(None)
+        if not include_headers:
+            arrow = arrow.remove(arrow.get_field_index("headers"))
+        return from_arrow_schema(arrow)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KStreamBatchReader(dict(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return KStreamStreamReader(dict(self.options), schema)
+
+
+class _Split(InputPartition):
+    def __init__(self, split: planning.PartitionRange):
+        super().__init__(split)
+        self.split = split
+
+
+def _arrow_schema(schema: StructType) -> pa.Schema:
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+class KStreamBatchReader(DataSourceReader):
+    """Reads [startingOffsets, endingOffsets) of the selected partitions, one split each."""
+
+    def __init__(self, options: dict[str, str], schema: StructType):
+        self.options = ReaderOptions.from_options(options, streaming=False)
+        self.schema = schema
+        self.cluster_path = resolve_cluster_path(self.options.cluster)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        cluster = Cluster.open(self.cluster_path)
+        try:
+            tps = planning.topic_partitions(cluster, self.options)
+            start = planning.resolve(cluster, self.options.starting_offsets, tps, EARLIEST)
+            end = planning.resolve(cluster, self.options.ending_offsets, tps, LATEST)
+        finally:
+            cluster.close()
+        return [_Split(s) for s in planning.ranges(self.cluster_path, start, end, self.options.fail_on_data_loss)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, _Split)
+        yield from read_range(partition.split, _arrow_schema(self.schema))
+
+
+class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches over the selected partitions; offsets are {topic: {partition: next offset}}.
+
+    Lives in one long-lived process on the driver. New partitions of subscribed
+    topics are picked up at each ``latestOffset`` and start at their earliest offset.
+    """
+
+    def __init__(self, options: dict[str, str], schema: StructType):
+        self.options = ReaderOptions.from_options(options, streaming=True)
+        self.schema = schema
+        self.cluster_path = resolve_cluster_path(self.options.cluster)
+        self._cluster: Cluster | None = None
+        self._available_now_end: planning.Offsets | None = None
+
+    @property
+    def cluster(self) -> Cluster:
+        if self._cluster is None:
+            self._cluster = Cluster.open(self.cluster_path)
+        return self._cluster
+
+    def initialOffset(self) -> dict:
+        tps = planning.topic_partitions(self.cluster, self.options)
+        return planning.resolve(self.cluster, self.options.starting_offsets, tps, EARLIEST)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def _available(self, start: dict) -> planning.Offsets:
+        tps = planning.topic_partitions(self.cluster, self.options)
+        latest = planning.resolve(self.cluster, "latest", tps, LATEST)
+        for topic, partitions in latest.items():
+            for partition in partitions:
+                start.setdefault(topic, {}).setdefault(partition, 0)  # new partitions: from the start
+        return latest
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Trigger.AvailableNow: read what exists now (in batches of the read limit), then stop."""
+        tps = planning.topic_partitions(self.cluster, self.options)
+        self._available_now_end = planning.resolve(self.cluster, "latest", tps, LATEST)
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        start = {t: dict(ps) for t, ps in start.items()}
+        latest = self._available(start)
+        if self._available_now_end is not None:
+            latest = {t: {p: min(o, self._available_now_end.get(t, {}).get(p, 0)) for p, o in ps.items()}
+                      for t, ps in latest.items()}
+        if not isinstance(limit, ReadMaxRows):
+            return latest
+        return _limit(start, latest, limit.max_rows)
+
+    def reportLatestOffset(self) -> dict | None:
+        tps = planning.topic_partitions(self.cluster, self.options)
+        return planning.resolve(self.cluster, "latest", tps, LATEST)
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        return [_Split(s) for s in planning.ranges(self.cluster_path, start, end, self.options.fail_on_data_loss)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, _Split)
+        yield from read_range(partition.split, _arrow_schema(self.schema))
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do yet: consumer-group offset commits come with consumer groups."""
+
+    def stop(self) -> None:
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+
+def _limit(start: planning.Offsets, latest: planning.Offsets, max_rows: int) -> planning.Offsets:
+    """Spread ``max_rows`` over the partitions in proportion to what each has, as the
+    Kafka connector does for maxOffsetsPerTrigger."""
+    lags = {(t, p): max(0, end - start.get(t, {}).get(p, 0)) for t, ps in latest.items() for p, end in ps.items()}
+    total = sum(lags.values())
+    if total <= max_rows:
+        return latest
+    result: planning.Offsets = {}
+    for (topic, partition), lag in lags.items():
+        share = lag * max_rows // total
+        result.setdefault(topic, {})[partition] = start.get(topic, {}).get(partition, 0) + share
+    return result

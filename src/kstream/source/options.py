@@ -1,0 +1,118 @@
+"""Reader options, named as the Spark Kafka connector names them, checked up front.
+
+Errors are ``ConfigError`` naming the option, the value and what to write
+instead; Spark shows them at analysis time or on the first batch.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kstream.errors import ConfigError
+
+EARLIEST = -2
+LATEST = -1
+_TOPIC_SELECTORS = ("subscribe", "subscribePattern", "assign")
+
+
+@dataclass(frozen=True)
+class ReaderOptions:
+    """What a kstream read needs, parsed from Spark's string options (case-insensitive)."""
+
+    cluster: str | None
+    subscribe: tuple[str, ...] = ()
+    subscribe_pattern: str | None = None
+    assign: Mapping[str, tuple[int, ...]] | None = None
+    starting_offsets: str | Mapping[str, Mapping[str, int]] = "latest"
+    ending_offsets: str | Mapping[str, Mapping[str, int]] = "latest"
+    max_offsets_per_trigger: int | None = None
+    include_headers: bool = False
+    fail_on_data_loss: bool = True
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str], streaming: bool) -> ReaderOptions:
+        lower = {k.lower(): v for k, v in options.items()}
+        chosen = [name for name in _TOPIC_SELECTORS if name.lower() in lower]
+        if len(chosen) != 1:
+            raise ConfigError(
+                f"give exactly one of subscribe, subscribePattern or assign (got {chosen or 'none'}); "
+                "e.g. .option('subscribe', 'events')")
+        subscribe: tuple[str, ...] = ()
+        pattern = None
+        assign = None
+        if chosen[0] == "subscribe":
+            subscribe = tuple(t.strip() for t in lower["subscribe"].split(",") if t.strip())
+            if not subscribe:
+                raise ConfigError("option 'subscribe' is empty; give a comma-separated list of topics")
+        elif chosen[0] == "subscribePattern":
+            pattern = lower["subscribepattern"]
+            try:
+                re.compile(pattern)
+            except re.error as err:
+                raise ConfigError(f"option 'subscribePattern': {pattern!r} is not a regex: {err}") from err
+        else:
+            assign = _parse_assign(lower["assign"])
+        starting = _parse_offsets("startingOffsets", lower.get("startingoffsets", "latest" if streaming
+                                                              else "earliest"), allow_latest=True)
+        ending = _parse_offsets("endingOffsets", lower.get("endingoffsets", "latest"), allow_latest=True)
+        if streaming and "endingoffsets" in lower:
+            raise ConfigError("option 'endingOffsets' is for batch reads; a streaming query has no end")
+        max_offsets = lower.get("maxoffsetspertrigger")
+        return cls(
+            cluster=lower.get("cluster"),
+            subscribe=subscribe,
+            subscribe_pattern=pattern,
+            assign=assign,
+            starting_offsets=starting,
+            ending_offsets=ending,
+            max_offsets_per_trigger=_positive_int("maxOffsetsPerTrigger", max_offsets),
+            include_headers=_bool("includeHeaders", lower.get("includeheaders", "false")),
+            fail_on_data_loss=_bool("failOnDataLoss", lower.get("failondataloss", "true")),
+        )
+
+
+def _parse_assign(text: str) -> dict[str, tuple[int, ...]]:
+    try:
+        value = json.loads(text)
+        if not isinstance(value, dict) or not all(
+                isinstance(ps, list) and all(isinstance(p, int) for p in ps) for ps in value.values()):
+            raise ValueError("not a map of topic to a list of partition numbers")
+    except ValueError as err:
+        raise ConfigError(f"option 'assign': {text!r} is not JSON like {{\"topicA\":[0,1]}} ({err})") from err
+    return {topic: tuple(ps) for topic, ps in value.items()}
+
+
+def _parse_offsets(name: str, text: str, allow_latest: bool) -> str | dict[str, dict[str, int]]:
+    if text in ("earliest", "latest"):
+        return text
+    try:
+        value = json.loads(text)
+        if not isinstance(value, dict) or not all(
+                isinstance(ps, dict) and all(isinstance(o, int) for o in ps.values()) for ps in value.values()):
+            raise ValueError("not a map of topic to a map of partition to offset")
+        return {topic: {str(p): o for p, o in ps.items()} for topic, ps in value.items()}
+    except ValueError as err:
+        raise ConfigError(
+            f"option {name!r}: {text!r} is neither 'earliest', 'latest' nor JSON like "
+            f'{{"topicA":{{"0":23,"1":-2}}}} (-2 = earliest, -1 = latest): {err}') from err
+
+
+def _positive_int(name: str, text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError as err:
+        raise ConfigError(f"option {name!r}: {text!r} is not an integer") from err
+    if value < 1:
+        raise ConfigError(f"option {name!r}: {value} must be at least 1")
+    return value
+
+
+def _bool(name: str, text: str) -> bool:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    raise ConfigError(f"option {name!r}: {text!r} is not true or false")

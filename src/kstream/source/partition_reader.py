@@ -1,0 +1,75 @@
+"""Executor side: read one split's records as Arrow batches straight from the log.
+
+Runs in Spark's Python workers: opens the cluster from its path (nothing else
+is pickled), reads frames of the partition's leader replica from the split's
+start up to its end (never past the high watermark the driver planned with),
+and yields batches of the reader's Spark schema.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from kstream.errors import OffsetOutOfRangeError
+from kstream.log.cluster import Cluster
+from kstream.log.output import TIMESTAMP_TYPE, OutputBuilder, decode_frame
+from kstream.log.records import HEADER_TYPE, PayloadCodec
+from kstream.source.planning import PartitionRange
+
+log = logging.getLogger(__name__)
+_FETCH_BYTES = 8 << 20
+
+
+def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The records of ``split`` as batches of ``schema`` (Spark's Arrow types)."""
+    cluster = Cluster.open(split.cluster)
+    handle = cluster.partition(split.topic, split.partition)
+    reader = handle.reader()
+    codec = PayloadCodec()
+    names = [f.name for f in schema]
+    builder = OutputBuilder(split.topic, split.partition, _builder_schema(schema))
+    try:
+        offset = split.start
+        log_start = reader.log_start_offset()
+        if offset < log_start:
+            message = (f"{split.topic}-{split.partition}: offsets {offset}..{log_start - 1} were deleted by "
+                       "retention before they were read")
+            if split.fail_on_data_loss:
+                raise OffsetOutOfRangeError(message + "; set failOnDataLoss=false to skip them")
+            log.warning("%s; skipping them (failOnDataLoss=false)", message)
+            offset = log_start
+        while offset < split.end:
+            frames = reader.read(offset, _FETCH_BYTES, end_offset=split.end)
+            if not frames:
+                raise OffsetOutOfRangeError(
+                    f"{split.topic}-{split.partition} has no data at offset {offset}, below the planned end "
+                    f"{split.end}")
+            for frame in frames:
+                stored = decode_frame(codec, frame).slice_from(offset)
+                if stored.next_offset > split.end:
+                    stored = stored.head(split.end - stored.base_offset)
+                batch = builder.build(stored)
+                yield pa.RecordBatch.from_arrays(
+                    [batch.column(name).cast(field.type) for name, field in zip(names, schema, strict=True)],
+                    schema=schema)
+                offset = stored.next_offset
+    finally:
+        reader.close()
+        handle.close()
+        cluster.close()
+
+
+def _builder_schema(spark_schema: pa.Schema) -> pa.Schema:
+    """The output columns to build before casting to Spark's types."""
+    fields = []
+    for field in spark_schema:
+        if field.name == "timestamp":
+            fields.append(pa.field("timestamp", TIMESTAMP_TYPE))
+        elif field.name == "headers":
+            fields.append(pa.field("headers", HEADER_TYPE))
+        else:
+            fields.append(field)
+    return pa.schema(fields)

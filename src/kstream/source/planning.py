@@ -1,0 +1,94 @@
+"""Driver-side planning: which topic-partitions a read covers and the offsets it starts and ends at.
+
+Offsets travel as the Spark Kafka connector writes them: ``{"topic": {"0": 23}}``
+(JSON-friendly: partition numbers as strings). -2 means earliest, -1 latest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kstream.errors import PartitionNotFoundError, TopicNotFoundError
+from kstream.log.cluster import Cluster
+from kstream.source.options import EARLIEST, LATEST, ReaderOptions
+
+Offsets = dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class PartitionRange:
+    """One Spark input split: offsets [start, end) of one topic-partition. Picklable."""
+
+    cluster: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+    fail_on_data_loss: bool
+
+
+def topic_partitions(cluster: Cluster, options: ReaderOptions) -> list[tuple[str, int]]:
+    """The topic-partitions the options select, in a stable order."""
+    existing = cluster.list_topics()
+    if options.assign is not None:
+        chosen = []
+        for topic, partitions in sorted(options.assign.items()):
+            count = cluster.topic(topic).num_partitions
+            for p in partitions:
+                if not 0 <= p < count:
+                    raise PartitionNotFoundError(f"option 'assign' names {topic}-{p}, but {topic!r} has "
+                                                 f"partitions 0..{count - 1}")
+                chosen.append((topic, p))
+        return chosen
+    if options.subscribe_pattern is not None:
+        regex = re.compile(options.subscribe_pattern)
+        topics = [t for t in existing if regex.fullmatch(t)]
+    else:
+        missing = [t for t in options.subscribe if t not in existing]
+        if missing:
+            raise TopicNotFoundError(
+                f"option 'subscribe' names topic(s) {missing} that do not exist; existing topics: "
+                f"{', '.join(existing) or 'none'}")
+        topics = list(options.subscribe)
+    return [(t, p) for t in sorted(topics) for p in range(cluster.topic(t).num_partitions)]
+
+
+def bounds(cluster: Cluster, topic: str, partition: int) -> tuple[int, int]:
+    """(log start offset, high watermark) of a partition now."""
+    handle = cluster.partition(topic, partition)
+    reader = handle.reader(check_crcs=False)
+    try:
+        return reader.log_start_offset(), handle.high_watermark() or 0
+    finally:
+        reader.close()
+        handle.close()
+
+
+def resolve(cluster: Cluster, spec: str | Mapping[str, Mapping[str, int]], tps: list[tuple[str, int]],
+            missing: int) -> Offsets:
+    """Concrete offsets for ``tps``: 'earliest'/'latest', or JSON with -2/-1 per partition;
+    partitions the JSON leaves out take ``missing`` (EARLIEST or LATEST)."""
+    result: Offsets = {}
+    for topic, partition in tps:
+        if isinstance(spec, str):
+            wanted = EARLIEST if spec == "earliest" else LATEST
+        else:
+            wanted = spec.get(topic, {}).get(str(partition), missing)
+        if wanted < 0:
+            start, end = bounds(cluster, topic, partition)
+            wanted = start if wanted == EARLIEST else end
+        result.setdefault(topic, {})[str(partition)] = wanted
+    return result
+
+
+def ranges(cluster_path: str, start: Offsets, end: Offsets, fail_on_data_loss: bool) -> list[PartitionRange]:
+    """One split per topic-partition with data between ``start`` and ``end``."""
+    splits = []
+    for topic, partitions in sorted(end.items()):
+        for partition, stop in sorted(partitions.items(), key=lambda item: int(item[0])):
+            begin = start.get(topic, {}).get(partition, 0)
+            if stop > begin:
+                splits.append(PartitionRange(cluster_path, topic, int(partition), begin, stop, fail_on_data_loss))
+    return splits
