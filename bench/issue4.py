@@ -1,0 +1,136 @@
+"""Spark read benchmarks (issue 4, the parts that exist so far), side by side in one run.
+
+    python -m bench.issue4 [--records 2000000] [--repeats 3]
+
+1. A Spark batch read of a kstream topic into the noop sink, vs a minimal Python
+   data source that yields the same Arrow batches from memory: the ceiling of
+   Spark's Python data source path.
+2. The same vs Spark's built-in Parquet reader over the same records as Parquet.
+
+2,000,000 records of 100-byte values, 6 partitions, local[2]. Prints a
+Markdown table and writes OUT/issue4.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from bench import peers
+from kstream import Admin, NewTopic, Producer
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+_SCHEMA = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
+
+
+class MemorySource(DataSource):
+    """The ceiling: yields prebuilt Arrow batches of kstream's output schema from memory."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kstream_bench_memory"
+
+    def schema(self) -> str:
+        return _SCHEMA
+
+    def reader(self, schema):  # type: ignore[no-untyped-def]
+        return MemoryReader(int(self.options["records"]), int(self.options["partitions"]))
+
+
+class MemoryReader(DataSourceReader):
+    def __init__(self, records: int, partitions: int):
+        self.records = records
+        self.partitions_count = partitions
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(i) for i in range(self.partitions_count)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        import numpy as np
+
+        per = self.records // self.partitions_count
+        rows = 10_000
+        value = pa.array([b"x" * 100] * rows, pa.binary())
+        for start in range(0, per, rows):
+            n = min(rows, per - start)
+            yield pa.RecordBatch.from_arrays([
+                pa.nulls(n, pa.binary()), value.slice(0, n), pa.array(["t"] * n),
+                pa.array(np.full(n, partition.value, np.int32)), pa.array(np.arange(start, start + n)),
+                pa.array(np.full(n, 1_700_000_000_000_000, np.int64)).cast(pa.timestamp("us", tz="UTC")),
+                pa.array(np.zeros(n, np.int32)),
+            ], names=["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"])
+
+
+def timed(action) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default="bench/results")
+    args = parser.parse_args()
+    from pyspark.sql import SparkSession
+
+    root = tempfile.mkdtemp(prefix="kstream-bench4-", dir=os.environ.get("KSTREAM_BENCH_DIR", "/tmp"))
+    cluster = os.path.join(root, "cluster")
+    try:
+        with Admin({"cluster": cluster}) as admin:
+            admin.create_topics([NewTopic("t", 6)])["t"].result()
+        batches = peers.make_batches(args.records, 100)
+        with Producer({"cluster": cluster, "acks": "1"}) as producer:
+            for batch in batches:
+                producer.produce_batch("t", batch)
+        parquet = os.path.join(root, "parquet")
+        os.makedirs(parquet)
+        pq.write_table(pa.Table.from_batches(batches), os.path.join(parquet, "part-0.parquet"))
+        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+                 .config("spark.ui.showConsoleProgress", "false")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        spark.dataSource.register(MemorySource)
+        runs: dict[str, list[float]] = {"kstream": [], "memory ceiling": [], "parquet": []}
+        reads = {
+            "kstream": lambda: spark.read.format("kstream").option("cluster", cluster)
+            .option("subscribe", "t").option("startingOffsets", "earliest").load(),
+            "memory ceiling": lambda: spark.read.format("kstream_bench_memory")
+            .option("records", args.records).option("partitions", 6).load(),
+            "parquet": lambda: spark.read.parquet(parquet),
+        }
+        for name, read in reads.items():  # warm up each path once
+            read().write.format("noop").mode("overwrite").save()
+        for _ in range(args.repeats):
+            for name, read in reads.items():
+                runs[name].append(timed(lambda read=read: read().write.format("noop").mode("overwrite").save()))
+        spark.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    rows = {name: {"seconds": statistics.median(s), "records_per_s": args.records / statistics.median(s),
+                   "runs_s": s} for name, s in runs.items()}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "issue4.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    print("| Spark batch read → noop sink | records/s (median) | runs (s) |\n|---|---|---|")
+    for name, row in rows.items():
+        print(f"| {name} | {row['records_per_s']:,.0f} | {', '.join(f'{s:.2f}' for s in row['runs_s'])} |")
+    print(f"kstream / ceiling = {rows['kstream']['records_per_s'] / rows['memory ceiling']['records_per_s']:.2f}; "
+          f"kstream / parquet = {rows['kstream']['records_per_s'] / rows['parquet']['records_per_s']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
