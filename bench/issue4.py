@@ -112,7 +112,7 @@ def main() -> None:
             .option("records", args.records).option("partitions", 6).load(),
             "parquet": lambda: spark.read.parquet(parquet),
         }
-        for name, read in reads.items():  # warm up each path once
+        for read in reads.values():  # warm up each path once
             read().write.format("noop").mode("overwrite").save()
         for _ in range(args.repeats):
             for name, read in reads.items():
