@@ -28,6 +28,7 @@ from kstream.errors import ConfigError, OffsetOutOfRangeError
 from kstream.fetcher import Fetcher, PartitionFetch
 from kstream.log.change_notifier import ChangeNotifier
 from kstream.log.cluster import Cluster
+from kstream.log.isolation import Isolation
 from kstream.log.output import (
     StoredBatch,
     decode_frame,
@@ -36,6 +37,7 @@ from kstream.log.output import (
     to_python_records,
 )
 from kstream.log.records import PayloadCodec
+from kstream.log.transactions import TransactionStore
 from kstream.message import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -60,6 +62,7 @@ class Consumer:
         self._options = options
         self._codec = PayloadCodec()
         self._metadata_version = -1
+        self._transaction_store: TransactionStore | None = None
         self._fetcher = Fetcher(options["fetch.max.bytes"], options["max.partition.fetch.bytes"])
         self._assigned: dict[tuple[str, int], PartitionFetch] = {}
         self._order: list[tuple[str, int]] = []
@@ -88,15 +91,21 @@ class Consumer:
             info = self._cluster.topic(tp.topic)
             handle = self._cluster.partition(info, tp.partition)
             schema = Cluster.topic_schema(info)
+            isolation = Isolation(self._options["isolation.level"], self._transactions(), tp.topic, tp.partition)
             assigned = PartitionFetch(tp.topic, tp.partition, handle,
                                       handle.reader(check_crcs=self._options["check.crcs"]),
-                                      output_schema(schema), schema is not None)
+                                      output_schema(schema), schema is not None, isolation=isolation)
             assigned.fetch_offset = self._resolve(assigned, tp.offset)
             key = (tp.topic, tp.partition)
             if key not in self._assigned:
                 self._order.append(key)
             self._assigned[key] = assigned
             self._notifier.watch(handle.leader_dir)
+
+    def _transactions(self) -> TransactionStore:
+        if self._transaction_store is None:
+            self._transaction_store = TransactionStore(self._cluster.metadata)
+        return self._transaction_store
 
     def unassign(self) -> None:
         for assigned in self._assigned.values():
@@ -112,7 +121,7 @@ class Consumer:
         if offset == OFFSET_BEGINNING:
             return assigned.reader.log_start_offset()
         if offset == OFFSET_END:
-            return assigned.high_watermark()
+            return assigned.visible_end()
         if offset >= 0:
             return offset
         reset = self._options["auto.offset.reset"]
@@ -120,7 +129,7 @@ class Consumer:
             raise OffsetOutOfRangeError(
                 f"no valid position for {assigned.topic}-{assigned.partition} and "
                 "auto.offset.reset=error; assign an explicit offset")
-        return assigned.reader.log_start_offset() if reset == "earliest" else assigned.high_watermark()
+        return assigned.reader.log_start_offset() if reset == "earliest" else assigned.visible_end()
 
     def seek(self, partition: TopicPartition) -> None:
         """Set the next offset to read for an assigned partition."""

@@ -20,6 +20,7 @@ from collections import deque
 import pyarrow as pa
 
 from kstream.errors import KStreamError
+from kstream.log.isolation import READ_UNCOMMITTED, Isolation
 from kstream.log.log_reader import LogReader
 from kstream.log.output import OutputBuilder, StoredBatch, decode_frame
 from kstream.log.partition import Partition
@@ -29,11 +30,12 @@ from kstream.log.records import PayloadCodec
 class PartitionFetch:
     """One assigned partition: its handle and reader, fetch offset and fetched-but-unreturned batches."""
 
-    __slots__ = ("chunks", "eof_reported", "fetch_offset", "handle", "output", "partition", "reader", "topic",
-                 "typed")
+    __slots__ = ("chunks", "eof_reported", "fetch_offset", "handle", "isolation", "output", "partition",
+                 "reader", "topic", "typed")
 
     def __init__(self, topic: str, partition: int, handle: Partition, reader: LogReader, schema: pa.Schema,
-                 typed: bool, fetch_offset: int = 0):
+                 typed: bool, fetch_offset: int = 0, isolation: Isolation | None = None):
+        self.isolation = isolation or Isolation(READ_UNCOMMITTED, None, topic, partition)
         self.topic = topic
         self.partition = partition
         self.handle = handle
@@ -45,8 +47,12 @@ class PartitionFetch:
         self.eof_reported = False
 
     def high_watermark(self) -> int:
-        """What readers may see: below the HW (0 until a writer has published one)."""
+        """The HW (0 until a writer has published one)."""
         return self.handle.high_watermark() or 0
+
+    def visible_end(self) -> int:
+        """How far this consumer may read: the HW, or the LSO under read_committed."""
+        return self.isolation.end_offset(self.high_watermark())
 
     def buffered(self) -> int:
         return sum(chunk.batch.num_rows for chunk in self.chunks)
@@ -82,15 +88,20 @@ class Fetcher:
                 continue
             try:
                 frames = fetch.reader.read(fetch.fetch_offset, min(self.partition_max_bytes, budget),
-                                           end_offset=fetch.high_watermark())
+                                           end_offset=fetch.visible_end())
             except KStreamError as err:
                 failure = failure or err
                 continue
+            if frames:
+                fetch.isolation.prepare(fetch.fetch_offset)
             for frame in frames:
+                budget -= frame.header.frame_size
+                if not fetch.isolation.visible(frame.header):  # a marker, or aborted
+                    fetch.fetch_offset = frame.header.next_offset
+                    continue
                 stored = decode_frame(self._codec, frame).slice_from(fetch.fetch_offset)
                 fetch.chunks.append(stored)
                 fetch.fetch_offset = stored.next_offset
-                budget -= frame.header.frame_size
                 got = True
             if frames:
                 fetch.eof_reported = False

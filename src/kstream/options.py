@@ -192,6 +192,8 @@ PRODUCER_OPTIONS = _table(
     Option("enable.idempotence", "bool", True, "Producer id + sequence: retries never duplicate."),
     Option("message.max.bytes", "int", 1_000_000, "Largest record the producer accepts.",
            minimum=1),
+    Option("transactional.id", "str", None,
+           "Makes the producer transactional: init_transactions(), begin/commit/abort_transaction()."),
     Option("open.partitions.max", "int", 1000,
            "Partition handles a producer keeps open (least recently used closed beyond).", minimum=1),
     Option("partitioner", "enum", "murmur2_random",
@@ -216,7 +218,8 @@ CONSUMER_OPTIONS = _table(
     Option("check.crcs", "bool", True, "Verify every batch's checksum on read."),
     Option("enable.partition.eof", "bool", False, "Emit an EOF event at the end of a partition."),
     Option("enable.auto.commit", "bool", True, "Accepted; commits come with consumer groups."),
-    Option("isolation.level", "enum", "read_committed", "Accepted; transactions come later.",
+    Option("isolation.level", "enum", "read_committed",
+           "read_committed: up to the LSO, aborted data skipped; read_uncommitted: up to the HW.",
            choices=("read_committed", "read_uncommitted")),
 )
 

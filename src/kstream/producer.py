@@ -43,6 +43,7 @@ from kstream.log.records import (
 from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, make_message
 from kstream.options import PRODUCER_OPTIONS
 from kstream.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
+from kstream.producer_transactions import ProducerTransactions
 
 _time = time.time
 DeliveryCallback = Callable[[KafkaError | None, Any], None]
@@ -148,7 +149,10 @@ class Producer:
         self._open_handles: OrderedDict[tuple[str, int], _TopicState] = OrderedDict()
         self._lingering: dict[tuple[str, int], _TopicState] = {}  # open batches, oldest first
         self._max_open = options["open.partitions.max"]
-        if options["enable.idempotence"]:
+        self._transactions: ProducerTransactions | None = None
+        if options["transactional.id"]:
+            self._transactions = ProducerTransactions(self._cluster, options["transactional.id"])
+        elif options["enable.idempotence"]:
             self._producer_id = self._cluster.metadata.next_counter("producer_id")
             self._producer_epoch = 0
 
@@ -366,6 +370,11 @@ class Producer:
 
     def _append(self, state: _TopicState, partition: int, encoded: EncodedBatch,
                 acks: str | None = None) -> int:
+        if self._transactions is not None:
+            txn = self._transactions.current()
+            encoded = dataclasses.replace(encoded, attributes=encoded.attributes | fmt.TRANSACTIONAL,
+                                          producer_id=txn.producer_id, producer_epoch=txn.epoch)
+            return self._partition(state, partition).append(encoded, acks or self._acks, txn=txn).base_offset
         if self._producer_id != fmt.NO_PRODUCER_ID:
             key = (state.info.name, partition)
             sequence = self._sequences.get(key, 0)
@@ -448,6 +457,37 @@ class Producer:
                 cb(error, record)
                 served += 1
         return served
+
+    # -- transactions (transactional.id) --------------------------------------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register this transactional id with a new epoch: older instances are fenced and a
+        transaction they left open is aborted."""
+        self._transactional().init()
+
+    def begin_transaction(self) -> None:
+        self._transactional().begin()
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send everything produced in the transaction, then commit it on every partition."""
+        self._transactional().current()
+        self.flush()
+        self._transactional().end(commit=True)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Drop records not sent yet and abort what was: read_committed readers never see it."""
+        transactions = self._transactional()
+        transactions.current()
+        for state in self._topics.values():
+            state.batches = [None] * state.num_partitions
+        self._lingering.clear()
+        self._next_deadline = float("inf")
+        transactions.end(commit=False)
+
+    def _transactional(self) -> ProducerTransactions:
+        if self._transactions is None:
+            raise KStreamError("this producer has no transactional.id; set one to use transactions")
+        return self._transactions
 
     def close(self) -> None:
         """Flush, fsync what this producer wrote (a clean shutdown: the next writer

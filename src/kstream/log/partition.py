@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kstream.errors import LogDirOfflineError, NotEnoughReplicasError, ReplicaDivergedError
 from kstream.log import format as fmt
@@ -38,6 +38,9 @@ from kstream.log.metadata import Metadata, PartitionInfo
 from kstream.log.partition_log import AppendResult, EncodedBatch, PartitionLog
 from kstream.log.records import Payload
 from kstream.log.replica_sync import sync_followers
+
+if TYPE_CHECKING:
+    from kstream.log.txn_writer import TxnWriter
 
 T = TypeVar("T")
 _CATCH_UP_BYTES = 64 << 20  # bound on what one reconcile copies to a lagging ISR follower
@@ -85,12 +88,19 @@ class Partition:
 
     # -- appending ----------------------------------------------------------------------------
 
-    def append(self, batch: EncodedBatch, acks: str = "all") -> AppendResult:
-        """Append to the leader and the in-sync followers; see the module docstring for acks."""
+    def append(self, batch: EncodedBatch, acks: str = "all", txn: TxnWriter | None = None) -> AppendResult:
+        """Append to the leader and the in-sync followers; see the module docstring for acks.
+
+        With ``txn``, the batch belongs to that open transaction: the producer's
+        epoch is checked under the lock (a fenced producer gets FencedError and
+        writes nothing) and the partition joins the transaction before its first frame.
+        """
         self.leader_log.check_size(batch)
         minimum = self.config.min_insync_replicas
         with self._lock:
             self._refresh_locked()
+            if txn is not None:
+                txn.before_append_locked(self)
             result, header = self._append_leader_locked(batch, acks)
             self._copy_to_followers_locked(header, batch)
             self._lock.write_high_watermark(result.base_offset + batch.record_count)
@@ -108,6 +118,9 @@ class Partition:
         if len(self.info.isr) < len(self.info.replicas) and self.info.isr:
             self._sync_followers()
         return result
+
+    def log_end_offset_locked(self) -> int:
+        return self.leader_log.log_end_offset_locked()
 
     def _copy_to_followers_locked(self, header: bytes, batch: EncodedBatch) -> None:
         """Write the leader's frame to every in-sync follower, in parallel threads when

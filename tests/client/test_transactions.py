@@ -1,0 +1,87 @@
+"""Transactions in the log: commit, abort, the LSO, fencing, isolation levels."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from kstream import Consumer, FencedError, KStreamError, Producer, TopicPartition
+
+
+def read(cluster_path, level, topic="t", partitions=2):
+    consumer = Consumer({"cluster": cluster_path, "isolation.level": level})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values = []
+    while (m := consumer.poll(0.2)) is not None:
+        values.append(m.value())
+    consumer.close()
+    return sorted(values)
+
+
+def test_commit_abort_and_isolation_levels(cluster_path, make_topic):
+    make_topic("t", 2)
+    producer = Producer({"cluster": cluster_path, "transactional.id": "tx-1", "linger.ms": 0})
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.produce("t", b"committed-0", partition=0)
+    producer.produce_batch("t", pa.table({"value": [b"committed-1"], "partition": [1]}))
+    producer.commit_transaction()
+    producer.begin_transaction()
+    producer.produce("t", b"aborted-0", partition=0)
+    producer.produce("t", b"aborted-1", partition=1)
+    producer.flush()
+    producer.abort_transaction()
+    with Producer({"cluster": cluster_path}) as plain:
+        plain.produce("t", b"plain", partition=0)
+    assert read(cluster_path, "read_committed") == [b"committed-0", b"committed-1", b"plain"]
+    assert read(cluster_path, "read_uncommitted") == [b"aborted-0", b"aborted-1", b"committed-0",
+                                                       b"committed-1", b"plain"]
+    producer.close()
+
+
+def test_open_transaction_holds_back_read_committed_readers(cluster_path, make_topic):
+    make_topic("t", 1)
+    producer = Producer({"cluster": cluster_path, "transactional.id": "tx-open", "linger.ms": 0})
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.produce("t", b"pending", partition=0)
+    producer.flush()
+    with Producer({"cluster": cluster_path}) as plain:
+        plain.produce("t", b"after-the-open-one", partition=0)
+    assert read(cluster_path, "read_committed", partitions=1) == []  # stopped at the LSO
+    assert read(cluster_path, "read_uncommitted", partitions=1) == [b"after-the-open-one", b"pending"]
+    producer.commit_transaction()
+    assert read(cluster_path, "read_committed", partitions=1) == [b"after-the-open-one", b"pending"]
+    producer.close()
+
+
+def test_new_instance_fences_the_old_and_aborts_its_open_transaction(cluster_path, make_topic):
+    make_topic("t", 1)
+    zombie = Producer({"cluster": cluster_path, "transactional.id": "tx-z", "linger.ms": 0})
+    zombie.init_transactions()
+    zombie.begin_transaction()
+    zombie.produce("t", b"from-the-zombie", partition=0)
+    zombie.flush()
+    successor = Producer({"cluster": cluster_path, "transactional.id": "tx-z", "linger.ms": 0})
+    successor.init_transactions()  # bumps the epoch and aborts the zombie's transaction
+    with pytest.raises(FencedError, match="fenced by a newer instance"):
+        zombie.produce("t", b"too late", partition=0)
+    with pytest.raises(FencedError):
+        zombie.commit_transaction()
+    successor.begin_transaction()
+    successor.produce("t", b"from-the-successor", partition=0)
+    successor.commit_transaction()
+    assert read(cluster_path, "read_committed", partitions=1) == [b"from-the-successor"]
+    successor.close()
+
+
+def test_transactional_producer_needs_an_open_transaction(cluster_path, make_topic):
+    make_topic("t", 1)
+    producer = Producer({"cluster": cluster_path, "transactional.id": "tx-x", "linger.ms": 0})
+    with pytest.raises(KStreamError, match="init_transactions"):
+        producer.begin_transaction()
+    producer.init_transactions()
+    with pytest.raises(KStreamError, match="begin_transaction"):
+        producer.produce("t", b"outside", partition=0)
+    with pytest.raises(KStreamError, match="no transactional.id"):
+        Producer({"cluster": cluster_path}).begin_transaction()
