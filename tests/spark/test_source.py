@@ -109,3 +109,31 @@ def test_stream_available_now_with_max_offsets_per_trigger(spark, cluster_path, 
     written = spark.read.parquet(output)
     assert written.count() == 1050
     assert written.select("partition", "offset").distinct().count() == 1050  # nothing twice
+
+
+def test_read_committed_hides_aborted_and_open_transactions(spark, cluster_path, make_topic):
+    make_topic("tx", 1)
+    producer = Producer({"cluster": cluster_path, "transactional.id": "spark-tx", "linger.ms": 0})
+    producer.init_transactions()
+    for commit, value in ((True, b"kept"), (False, b"aborted")):
+        producer.begin_transaction()
+        producer.produce("tx", value, partition=0)
+        if commit:
+            producer.commit_transaction()
+        else:
+            producer.flush()
+            producer.abort_transaction()
+    producer.begin_transaction()
+    producer.produce("tx", b"open", partition=0)
+    producer.flush()
+
+    def values(level):
+        df = (spark.read.format("kstream").option("cluster", cluster_path).option("subscribe", "tx")
+              .option("isolation.level", level).load())
+        return sorted(r.value for r in df.collect())
+
+    assert values("read_committed") == [b"kept"]
+    assert values("read_uncommitted") == [b"aborted", b"kept", b"open"]
+    producer.commit_transaction()
+    assert values("read_committed") == [b"kept", b"open"]
+    producer.close()

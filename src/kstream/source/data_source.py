@@ -71,11 +71,13 @@ class KStreamBatchReader(DataSourceReader):
         cluster = Cluster.open(self.cluster_path)
         try:
             tps = planning.topic_partitions(cluster, self.options)
-            start = planning.resolve(cluster, self.options.starting_offsets, tps, EARLIEST)
-            end = planning.resolve(cluster, self.options.ending_offsets, tps, LATEST)
+            level = self.options.isolation_level
+            start = planning.resolve(cluster, self.options.starting_offsets, tps, EARLIEST, level)
+            end = planning.resolve(cluster, self.options.ending_offsets, tps, LATEST, level)
         finally:
             cluster.close()
-        return [_Split(s) for s in planning.ranges(self.cluster_path, start, end, self.options.fail_on_data_loss)]
+        return [_Split(s) for s in planning.ranges(self.cluster_path, start, end, self.options.fail_on_data_loss,
+                                                   self.options.isolation_level)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, _Split)
@@ -104,7 +106,8 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict:
         tps = planning.topic_partitions(self.cluster, self.options)
-        return planning.resolve(self.cluster, self.options.starting_offsets, tps, EARLIEST)
+        return planning.resolve(self.cluster, self.options.starting_offsets, tps, EARLIEST,
+                                self.options.isolation_level)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:
@@ -113,7 +116,7 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _available(self, start: dict) -> planning.Offsets:
         tps = planning.topic_partitions(self.cluster, self.options)
-        latest = planning.resolve(self.cluster, "latest", tps, LATEST)
+        latest = planning.resolve(self.cluster, "latest", tps, LATEST, self.options.isolation_level)
         for topic, partitions in latest.items():
             for partition in partitions:
                 start.setdefault(topic, {}).setdefault(partition, 0)  # new partitions: from the start
@@ -122,7 +125,7 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         """Trigger.AvailableNow: read what exists now (in batches of the read limit), then stop."""
         tps = planning.topic_partitions(self.cluster, self.options)
-        self._available_now_end = planning.resolve(self.cluster, "latest", tps, LATEST)
+        self._available_now_end = planning.resolve(self.cluster, "latest", tps, LATEST, self.options.isolation_level)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         start = {t: dict(ps) for t, ps in start.items()}
@@ -136,10 +139,11 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def reportLatestOffset(self) -> dict | None:
         tps = planning.topic_partitions(self.cluster, self.options)
-        return planning.resolve(self.cluster, "latest", tps, LATEST)
+        return planning.resolve(self.cluster, "latest", tps, LATEST, self.options.isolation_level)
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        return [_Split(s) for s in planning.ranges(self.cluster_path, start, end, self.options.fail_on_data_loss)]
+        return [_Split(s) for s in planning.ranges(self.cluster_path, start, end, self.options.fail_on_data_loss,
+                                                   self.options.isolation_level)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, _Split)

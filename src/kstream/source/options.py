@@ -31,6 +31,7 @@ class ReaderOptions:
     max_offsets_per_trigger: int | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
+    isolation_level: str = "read_committed"
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], streaming: bool) -> ReaderOptions:
@@ -71,6 +72,8 @@ class ReaderOptions:
             max_offsets_per_trigger=_positive_int("maxOffsetsPerTrigger", max_offsets),
             include_headers=_bool("includeHeaders", lower.get("includeheaders", "false")),
             fail_on_data_loss=_bool("failOnDataLoss", lower.get("failondataloss", "true")),
+            isolation_level=_isolation(lower.get("kafka.isolation.level", lower.get("isolation.level",
+                                                                                     "read_committed"))),
         )
 
 
@@ -116,3 +119,9 @@ def _bool(name: str, text: str) -> bool:
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
     raise ConfigError(f"option {name!r}: {text!r} is not true or false")
+
+
+def _isolation(text: str) -> str:
+    if text not in ("read_committed", "read_uncommitted"):
+        raise ConfigError(f"option 'isolation.level': {text!r} is not read_committed or read_uncommitted")
+    return text

@@ -15,8 +15,10 @@ import pyarrow as pa
 
 from kstream.errors import OffsetOutOfRangeError
 from kstream.log.cluster import Cluster
+from kstream.log.isolation import Isolation
 from kstream.log.output import TIMESTAMP_TYPE, OutputBuilder, decode_frame
 from kstream.log.records import HEADER_TYPE, PayloadCodec
+from kstream.log.transactions import TransactionStore
 from kstream.source.planning import PartitionRange
 
 log = logging.getLogger(__name__)
@@ -41,6 +43,9 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
                 raise OffsetOutOfRangeError(message + "; set failOnDataLoss=false to skip them")
             log.warning("%s; skipping them (failOnDataLoss=false)", message)
             offset = log_start
+        isolation = Isolation(split.isolation_level, TransactionStore(cluster.metadata), split.topic,
+                              split.partition)
+        isolation.prepare(offset)
         while offset < split.end:
             frames = reader.read(offset, _FETCH_BYTES, end_offset=split.end)
             if not frames:
@@ -48,6 +53,9 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
                     f"{split.topic}-{split.partition} has no data at offset {offset}, below the planned end "
                     f"{split.end}")
             for frame in frames:
+                if not isolation.visible(frame.header):  # a transaction marker, or aborted
+                    offset = frame.header.next_offset
+                    continue
                 stored = decode_frame(codec, frame).slice_from(offset)
                 if stored.next_offset > split.end:
                     stored = stored.head(split.end - stored.base_offset)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from kstream.errors import PartitionNotFoundError, TopicNotFoundError
 from kstream.log.cluster import Cluster
+from kstream.log.isolation import Isolation
+from kstream.log.transactions import TransactionStore
 from kstream.source.options import EARLIEST, LATEST, ReaderOptions
 
 Offsets = dict[str, dict[str, int]]
@@ -27,6 +29,7 @@ class PartitionRange:
     start: int
     end: int
     fail_on_data_loss: bool
+    isolation_level: str = "read_committed"
 
 
 def topic_partitions(cluster: Cluster, options: ReaderOptions) -> list[tuple[str, int]]:
@@ -55,19 +58,20 @@ def topic_partitions(cluster: Cluster, options: ReaderOptions) -> list[tuple[str
     return [(t, p) for t in sorted(topics) for p in range(cluster.topic(t).num_partitions)]
 
 
-def bounds(cluster: Cluster, topic: str, partition: int) -> tuple[int, int]:
-    """(log start offset, high watermark) of a partition now."""
+def bounds(cluster: Cluster, topic: str, partition: int, isolation_level: str) -> tuple[int, int]:
+    """(log start offset, end a reader may read to: the HW, or the LSO under read_committed)."""
     handle = cluster.partition(topic, partition)
     reader = handle.reader(check_crcs=False)
     try:
-        return reader.log_start_offset(), handle.high_watermark() or 0
+        isolation = Isolation(isolation_level, TransactionStore(cluster.metadata), topic, partition)
+        return reader.log_start_offset(), isolation.end_offset(handle.high_watermark() or 0)
     finally:
         reader.close()
         handle.close()
 
 
 def resolve(cluster: Cluster, spec: str | Mapping[str, Mapping[str, int]], tps: list[tuple[str, int]],
-            missing: int) -> Offsets:
+            missing: int, isolation_level: str = "read_committed") -> Offsets:
     """Concrete offsets for ``tps``: 'earliest'/'latest', or JSON with -2/-1 per partition;
     partitions the JSON leaves out take ``missing`` (EARLIEST or LATEST)."""
     result: Offsets = {}
@@ -77,18 +81,20 @@ def resolve(cluster: Cluster, spec: str | Mapping[str, Mapping[str, int]], tps: 
         else:
             wanted = spec.get(topic, {}).get(str(partition), missing)
         if wanted < 0:
-            start, end = bounds(cluster, topic, partition)
+            start, end = bounds(cluster, topic, partition, isolation_level)
             wanted = start if wanted == EARLIEST else end
         result.setdefault(topic, {})[str(partition)] = wanted
     return result
 
 
-def ranges(cluster_path: str, start: Offsets, end: Offsets, fail_on_data_loss: bool) -> list[PartitionRange]:
+def ranges(cluster_path: str, start: Offsets, end: Offsets, fail_on_data_loss: bool,
+           isolation_level: str) -> list[PartitionRange]:
     """One split per topic-partition with data between ``start`` and ``end``."""
     splits = []
     for topic, partitions in sorted(end.items()):
         for partition, stop in sorted(partitions.items(), key=lambda item: int(item[0])):
             begin = start.get(topic, {}).get(partition, 0)
             if stop > begin:
-                splits.append(PartitionRange(cluster_path, topic, int(partition), begin, stop, fail_on_data_loss))
+                splits.append(PartitionRange(cluster_path, topic, int(partition), begin, stop, fail_on_data_loss,
+                                             isolation_level))
     return splits
