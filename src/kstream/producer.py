@@ -150,6 +150,7 @@ class Producer:
         self._lingering: dict[tuple[str, int], _TopicState] = {}  # open batches, oldest first
         self._max_open = options["open.partitions.max"]
         self._transactions: ProducerTransactions | None = None
+        self._sink_txn: Any = None
         if options["transactional.id"]:
             self._transactions = ProducerTransactions(self._cluster, options["transactional.id"])
         elif options["enable.idempotence"]:
@@ -370,6 +371,11 @@ class Producer:
 
     def _append(self, state: _TopicState, partition: int, encoded: EncodedBatch,
                 acks: str | None = None) -> int:
+        if self._sink_txn is not None:  # a Spark sink task: its transaction is decided by the driver
+            encoded = dataclasses.replace(encoded, attributes=encoded.attributes | fmt.TRANSACTIONAL,
+                                          producer_id=self._sink_txn.producer_id, producer_epoch=0)
+            return self._partition(state, partition).append(encoded, acks or self._acks,
+                                                             txn=self._sink_txn).base_offset
         if self._transactions is not None:
             txn = self._transactions.current()
             encoded = dataclasses.replace(encoded, attributes=encoded.attributes | fmt.TRANSACTIONAL,
@@ -483,6 +489,10 @@ class Producer:
         self._lingering.clear()
         self._next_deadline = float("inf")
         transactions.end(commit=False)
+
+    def bind_sink_transaction(self, writer: Any) -> None:
+        """Internal (the Spark sink): write every frame into the task's transaction."""
+        self._sink_txn = writer
 
     def _transactional(self) -> ProducerTransactions:
         if self._transactions is None:

@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -23,6 +30,7 @@ from pyspark.sql.types import StructType
 
 from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.log.output import output_schema
+from kstream.sink.writer import KStreamBatchWriter, KStreamStreamWriter
 from kstream.source import planning
 from kstream.source.options import EARLIEST, LATEST, ReaderOptions
 from kstream.source.partition_reader import read_range
@@ -47,6 +55,12 @@ class KStreamDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KStreamStreamReader(dict(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return KStreamBatchWriter(dict(self.options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return KStreamStreamWriter(dict(self.options))
 
 
 class _Split(InputPartition):

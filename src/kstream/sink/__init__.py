@@ -1,0 +1,1 @@
+"""The Spark sink `df.write.format("kstream")` / `writeStream.format("kstream")`: exactly-once writes."""
