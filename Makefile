@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install run test test-slow bench lint clean
+.PHONY: install run run-cli test test-slow bench lint clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,12 @@ $(STAMP): setup.cfg pyproject.toml
 
 install: $(STAMP)
 
+# The Spark quick start: events -> streaming aggregation -> topic, exactly once (cluster ./data).
 run: $(STAMP)
+	$(VENV)/bin/spark-submit --properties-file conf/spark-defaults.conf jobs/quickstart.py
+
+# The same idea through the kstream CLI only (no Spark).
+run-cli: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash jobs/quickstart_cli.sh
 
 test: $(STAMP)
