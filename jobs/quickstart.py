@@ -14,7 +14,7 @@ import tempfile
 import time
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import functions as F  # noqa: N812 - the usual PySpark spelling
 
 from kstream import Admin, NewTopic, Producer
 
