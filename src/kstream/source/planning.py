@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kstream.errors import PartitionNotFoundError, TopicNotFoundError
+from kstream.errors import OffsetOutOfRangeError, PartitionNotFoundError, TopicNotFoundError
 from kstream.log.cluster import Cluster
 from kstream.log.isolation import Isolation
 from kstream.log.transactions import TransactionStore
@@ -80,9 +80,14 @@ def resolve(cluster: Cluster, spec: str | Mapping[str, Mapping[str, int]], tps: 
             wanted = EARLIEST if spec == "earliest" else LATEST
         else:
             wanted = spec.get(topic, {}).get(str(partition), missing)
+        start, end = bounds(cluster, topic, partition, isolation_level)
         if wanted < 0:
-            start, end = bounds(cluster, topic, partition, isolation_level)
             wanted = start if wanted == EARLIEST else end
+        elif wanted > end:
+            held = f"offsets {start}..{end - 1}" if end > start else f"no readable records (next offset {end})"
+            raise OffsetOutOfRangeError(
+                f"offset {wanted} of {topic}-{partition} does not exist yet: it has {held}; "
+                f"use -1 for latest or an offset up to {end}")
         result.setdefault(topic, {})[str(partition)] = wanted
     return result
 
