@@ -148,6 +148,9 @@ CLUSTER_OPTIONS = _table(
     Option("replica.fetch.max.bytes", "int", 1 << 20,
            "Bytes a writer copies to a lagging follower per append (kstream replicator: no limit).",
            minimum=1024),
+    Option("transaction.timeout.ms", "int", 900_000,
+           "Abort a transaction (or a Spark task's write) left open this long by a dead producer or driver.",
+           minimum=1000),
     Option("auto.create.topics.enable", "bool", False,
            "Create unknown topics on first produce (off: unknown topics are an error)."),
 )

@@ -26,6 +26,7 @@ class ProducerTransactions:
     def init(self) -> None:
         """Register with a new epoch (fencing older instances) and abort what they left open."""
         store = TransactionStore(self.cluster.metadata)
+        abort_expired(self.cluster, store)
         state, left_open = store.init(self.transactional_id)
         if left_open is not None:
             write_markers(self.cluster, store, sorted(left_open.partitions), left_open.producer_id,
@@ -59,3 +60,14 @@ class ProducerTransactions:
         if self.writer is None:
             raise KStreamError(f"call init_transactions() first (transactional.id={self.transactional_id!r})")
         return self.writer
+
+
+def abort_expired(cluster: Cluster, store: TransactionStore) -> int:
+    """Abort transactions whose producer went quiet for transaction.timeout.ms (it died
+    without ending them), so they stop holding the LSO back. Returns how many."""
+    timeout_ms = cluster.config["transaction.timeout.ms"]
+    expired = store.expired(timeout_ms)
+    for state in expired:
+        write_markers(cluster, store, sorted(state.partitions), state.producer_id, state.epoch, commit=False)
+        store.complete(state.transactional_id, state.epoch, committed=False)
+    return len(expired)

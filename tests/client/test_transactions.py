@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pyarrow as pa
 import pytest
 
-from kstream import Consumer, FencedError, KStreamError, Producer, TopicPartition
+from kstream import Admin, Consumer, FencedError, KStreamError, NewTopic, Producer, TopicPartition
 
 
 def read(cluster_path, level, topic="t", partitions=2):
@@ -85,3 +87,22 @@ def test_transactional_producer_needs_an_open_transaction(cluster_path, make_top
         producer.produce("t", b"outside", partition=0)
     with pytest.raises(KStreamError, match="no transactional.id"):
         Producer({"cluster": cluster_path}).begin_transaction()
+
+
+def test_a_dead_producers_transaction_is_aborted_after_the_timeout(tmp_path):
+    path = str(tmp_path / "c")
+    with Admin({"cluster": path, "transaction.timeout.ms": 1000}) as admin:
+        admin.create_topics([NewTopic("t", 1)])["t"].result()
+    dead = Producer({"cluster": path, "transactional.id": "will-die", "linger.ms": 0})
+    dead.init_transactions()
+    dead.begin_transaction()
+    dead.produce("t", b"never committed", partition=0)
+    dead.flush()  # ... and the process dies here, transaction open
+    with Producer({"cluster": path, "linger.ms": 0}) as plain:
+        plain.produce("t", b"later", partition=0)
+    assert read(path, "read_committed", partitions=1) == []  # held back by the open transaction
+    time.sleep(1.2)
+    other = Producer({"cluster": path, "transactional.id": "someone-else"})
+    other.init_transactions()  # expires the dead one's transaction
+    assert read(path, "read_committed", partitions=1) == [b"later"]
+    other.close()

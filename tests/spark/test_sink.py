@@ -76,3 +76,19 @@ def test_a_replayed_micro_batch_commits_nothing_twice(spark, cluster_path, make_
     assert failed_attempt.writes.records == 1
     store = SinkStore(Cluster.open(cluster_path))
     assert store.transactions.first_open_offset("out", 0) is None  # nothing holds the LSO back
+
+
+def test_bad_sink_input_fails_and_leaves_nothing_visible_or_open(spark, cluster_path, make_topic):
+    make_topic("out", 2)
+    no_value = spark.createDataFrame([(b"k", b"x")], "key binary, payload binary")
+    with pytest.raises(Exception, match="needs a 'value' column"):
+        no_value.write.format("kstream").option("cluster", cluster_path).option("topic", "out").mode("append").save()
+    wrong_type = spark.createDataFrame([(1,)], "value int")
+    with pytest.raises(Exception, match="column 'value' has type int32; expected binary or string"):
+        wrong_type.write.format("kstream").option("cluster", cluster_path).option("topic", "out").mode("append").save()
+    no_topic = spark.createDataFrame([(b"v",)], "value binary")
+    with pytest.raises(Exception, match="need a 'topic' column or"):
+        no_topic.write.format("kstream").option("cluster", cluster_path).mode("append").save()
+    assert committed_values(cluster_path, "out", 2) == []
+    store = SinkStore(Cluster.open(cluster_path))
+    assert all(store.transactions.first_open_offset("out", p) is None for p in range(2))

@@ -17,6 +17,9 @@ then calls ``commit(messages, batchId)`` once on the driver. So:
   query starts, so they never become visible and never hold the LSO.
 
 A sink is identified by its checkpoint location (streaming) or a job id (batch).
+Writes that no driver ever decides (the driver died) are aborted once older
+than ``transaction.timeout.ms`` (:meth:`SinkStore.abort_expired`, run whenever
+a sink task starts), so they cannot hold the LSO back for good.
 """
 
 from __future__ import annotations
@@ -103,7 +106,20 @@ class SinkStore:
         return True
 
     def abort(self, sink_id: str, writes: list[TaskWrites]) -> None:
+        """Spark aborts the batch or job: everything the sink has open goes, including the
+        writes of failed tasks that sent no commit message."""
         self._abort(sink_id, {w.producer_id for w in writes})
+        self._abort_orphans(sink_id)
+
+    def abort_expired(self, timeout_ms: int) -> int:
+        """Abort task writes of any sink older than ``timeout_ms`` that no decision names
+        (a driver that died before committing or aborting). Returns how many."""
+        cutoff = _now() - timeout_ms
+        rows = self.cluster.metadata.connection.execute(
+            "SELECT sink_id, producer_id FROM sink_producers WHERE created_ms < ?", (cutoff,)).fetchall()
+        for sink_id, producer_id in rows:
+            self._abort(sink_id, {producer_id})
+        return len(rows)
 
     def recover(self, sink_id: str) -> None:
         """Roll forward a commit a crashed driver decided but did not finish."""

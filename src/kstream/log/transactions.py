@@ -137,6 +137,13 @@ class TransactionStore:
         if not changed:
             self.check_epoch(transactional_id, epoch)
 
+    def expired(self, timeout_ms: int) -> list[TransactionState]:
+        """Open transactions not touched for ``timeout_ms`` (their producer is gone)."""
+        rows = self.metadata.connection.execute(
+            "SELECT transactional_id FROM transactions WHERE state = ? AND updated_ms < ?",
+            (ONGOING, _now() - timeout_ms)).fetchall()
+        return [self.get(r[0]) for r in rows]
+
     def first_open_offset(self, topic: str, partition: int) -> int | None:
         """The smallest first offset of an open transaction in the partition (LSO), if any."""
         row = self.metadata.connection.execute(

@@ -44,10 +44,23 @@ class SinkOptions:
         return cls(resolve_cluster_path(lower.get("cluster")), lower.get("topic"))
 
 
+def check_sink_schema(columns: list[str], options: Mapping[str, str]) -> None:
+    """Fail at analysis time, before any task runs, on input the sink cannot write."""
+    if "value" not in columns:
+        raise InvalidRecordError(f"the kstream sink needs a 'value' column (binary or string); got {columns}")
+    if "topic" not in columns and not any(k.lower() == "topic" for k in options):
+        raise InvalidRecordError("rows need a 'topic' column or the sink needs .option('topic', ...)")
+    unknown = set(columns) - {"key", "value", "headers", "partition", "topic", "timestamp"}
+    if unknown:
+        raise InvalidRecordError(f"the kstream sink does not know columns {sorted(unknown)}; allowed: key, value, "
+                                 "headers, partition, topic, timestamp (select or drop the others)")
+
+
 def write_task(options: SinkOptions, sink_id: str, batches: Iterator[pa.RecordBatch]) -> TaskCommit:
     """Executor side: write one task's rows as one transactional producer."""
     cluster = Cluster.open(options.cluster)
     store = SinkStore(cluster)
+    store.abort_expired(cluster.config["transaction.timeout.ms"])
     writer = SinkTaskWriter(store, sink_id)
     producer = Producer({"cluster": options.cluster, "acks": "1", "enable.idempotence": False})
     producer.bind_sink_transaction(writer)

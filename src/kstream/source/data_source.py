@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 
 from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.log.output import output_schema
-from kstream.sink.writer import KStreamBatchWriter, KStreamStreamWriter
+from kstream.sink.writer import KStreamBatchWriter, KStreamStreamWriter, check_sink_schema
 from kstream.source import planning
 from kstream.source.options import EARLIEST, LATEST, ReaderOptions
 from kstream.source.partition_reader import read_range
@@ -57,9 +57,11 @@ class KStreamDataSource(DataSource):
         return KStreamStreamReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        check_sink_schema(schema.fieldNames(), dict(self.options))
         return KStreamBatchWriter(dict(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        check_sink_schema(schema.fieldNames(), dict(self.options))
         return KStreamStreamWriter(dict(self.options))
 
 
