@@ -137,3 +137,22 @@ def test_read_committed_hides_aborted_and_open_transactions(spark, cluster_path,
     producer.commit_transaction()
     assert values("read_committed") == [b"kept", b"open"]
     producer.close()
+
+
+def test_typed_topic_reads_its_columns_and_only_the_ones_asked_for(spark, cluster_path, make_topic):
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
+    make_topic("typed", 2, schema=schema)
+    with Producer({"cluster": cluster_path, "compression.type": "zstd"}) as producer:
+        producer.produce_batch("typed", pa.table({"id": list(range(100)), "name": [f"n{i}" for i in range(100)],
+                                                  "score": [i / 2 for i in range(100)]}))
+    full = spark.read.format("kstream").option("cluster", cluster_path).option("subscribe", "typed").load()
+    assert full.columns == ["key", "id", "name", "score", "topic", "partition", "offset", "timestamp",
+                            "timestampType"]
+    assert sorted((r.id, r.name, r.score) for r in full.collect()) == [(i, f"n{i}", i / 2) for i in range(100)]
+    some = (spark.read.format("kstream").option("cluster", cluster_path).option("subscribe", "typed")
+            .option("columns", "id,offset").load())
+    assert some.columns == ["id", "offset"]
+    assert sorted(r.id for r in some.collect()) == list(range(100))
+    with pytest.raises(Exception, match="option 'columns' names \\['nope'\\]"):
+        (spark.read.format("kstream").option("cluster", cluster_path).option("subscribe", "typed")
+         .option("columns", "id,nope").load())

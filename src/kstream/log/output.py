@@ -65,9 +65,9 @@ class StoredBatch:
                            self.log_append_time)
 
 
-def decode_frame(codec: PayloadCodec, frame: Frame) -> StoredBatch:
+def decode_frame(codec: PayloadCodec, frame: Frame, columns: frozenset[str] | None = None) -> StoredBatch:
     header = frame.header
-    batch = codec.decode(frame.payload, header.schema_length)
+    batch = codec.decode(frame.payload, header.schema_length, columns)
     return StoredBatch(header.base_offset, batch, header.max_timestamp,
                        bool(header.attributes & fmt.LOG_APPEND_TIME))
 

@@ -324,8 +324,13 @@ class PayloadCodec:
             crc = _crc32c.crc32c(part, crc)
         return Payload(tuple(parts), sink.size - 8, crc, len(self._schema_message(batch.schema)))
 
-    def decode(self, payload: pa.Buffer | memoryview, schema_length: int) -> pa.RecordBatch:
-        """The record batch stored in a frame payload (zero copy when uncompressed)."""
+    def decode(self, payload: pa.Buffer | memoryview, schema_length: int,
+               columns: frozenset[str] | None = None) -> pa.RecordBatch:
+        """The record batch stored in a frame payload (zero copy when uncompressed).
+
+        With ``columns``, only those stored columns are read: the others are
+        neither decompressed nor decoded.
+        """
         buffer = payload if isinstance(payload, pa.Buffer) else pa.py_buffer(payload)
         schema_key = buffer.slice(0, schema_length).to_pybytes()
         schema = self._schemas.get(schema_key)
@@ -334,4 +339,8 @@ class PayloadCodec:
                 self._schemas.clear()
             schema = ipc.read_schema(buffer.slice(0, schema_length))
             self._schemas[schema_key] = schema
-        return ipc.read_record_batch(buffer.slice(schema_length), schema)
+        if columns is None or columns.issuperset(schema.names):
+            return ipc.read_record_batch(buffer.slice(schema_length), schema)
+        wanted = [i for i, name in enumerate(schema.names) if name in columns]
+        reader = ipc.open_stream(buffer, options=ipc.IpcReadOptions(included_fields=wanted))
+        return reader.read_next_batch()

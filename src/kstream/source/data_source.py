@@ -28,6 +28,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from kstream.errors import ConfigError
 from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.log.output import output_schema
 from kstream.sink.writer import KStreamBatchWriter, KStreamStreamWriter, check_sink_schema
@@ -44,11 +45,22 @@ class KStreamDataSource(DataSource):
         return "kstream"
 
     def schema(self) -> StructType:
-        include_headers = ReaderOptions.from_options(self.options, streaming=False).include_headers
-        arrow = output_schema(None)
-        if not include_headers:
-            arrow = arrow.remove(arrow.get_field_index("headers"))
-        return from_arrow_schema(arrow)
+        """key/value (or a typed topic's columns) plus topic, partition, offset, timestamp,
+        timestampType (and headers with includeHeaders); ``columns`` keeps only those named."""
+        options = ReaderOptions.from_options(self.options, streaming=False)
+        cluster = Cluster.open(resolve_cluster_path(options.cluster))
+        try:
+            arrow = output_schema(planning.value_schema(cluster, options))
+        finally:
+            cluster.close()
+        keep = [f for f in arrow if (f.name != "headers" or options.include_headers)]
+        if options.columns is not None:
+            unknown = set(options.columns) - {f.name for f in keep}
+            if unknown:
+                raise ConfigError(f"option 'columns' names {sorted(unknown)}, which the topic does not have; "
+                                  f"columns: {[f.name for f in keep]}")
+            keep = [f for f in keep if f.name in options.columns]
+        return from_arrow_schema(pa.schema(keep))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return KStreamBatchReader(dict(self.options), schema)

@@ -32,6 +32,7 @@ class ReaderOptions:
     include_headers: bool = False
     fail_on_data_loss: bool = True
     isolation_level: str = "read_committed"
+    columns: tuple[str, ...] | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], streaming: bool) -> ReaderOptions:
@@ -72,6 +73,8 @@ class ReaderOptions:
             max_offsets_per_trigger=_positive_int("maxOffsetsPerTrigger", max_offsets),
             include_headers=_bool("includeHeaders", lower.get("includeheaders", "false")),
             fail_on_data_loss=_bool("failOnDataLoss", lower.get("failondataloss", "true")),
+            columns=tuple(c.strip() for c in lower["columns"].split(",") if c.strip()) if "columns" in lower
+            else None,
             isolation_level=_isolation(lower.get("kafka.isolation.level", lower.get("isolation.level",
                                                                                      "read_committed"))),
         )

@@ -33,6 +33,8 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
     codec = PayloadCodec()
     names = [f.name for f in schema]
     builder = OutputBuilder(split.topic, split.partition, _builder_schema(schema))
+    # Stored columns this read needs (a "timestamp" output can come from the stored column).
+    stored_columns = frozenset(names) | ({"timestamp"} if "timestamp" in names else set())
     try:
         offset = split.start
         log_start = reader.log_start_offset()
@@ -56,7 +58,7 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
                 if not isolation.visible(frame.header):  # a transaction marker, or aborted
                     offset = frame.header.next_offset
                     continue
-                stored = decode_frame(codec, frame).slice_from(offset)
+                stored = decode_frame(codec, frame, stored_columns).slice_from(offset)
                 if stored.next_offset > split.end:
                     stored = stored.head(split.end - stored.base_offset)
                 batch = builder.build(stored)

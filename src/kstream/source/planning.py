@@ -10,7 +10,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kstream.errors import OffsetOutOfRangeError, PartitionNotFoundError, TopicNotFoundError
+import pyarrow as pa
+
+from kstream.errors import ConfigError, OffsetOutOfRangeError, PartitionNotFoundError, TopicNotFoundError
 from kstream.log.cluster import Cluster
 from kstream.log.isolation import Isolation
 from kstream.log.transactions import TransactionStore
@@ -56,6 +58,16 @@ def topic_partitions(cluster: Cluster, options: ReaderOptions) -> list[tuple[str
                 f"{', '.join(existing) or 'none'}")
         topics = list(options.subscribe)
     return [(t, p) for t in sorted(topics) for p in range(cluster.topic(t).num_partitions)]
+
+
+def value_schema(cluster: Cluster, options: ReaderOptions) -> pa.Schema | None:
+    """The typed schema the selected topics share, or None when they are bytes topics."""
+    topics = sorted({topic for topic, _ in topic_partitions(cluster, options)})
+    schemas = {topic: Cluster.topic_schema(cluster.topic(topic)) for topic in topics}
+    kinds = {None if s is None else s.serialize().to_pybytes() for s in schemas.values()}
+    if len(kinds) > 1:
+        raise ConfigError(f"the selected topics {topics} mix bytes topics and typed schemas; read them separately")
+    return next(iter(schemas.values()), None)
 
 
 def bounds(cluster: Cluster, topic: str, partition: int, isolation_level: str) -> tuple[int, int]:
