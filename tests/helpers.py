@@ -46,3 +46,20 @@ def read_all(directory: str, start: int = 0) -> list[tuple[int, bytes]]:
                 offset = stored.next_offset
     finally:
         reader.close()
+
+
+def consume_values(cluster_path: str, topic: str, partitions, level: str = "read_committed",
+                   timeout: float = 0.3) -> list:
+    """Every value a fresh consumer reads from offset 0 of ``partitions`` (an int count or a list)."""
+    from kstream import Consumer, TopicPartition
+
+    numbers = range(partitions) if isinstance(partitions, int) else partitions
+    consumer = Consumer({"cluster": cluster_path, "isolation.level": level})
+    consumer.assign([TopicPartition(topic, p, 0) for p in numbers])
+    values = []
+    try:
+        while (message := consumer.poll(timeout)) is not None:
+            values.append(message.value())
+    finally:
+        consumer.close()
+    return values

@@ -7,17 +7,12 @@ import time
 import pyarrow as pa
 import pytest
 
-from kstream import Admin, Consumer, FencedError, KStreamError, NewTopic, Producer, TopicPartition
+from helpers import consume_values
+from kstream import Admin, FencedError, KStreamError, NewTopic, Producer
 
 
 def read(cluster_path, level, topic="t", partitions=2):
-    consumer = Consumer({"cluster": cluster_path, "isolation.level": level})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values = []
-    while (m := consumer.poll(0.2)) is not None:
-        values.append(m.value())
-    consumer.close()
-    return sorted(values)
+    return sorted(consume_values(cluster_path, topic, partitions, level, timeout=0.2))
 
 
 def test_commit_abort_and_isolation_levels(cluster_path, make_topic):

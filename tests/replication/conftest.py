@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from helpers import consume_values
 from kstream import Admin, NewTopic
 from kstream.log import faults
 
@@ -53,12 +54,4 @@ def replica_frames(directory):
 
 def consume_all(cluster_path, topic="t", partition=0):
     """Every value of one partition, read from offset 0 by a fresh consumer."""
-    from kstream import Consumer, TopicPartition
-
-    consumer = Consumer({"cluster": cluster_path})
-    consumer.assign([TopicPartition(topic, partition, 0)])
-    values = []
-    while (message := consumer.poll(0.3)) is not None:
-        values.append(message.value())
-    consumer.close()
-    return values
+    return consume_values(cluster_path, topic, [partition], "read_uncommitted")

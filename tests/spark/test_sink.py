@@ -5,7 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from kstream import Consumer, Producer, TopicPartition
+from helpers import consume_values
+from kstream import Producer
 from kstream.log.cluster import Cluster
 from kstream.log.sink_transactions import SinkStore
 from kstream.sink.writer import KStreamStreamWriter, SinkOptions, write_task
@@ -14,13 +15,7 @@ pytestmark = pytest.mark.spark
 
 
 def committed_values(cluster_path, topic, partitions):
-    consumer = Consumer({"cluster": cluster_path, "isolation.level": "read_committed"})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values = []
-    while (m := consumer.poll(0.3)) is not None:
-        values.append(m.value())
-    consumer.close()
-    return sorted(values)
+    return sorted(consume_values(cluster_path, topic, partitions))
 
 
 def test_batch_write_round_trip_with_keys_and_topic_column(spark, cluster_path, make_topic):
