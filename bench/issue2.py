@@ -20,48 +20,16 @@ summary on stdout; OUT/record_size.png is the record-size plot.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import tempfile
 import time
-from collections.abc import Callable
-from typing import Any
 
 import pyarrow as pa
 
 from bench import peers
+from bench.harness import Row, median, run_sections, timed, timed_seconds
 from kstream import OFFSET_BEGINNING, Admin, Consumer, NewTopic, Producer, TopicPartition, perf
-
-Row = dict[str, Any]
-
-
-def warm_memory(directory: str, gigabytes: float) -> None:
-    """Touch fresh memory once: on this VM the first write into never-used page
-    cache runs ~10x slower than later ones, which would penalise whoever runs first."""
-    path = os.path.join(directory, "warmup")
-    chunk = os.urandom(1 << 20)
-    with open(path, "wb") as f:
-        for _ in range(int(gigabytes * 1024)):
-            f.write(chunk)
-    os.unlink(path)
-
-
-def timed(name: str, records: int, value_size: int, action: Callable[[], Any]) -> Row:
-    start = time.perf_counter()
-    action()
-    seconds = time.perf_counter() - start
-    return {"name": name, "records": records, "seconds": seconds,
-            "records_per_s": records / seconds, "mb_per_s": records * value_size / seconds / 1e6}
-
-
-def median(rows: list[Row]) -> Row:
-    best = dict(rows[0])
-    for key in ("seconds", "records_per_s", "mb_per_s"):
-        best[key] = statistics.median(r[key] for r in rows)
-    best["runs"] = [round(r["records_per_s"]) for r in rows]
-    return best
 
 
 def new_cluster(root: str, name: str, topics: dict[str, int]) -> str:
@@ -87,11 +55,6 @@ def produce_batches(cluster: str, topic: str, batches: list[pa.RecordBatch], ack
     seconds = time.perf_counter() - start
     producer.close()
     return seconds
-
-
-def timed_seconds(name: str, records: int, value_size: int, seconds: float) -> Row:
-    return {"name": name, "records": records, "seconds": seconds,
-            "records_per_s": records / seconds, "mb_per_s": records * value_size / seconds / 1e6}
 
 
 def poll_batches(cluster: str, topic: str, partitions: int, records: int, check_crcs: bool) -> None:
@@ -253,15 +216,6 @@ def record_sizes(root: str, repeats: int, out: str) -> list[Row]:
     return rows
 
 
-def markdown(rows: list[Row]) -> str:
-    lines = ["| measurement | records/s (median) | MB/s | runs (records/s) |", "|---|---|---|---|"]
-    for row in rows:
-        if "records_per_s" in row:
-            lines.append(f"| {row['name']} | {row['records_per_s']:,.0f} | {row['mb_per_s']:,.1f} | "
-                         f"{', '.join(f'{r:,}' for r in row.get('runs', []))} |")
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=2_000_000)
@@ -272,30 +226,13 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=["records", "batches", "volume", "latency", "sizes"])
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    root = tempfile.mkdtemp(prefix="kstream-bench-", dir=os.environ.get("KSTREAM_BENCH_DIR", "/tmp"))
-    results: list[Row] = []
-    try:
-        warm_memory(root, 3)
-        if "records" in args.only:
-            results += per_record(root, args.records, args.value_size, args.repeats)
-        if "batches" in args.only:
-            results += arrow_batches(root, args.records, args.value_size, args.repeats)
-        if "volume" in args.only:
-            results += stored_volume(root, args.records, args.value_size, args.repeats, args.stored_gb)
-        if "latency" in args.only:
-            results += latency(root, args.repeats, args.latency_records)
-        if "sizes" in args.only:
-            results += record_sizes(root, args.repeats, args.out)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    with open(os.path.join(args.out, "issue2.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    print(markdown(results))
-    for row in results:
-        if "records_per_s" not in row:
-            print(json.dumps(row))
-
+    run_sections("issue2", args.out, args.only, {
+        "records": lambda root: per_record(root, args.records, args.value_size, args.repeats),
+        "batches": lambda root: arrow_batches(root, args.records, args.value_size, args.repeats),
+        "volume": lambda root: stored_volume(root, args.records, args.value_size, args.repeats, args.stored_gb),
+        "latency": lambda root: latency(root, args.repeats, args.latency_records),
+        "sizes": lambda root: record_sizes(root, args.repeats, args.out),
+    })
 
 if __name__ == "__main__":
     main()

@@ -16,19 +16,15 @@ Results: OUT/issue3.json and a Markdown summary on stdout.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
-import tempfile
 import time
-from typing import Any
 
 from bench import peers
-from bench.issue2 import median, produce_batches, timed_seconds, warm_memory
+from bench.harness import Row, median, run_sections, timed_seconds
+from bench.issue2 import produce_batches
 from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition, perf
-
-Row = dict[str, Any]
 
 
 def cluster_with(root: str, name: str, dirs: int, topics: dict[str, tuple[int, int]]) -> str:
@@ -127,26 +123,10 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=["throughput", "scale"])
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    root = tempfile.mkdtemp(prefix="kstream-bench3-", dir=os.environ.get("KSTREAM_BENCH_DIR", "/tmp"))
-    results: list[Row] = []
-    try:
-        warm_memory(root, 3)
-        if "throughput" in args.only:
-            results += throughput(root, args.records, args.value_size, args.repeats)
-        if "scale" in args.only:
-            results += scale(root, args.partitions)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    with open(os.path.join(args.out, "issue3.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    print("| measurement | records/s (median) | MB/s | runs |\n|---|---|---|---|")
-    for row in results:
-        if "records_per_s" in row:
-            print(f"| {row['name']} | {row['records_per_s']:,.0f} | {row['mb_per_s']:,.1f} | "
-                  f"{', '.join(f'{r:,}' for r in row['runs'])} |")
-        else:
-            print(json.dumps(row))
+    results = run_sections("issue3", args.out, args.only, {
+        "throughput": lambda root: throughput(root, args.records, args.value_size, args.repeats),
+        "scale": lambda root: scale(root, args.partitions),
+    })
     by_name = {r["name"]: r for r in results if "records_per_s" in r}
     for api in ("produce_batch()", "produce()"):
         rf3, rf1 = by_name.get(f"{api} RF=3 acks=all"), by_name.get(f"{api} RF=1 acks=1")

@@ -152,9 +152,6 @@ class TopicPartition:
         self.leader_epoch = leader_epoch
         self.error: KafkaError | None = None
 
-    def _key(self) -> tuple[str, int]:
-        return self.topic, self.partition
-
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TopicPartition) and (self.topic, self.partition, self.offset) == (
             other.topic, other.partition, other.offset)

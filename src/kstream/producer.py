@@ -371,13 +371,9 @@ class Producer:
 
     def _append(self, state: _TopicState, partition: int, encoded: EncodedBatch,
                 acks: str | None = None) -> int:
-        if self._sink_txn is not None:  # a Spark sink task: its transaction is decided by the driver
-            encoded = dataclasses.replace(encoded, attributes=encoded.attributes | fmt.TRANSACTIONAL,
-                                          producer_id=self._sink_txn.producer_id, producer_epoch=0)
-            return self._partition(state, partition).append(encoded, acks or self._acks,
-                                                             txn=self._sink_txn).base_offset
-        if self._transactions is not None:
-            txn = self._transactions.current()
+        # A Spark sink task's transaction (decided by the driver), or this producer's own.
+        txn = self._sink_txn or (self._transactions.current() if self._transactions is not None else None)
+        if txn is not None:
             encoded = dataclasses.replace(encoded, attributes=encoded.attributes | fmt.TRANSACTIONAL,
                                           producer_id=txn.producer_id, producer_epoch=txn.epoch)
             return self._partition(state, partition).append(encoded, acks or self._acks, txn=txn).base_offset

@@ -12,7 +12,8 @@ from collections import Counter
 
 import pytest
 
-from kstream import Consumer, Producer, TopicPartition
+from helpers import consume_values
+from kstream import Producer
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 SPARK_SUBMIT = os.path.join(os.path.dirname(sys.executable), "spark-submit")
@@ -44,10 +45,5 @@ def test_etl_killed_and_restarted_writes_each_record_exactly_once(cluster_path, 
         job.wait()
     final = etl(cluster_path, checkpoint, "--available-now")
     assert final.wait(timeout=600) == 0
-    consumer = Consumer({"cluster": cluster_path, "isolation.level": "read_committed"})
-    consumer.assign([TopicPartition("out", p, 0) for p in range(2)])
-    seen = Counter()
-    while (m := consumer.poll(1.0)) is not None:
-        seen[m.value()] += 1
-    consumer.close()
+    seen = Counter(consume_values(cluster_path, "out", 2, timeout=1.0))
     assert seen == Counter({f"R{i}".encode(): 1 for i in range(6000)})

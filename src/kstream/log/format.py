@@ -70,13 +70,10 @@ LOG_SUFFIX: Final = ".log"
 OFFSET_INDEX_SUFFIX: Final = ".index"
 TIME_INDEX_SUFFIX: Final = ".timeindex"
 RECOVERY_POINT_FILE: Final = "recovery-point"
-DELETED_SUFFIX: Final = ".deleted"
 TMP_SUFFIX: Final = ".tmp"
 CLUSTER_PROPERTIES: Final = "cluster.properties"
 METADATA_DB: Final = "metadata.db"
 LOG_DIR_META: Final = "meta.properties"
-
-MAX_PAYLOAD_BYTES: Final = (1 << 31) - 1 - HEADER_SIZE
 
 
 def crc32c(data: bytes | bytearray | memoryview) -> int:

@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from kstream.errors import TopicExistsError, TopicNotFoundError
 
@@ -71,6 +70,7 @@ class Metadata:
         self.path = path
         self._connection: sqlite3.Connection | None = None
         self._pid = 0
+        self._schemas_made: set[str] = set()
 
     @property
     def connection(self) -> sqlite3.Connection:
@@ -99,6 +99,14 @@ class Metadata:
         if self._connection is not None and self._pid == os.getpid():
             self._connection.close()
         self._connection = None
+
+    def ensure_schema(self, name: str, ddl: str) -> None:
+        """Run another module's CREATE TABLE IF NOT EXISTS script once per connection."""
+        if self._connection is None or self._pid != os.getpid():
+            self._schemas_made = set()
+        if name not in self._schemas_made:
+            self.connection.executescript(ddl)
+            self._schemas_made.add(name)
 
     def data_version(self) -> int:
         """Changes when another connection commits: a cheap staleness check for caches."""
@@ -310,7 +318,3 @@ class Metadata:
             for log_dir in json.loads(replicas):
                 counts[log_dir] = counts.get(log_dir, 0) + 1
         return counts
-
-    def raw(self) -> dict[str, Any]:
-        """Everything, for `kstream` diagnostics."""
-        return {"log_dirs": self.log_dirs(), "topics": self.topic_names()}

@@ -138,11 +138,6 @@ class OutputBuilder:
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
-def to_output(stored: StoredBatch, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
-    """One stored batch as an output batch (a one-off :class:`OutputBuilder`)."""
-    return OutputBuilder(topic, partition, schema).build(stored)
-
-
 def to_python_records(stored: StoredBatch, typed: bool) -> tuple[Any, Any, Any, Any]:
     """(keys, values, timestamps ms, headers) as iterables of Python objects, one per record."""
     batch = stored.batch

@@ -13,8 +13,9 @@ then calls ``commit(messages, batchId)`` once on the driver. So:
 * a batch already Committed (a replay after a crash) commits nothing again: the
   replay's writes are aborted;
 * open writes of the sink that are in no commit decision (failed task
-  attempts, zombies of an earlier run) are aborted at every commit and when a
-  query starts, so they never become visible and never hold the LSO.
+  attempts, zombies of an earlier run) are aborted at every commit (and,
+  when no commit comes, after ``transaction.timeout.ms``), so they never
+  become visible and never hold the LSO for good.
 
 A sink is identified by its checkpoint location (streaming) or a job id (batch).
 Writes that no driver ever decides (the driver died) are aborted once older
@@ -63,7 +64,7 @@ class SinkStore:
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
         self.transactions = TransactionStore(cluster.metadata)
-        cluster.metadata.connection.executescript(_SCHEMA)
+        cluster.metadata.ensure_schema("sink", _SCHEMA)
 
     def new_task_producer(self, sink_id: str) -> int:
         producer_id = self.cluster.metadata.next_counter("producer_id")
@@ -129,11 +130,6 @@ class SinkStore:
             state = self.batch_state(sink_id, batch_id)
             assert state is not None
             self._finish(sink_id, batch_id, state[1])
-
-    def abort_open(self, sink_id: str) -> None:
-        """At query start: roll forward decided commits, abort every other open write of the sink."""
-        self.recover(sink_id)
-        self._abort_orphans(sink_id)
 
     def _finish(self, sink_id: str, batch_id: int, writes: list[TaskWrites]) -> None:
         for w in writes:

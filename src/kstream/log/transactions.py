@@ -50,7 +50,7 @@ class TransactionStore:
 
     def __init__(self, metadata: Metadata):
         self.metadata = metadata
-        metadata.connection.executescript(_SCHEMA)
+        metadata.ensure_schema("transactions", _SCHEMA)
 
     def init(self, transactional_id: str) -> tuple[TransactionState, TransactionState | None]:
         """Register (or re-register) a transactional id with a bumped epoch.

@@ -67,6 +67,3 @@ def write_markers(cluster: Cluster, store: TransactionStore, partitions: list[tu
         finally:
             handle.close()
 
-
-def is_control(attributes: int) -> bool:
-    return bool(attributes & fmt.CONTROL)
