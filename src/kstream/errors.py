@@ -88,3 +88,8 @@ class FencedError(KStreamError):
 
 class SchemaError(InvalidRecordError):
     """A typed topic's schema change or a batch's schema is incompatible."""
+
+
+class GroupBusyError(KStreamError):
+    """A consumer group has active members (or a running Spark query) that an operation
+    would disturb; the message says who and what to do."""

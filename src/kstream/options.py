@@ -153,6 +153,9 @@ CLUSTER_OPTIONS = _table(
            minimum=1000),
     Option("auto.create.topics.enable", "bool", False,
            "Create unknown topics on first produce (off: unknown topics are an error)."),
+    Option("offsets.history.retention.ms", "int", 7 * _DAY_MS,
+           "How long old versions of the group offsets table (Delta) stay readable for "
+           "group@version/group@timestamp reads; vacuum removes older files.", minimum=3_600_000),
 )
 
 # Topic-level name -> the cluster-level option that gives its default.
@@ -206,7 +209,20 @@ PRODUCER_OPTIONS = _table(
 CONSUMER_OPTIONS = _table(
     Option("cluster", "str", None, "Cluster path (default: $KSTREAM_CLUSTER or ./data)."),
     Option("client.id", "str", "kstream", "Name of this client in logs and metrics."),
-    Option("group.id", "str", None, "Consumer group (offset commits come with consumer groups)."),
+    Option("group.id", "str", None, "Consumer group: needed for subscribe(), commit() and committed()."),
+    Option("group.instance.id", "str", None,
+           "Static membership: a member that comes back with the same id keeps its partitions "
+           "without a rebalance."),
+    Option("partition.assignment.strategy", "enum", "range", "How a group spreads partitions.",
+           choices=("range", "roundrobin")),
+    Option("session.timeout.ms", "int", 45_000,
+           "A member with no heartbeat for this long is removed and the group rebalances.",
+           minimum=100),
+    Option("heartbeat.interval.ms", "int", 3_000, "How often a member's heartbeat thread runs.",
+           minimum=10),
+    Option("max.poll.interval.ms", "int", 300_000,
+           "Rebalance timeout: a member that does not poll (rejoin) within this is removed.",
+           minimum=100),
     Option("auto.offset.reset", "enum", "latest", "Where to start without a valid position.",
            choices=("earliest", "latest", "error"),
            aliases={"smallest": "earliest", "beginning": "earliest", "largest": "latest",
@@ -220,7 +236,10 @@ CONSUMER_OPTIONS = _table(
            minimum=0),
     Option("check.crcs", "bool", True, "Verify every batch's checksum on read."),
     Option("enable.partition.eof", "bool", False, "Emit an EOF event at the end of a partition."),
-    Option("enable.auto.commit", "bool", True, "Accepted; commits come with consumer groups."),
+    Option("enable.auto.commit", "bool", True,
+           "With group.id: commit the positions of returned records every auto.commit.interval.ms, "
+           "on rebalance and on close."),
+    Option("auto.commit.interval.ms", "int", 5_000, "How often auto commit runs.", minimum=0),
     Option("isolation.level", "enum", "read_committed",
            "read_committed: up to the LSO, aborted data skipped; read_uncommitted: up to the HW.",
            choices=("read_committed", "read_uncommitted")),

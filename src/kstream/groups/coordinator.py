@@ -1,0 +1,417 @@
+"""Group membership between processes of one machine: Kafka's eager rebalance protocol
+kept in the cluster's metadata database.
+
+There is no broker, so the coordinator is a set of rows plus one lock file
+per group; every member runs the protocol's steps itself, under that lock:
+
+- **join**: a new member (or a changed subscription) moves the group to
+  ``PreparingRebalance``. Each member notices (its heartbeat thread reads the
+  group row), revokes its partitions (committing first, while its generation
+  is still valid) and *rejoins*. This is Kafka's barrier: nobody gets the new
+  assignment until every member has given up the old one, so a partition has
+  one owner at a time.
+- **complete**: the member whose rejoin is the last one missing computes the
+  assignment with the group's assignor, bumps the generation and moves the
+  group to ``Stable``; members pick up their partitions on their next poll.
+- **leave / expire**: a member that leaves, or misses heartbeats for
+  ``session.timeout.ms`` (any member's heartbeat notices), or does not rejoin
+  within its rebalance timeout (``max.poll.interval.ms``), is removed and the
+  rest rebalance. A group left with no members is ``Empty`` and its
+  generation is bumped, which fences every zombie.
+- **fencing**: an offset commit names a member id and generation; it is
+  accepted only if that member is in the group and the generation is the
+  group's current one (:meth:`Coordinator.check_commit`, called under the
+  group lock while the commit is written, so no rebalance can slip between
+  the check and the write).
+- **static membership**: a member with ``group.instance.id`` that comes back
+  takes over its old slot (and assignment) without a rebalance, if its
+  subscription is unchanged; the old member id is fenced.
+- **Spark queries** claim a group outright (:meth:`Coordinator.claim`): a new
+  query fences the previous one. A group is used by Spark queries or by
+  Python consumers, not both at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import socket
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from kstream.errors import ConfigError, FencedError, GroupBusyError
+from kstream.groups.assignors import ASSIGNORS
+from kstream.log.cluster import Cluster
+
+EMPTY, PREPARING, STABLE = "Empty", "PreparingRebalance", "Stable"
+CONSUMER, SPARK = "consumer", "spark"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS consumer_groups (
+    group_id TEXT PRIMARY KEY, generation INTEGER NOT NULL, state TEXT NOT NULL,
+    protocol TEXT, leader TEXT, rebalance_started_ms INTEGER NOT NULL,
+    topics TEXT NOT NULL, updated_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS group_members (
+    group_id TEXT NOT NULL, member_id TEXT NOT NULL, instance_id TEXT, client_id TEXT NOT NULL,
+    host TEXT NOT NULL, pid INTEGER NOT NULL, kind TEXT NOT NULL, subscription TEXT NOT NULL,
+    joined_generation INTEGER NOT NULL, assignment TEXT NOT NULL,
+    session_timeout_ms INTEGER NOT NULL, rebalance_timeout_ms INTEGER NOT NULL,
+    joined_ms INTEGER NOT NULL, last_heartbeat_ms INTEGER NOT NULL,
+    PRIMARY KEY (group_id, member_id));
+"""
+_MEMBER_COLUMNS = ("member_id, instance_id, client_id, host, pid, kind, subscription, "
+                   "joined_generation, assignment, session_timeout_ms, rebalance_timeout_ms, "
+                   "joined_ms, last_heartbeat_ms")
+
+
+@dataclass(frozen=True)
+class MemberSpec:
+    """What a member asks for when it joins."""
+
+    client_id: str
+    subscription: tuple[str, ...]  # topic names; a name starting with "^" is a regex
+    assignor: str = "range"
+    session_timeout_ms: int = 45_000  # 0: never expires (Spark queries)
+    rebalance_timeout_ms: int = 300_000
+    instance_id: str | None = None
+    kind: str = CONSUMER
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    host: str
+    pid: int
+    kind: str
+    subscription: tuple[str, ...]
+    joined_generation: int
+    assignment: tuple[tuple[str, int], ...]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    joined_ms: int
+    last_heartbeat_ms: int
+
+
+@dataclass(frozen=True)
+class Group:
+    group_id: str
+    generation: int
+    state: str
+    protocol: str | None
+    leader: str | None
+    members: tuple[Member, ...]
+
+    def member(self, member_id: str) -> Member | None:
+        return next((m for m in self.members if m.member_id == member_id), None)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Coordinator:
+    """The group rows of one cluster (see the module docstring)."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.metadata = cluster.metadata
+        self._lock_dir = os.path.join(cluster.path, "groups")
+        self._schema_ready = False
+
+    def _tx(self) -> sqlite3.Connection:
+        self.metadata.ensure_schema("groups", _SCHEMA)
+        return self.metadata.connection
+
+    # -- the group lock ----------------------------------------------------------------
+
+    @contextmanager
+    def lock(self, group: str) -> Iterator[None]:
+        """Exclusive across threads and processes (a fresh open file description each time);
+        released by the kernel if the holder dies."""
+        os.makedirs(self._lock_dir, exist_ok=True)
+        name = hashlib.sha1(group.encode()).hexdigest()[:24] + ".lock"
+        fd = os.open(os.path.join(self._lock_dir, name), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def _locked(self, group: str) -> Iterator[sqlite3.Connection]:
+        self._tx()
+        with self.lock(group), self.metadata.transaction() as tx:
+            yield tx
+
+    # -- reading -----------------------------------------------------------------------
+
+    def describe(self, group: str) -> Group | None:
+        return self._read(self._tx(), group)
+
+    def list_groups(self) -> list[str]:
+        return [r[0] for r in self._tx().execute("SELECT group_id FROM consumer_groups ORDER BY 1")]
+
+    @staticmethod
+    def _read(tx: sqlite3.Connection, group: str) -> Group | None:
+        row = tx.execute("SELECT generation, state, protocol, leader FROM consumer_groups "
+                         "WHERE group_id = ?", (group,)).fetchone()
+        if row is None:
+            return None
+        members = tuple(
+            Member(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7],
+                   tuple((t, p) for t, p in json.loads(r[8])), r[9], r[10], r[11], r[12])
+            for r in tx.execute(f"SELECT {_MEMBER_COLUMNS} FROM group_members WHERE group_id = ? "
+                                "ORDER BY joined_ms, member_id", (group,)))
+        return Group(group, row[0], row[1], row[2], row[3], members)
+
+    # -- membership ---------------------------------------------------------------------
+
+    def join(self, group: str, spec: MemberSpec) -> str:
+        """Add a member; returns its member id. Its assignment arrives when the group is Stable."""
+        if spec.assignor not in ASSIGNORS:
+            raise ConfigError(f"partition.assignment.strategy={spec.assignor!r} is not known; "
+                              f"use one of {', '.join(ASSIGNORS)}")
+        member_id = f"{spec.client_id}-{uuid.uuid4()}"
+        now = _now_ms()
+        with self._locked(group) as tx:
+            self._expire(tx, group, now)
+            current = self._ensure_group(tx, group, now)
+            if any(m.kind == SPARK for m in current.members):
+                raise GroupBusyError(
+                    f"group {group!r} is owned by a running Spark query; a Python consumer "
+                    "cannot join it (use another group.id, or stop the query)")
+            if current.members and current.protocol not in (None, spec.assignor):
+                raise ConfigError(
+                    f"group {group!r} uses partition.assignment.strategy={current.protocol}; "
+                    f"this consumer asks for {spec.assignor} (every member must use the same)")
+            static = next((m for m in current.members
+                           if spec.instance_id and m.instance_id == spec.instance_id), None)
+            if static is not None:  # static membership: take the old slot over
+                tx.execute("UPDATE group_members SET member_id = ?, pid = ?, host = ?, "
+                           "last_heartbeat_ms = ? WHERE group_id = ? AND member_id = ?",
+                           (member_id, os.getpid(), socket.gethostname(), now, group,
+                            static.member_id))
+                if static.subscription == spec.subscription:
+                    return member_id
+                tx.execute("UPDATE group_members SET subscription = ? WHERE group_id = ? "
+                           "AND member_id = ?", (json.dumps(spec.subscription), group, member_id))
+            else:
+                tx.execute(f"INSERT INTO group_members ({_MEMBER_COLUMNS}, group_id) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (member_id, spec.instance_id, spec.client_id, socket.gethostname(),
+                            os.getpid(), spec.kind, json.dumps(spec.subscription),
+                            current.generation + 1, "[]", spec.session_timeout_ms,
+                            spec.rebalance_timeout_ms, now, now, group))
+            tx.execute("UPDATE consumer_groups SET protocol = ? WHERE group_id = ?",
+                       (spec.assignor, group))
+            self._prepare_rebalance(tx, group, now)
+            self._try_complete(tx, group)
+        return member_id
+
+    def rejoin(self, group: str, member_id: str) -> bool:
+        """A member has revoked its partitions for the pending rebalance. False if it is
+        no longer in the group (expired or fenced): it must join again as a new member."""
+        with self._locked(group) as tx:
+            self._expire(tx, group, _now_ms())
+            current = self._read(tx, group)
+            if current is None or current.member(member_id) is None:
+                return False
+            tx.execute("UPDATE group_members SET joined_generation = ?, last_heartbeat_ms = ? "
+                       "WHERE group_id = ? AND member_id = ?",
+                       (current.generation + 1, _now_ms(), group, member_id))
+            if current.state != PREPARING:
+                self._prepare_rebalance(tx, group, _now_ms())
+            self._try_complete(tx, group)
+        return True
+
+    def leave(self, group: str, member_id: str) -> None:
+        with self._locked(group) as tx:
+            self._remove(tx, group, [member_id], _now_ms())
+
+    def heartbeat(self, group: str, member_id: str) -> Group | None:
+        """Record that the member is alive, expire dead members and, on the leader, notice
+        subscribed topics that appeared or grew; the group as the member should now see it
+        (None: the group is gone)."""
+        now = _now_ms()
+        tx = self._tx()
+        tx.execute("UPDATE group_members SET last_heartbeat_ms = ? WHERE group_id = ? AND "
+                   "member_id = ?", (now, group, member_id))
+        current = self._read(tx, group)
+        if current is None:
+            return None
+        grown = current.state == STABLE and current.leader == member_id \
+            and self._topics_changed(tx, current)
+        if grown or self._anyone_expired(tx, current, now):
+            with self._locked(group) as locked:
+                self._expire(locked, group, now)
+                current = self._read(locked, group)
+                if grown and current is not None and current.state == STABLE:
+                    self._prepare_rebalance(locked, group, now)
+                    current = self._read(locked, group)
+        return current
+
+    def claim(self, group: str, client_id: str) -> tuple[str, int]:
+        """A Spark query takes the group over, fencing any earlier query: (member id, generation)."""
+        member_id = f"{client_id}-{uuid.uuid4()}"
+        now = _now_ms()
+        with self._locked(group) as tx:
+            self._expire(tx, group, now)
+            current = self._ensure_group(tx, group, now)
+            consumers = [m for m in current.members if m.kind != SPARK]
+            if consumers:
+                raise GroupBusyError(
+                    f"group {group!r} has {len(consumers)} active Python consumer(s) "
+                    f"({', '.join(m.member_id for m in consumers)}); a Spark query cannot share "
+                    "it: use another group.id or stop those consumers")
+            tx.execute("DELETE FROM group_members WHERE group_id = ?", (group,))
+            generation = current.generation + 1
+            tx.execute(f"INSERT INTO group_members ({_MEMBER_COLUMNS}, group_id) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (member_id, None, client_id, socket.gethostname(), os.getpid(), SPARK,
+                        "[]", generation, "[]", 0, 0, now, now, group))
+            tx.execute("UPDATE consumer_groups SET generation = ?, state = ?, leader = ?, "
+                       "protocol = NULL, updated_ms = ? WHERE group_id = ?",
+                       (generation, STABLE, member_id, now, group))
+        return member_id, generation
+
+    def check_commit(self, group: str, member_id: str | None, generation: int) -> None:
+        """Raise FencedError unless this member may commit now. Call under :meth:`lock`."""
+        self._tx()
+        with self.metadata.transaction() as tx:
+            self._expire(tx, group, _now_ms())
+            current = self._read(tx, group)
+        if not member_id:
+            if current is not None and current.members:
+                raise FencedError(
+                    f"group {group!r} has {len(current.members)} active member(s); a consumer "
+                    "that is not a member (assign() without subscribe()) may not commit for it")
+            return
+        if current is None or current.member(member_id) is None:
+            raise FencedError(
+                f"member {member_id} is no longer in group {group!r} (it missed heartbeats for "
+                "session.timeout.ms, left, or a newer query took the group over); its commit "
+                "was refused and nothing changed")
+        if generation != current.generation:
+            raise FencedError(
+                f"member {member_id} of group {group!r} committed with generation {generation}, "
+                f"but the group is at generation {current.generation} (it rebalanced); the "
+                "commit was refused and nothing changed")
+
+    def delete(self, group: str) -> None:
+        with self._locked(group) as tx:
+            tx.execute("DELETE FROM group_members WHERE group_id = ?", (group,))
+            tx.execute("DELETE FROM consumer_groups WHERE group_id = ?", (group,))
+
+    def fence_all(self, group: str) -> None:
+        """Remove every member and bump the generation (an operator's forced reset)."""
+        with self._locked(group) as tx:
+            current = self._read(tx, group)
+            if current is not None:
+                self._remove(tx, group, [m.member_id for m in current.members], _now_ms())
+
+    # -- the protocol's steps (inside a locked transaction) -----------------------------------
+
+    def _ensure_group(self, tx: sqlite3.Connection, group: str, now: int) -> Group:
+        tx.execute("INSERT OR IGNORE INTO consumer_groups VALUES (?, 0, ?, NULL, NULL, 0, '{}', ?)",
+                   (group, EMPTY, now))
+        current = self._read(tx, group)
+        assert current is not None
+        return current
+
+    @staticmethod
+    def _prepare_rebalance(tx: sqlite3.Connection, group: str, now: int) -> None:
+        tx.execute("UPDATE consumer_groups SET state = ?, rebalance_started_ms = ?, updated_ms = ? "
+                   "WHERE group_id = ? AND state != ?", (PREPARING, now, now, group, PREPARING))
+
+    def _remove(self, tx: sqlite3.Connection, group: str, member_ids: Sequence[str], now: int) -> None:
+        if not member_ids:
+            return
+        tx.executemany("DELETE FROM group_members WHERE group_id = ? AND member_id = ?",
+                       [(group, m) for m in member_ids])
+        current = self._read(tx, group)
+        if current is None:
+            return
+        if current.members:
+            self._prepare_rebalance(tx, group, now)
+            self._try_complete(tx, group)
+        else:
+            tx.execute("UPDATE consumer_groups SET state = ?, generation = generation + 1, "
+                       "leader = NULL, protocol = NULL, updated_ms = ? WHERE group_id = ?",
+                       (EMPTY, now, group))
+
+    def _expire(self, tx: sqlite3.Connection, group: str, now: int) -> None:
+        current = self._read(tx, group)
+        if current is not None:
+            started = self._rebalance_started(tx, group)
+            self._remove(tx, group, [m.member_id for m in current.members
+                                     if _expired(m, current, started, now)], now)
+
+    def _anyone_expired(self, tx: sqlite3.Connection, group: Group, now: int) -> bool:
+        started = self._rebalance_started(tx, group.group_id)
+        return any(_expired(m, group, started, now) for m in group.members)
+
+    @staticmethod
+    def _rebalance_started(tx: sqlite3.Connection, group: str) -> int:
+        row = tx.execute("SELECT rebalance_started_ms FROM consumer_groups WHERE group_id = ?",
+                         (group,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def _try_complete(self, tx: sqlite3.Connection, group: str) -> None:
+        current = self._read(tx, group)
+        if current is None or current.state != PREPARING or not current.members:
+            return
+        target = current.generation + 1
+        if any(m.joined_generation != target for m in current.members):
+            return
+        counts = self._partition_counts(tx, {t for m in current.members for t in m.subscription})
+        subscriptions = {m.member_id: [t for t in counts if _subscribed(m.subscription, t)]
+                         for m in current.members}
+        assignor = ASSIGNORS[current.protocol or "range"]
+        assignment = assignor(subscriptions, {t: counts[t] for t in counts
+                                              if any(t in s for s in subscriptions.values())})
+        tx.executemany("UPDATE group_members SET assignment = ? WHERE group_id = ? AND member_id = ?",
+                       [(json.dumps(assignment[m]), group, m) for m in assignment])
+        tx.execute("UPDATE consumer_groups SET generation = ?, state = ?, leader = ?, topics = ?, "
+                   "updated_ms = ? WHERE group_id = ?",
+                   (target, STABLE, current.members[0].member_id, json.dumps(counts, sort_keys=True),
+                    _now_ms(), group))
+
+    def _topics_changed(self, tx: sqlite3.Connection, group: Group) -> bool:
+        """Did a subscribed topic appear, vanish or grow since the last assignment?"""
+        row = tx.execute("SELECT topics FROM consumer_groups WHERE group_id = ?",
+                         (group.group_id,)).fetchone()
+        wanted = self._partition_counts(tx, {t for m in group.members for t in m.subscription})
+        return row is not None and bool(json.loads(row[0]) != wanted)
+
+    @staticmethod
+    def _partition_counts(tx: sqlite3.Connection, subscription: set[str]) -> dict[str, int]:
+        counts = dict(tx.execute("SELECT topic, COUNT(*) FROM partitions GROUP BY topic").fetchall())
+        return {t: int(n) for t, n in sorted(counts.items())
+                if any(_matches(s, t) for s in subscription)}
+
+
+def _expired(member: Member, group: Group, rebalance_started_ms: int, now: int) -> bool:
+    """Missed heartbeats for session.timeout.ms, or has not rejoined a rebalance in time."""
+    if member.session_timeout_ms and now - member.last_heartbeat_ms > member.session_timeout_ms:
+        return True
+    return (group.state == PREPARING and member.joined_generation <= group.generation
+            and now - max(member.joined_ms, rebalance_started_ms) > member.rebalance_timeout_ms)
+
+
+def _matches(subscribed: str, topic: str) -> bool:
+    if subscribed.startswith("^"):
+        return re.fullmatch(subscribed, topic) is not None
+    return subscribed == topic
+
+
+def _subscribed(subscription: tuple[str, ...], topic: str) -> bool:
+    return any(_matches(s, topic) for s in subscription)

@@ -1,0 +1,219 @@
+"""The group offsets table: a Delta table of committed offsets, written with ``deltalake``.
+
+Layout: ``<cluster>/__consumer_offsets``, partitioned by ``group``. Each
+commit replaces its group's partition with the group's complete set of
+offsets (an overwrite with a ``group = ...`` predicate), so
+
+- the current snapshot holds exactly one row per (group, topic, partition)
+  and one small Parquet file per group: reading a group's offsets opens one
+  file, however many commits came before (compaction by construction);
+- every Delta version is the state of all groups after one commit, so
+  "the offsets group G had committed at version V / time T" is a time-travel
+  read of that version;
+- a commit may carry a Delta app transaction (app id, version): Delta stores
+  the highest version per app id in the same atomic commit, which makes
+  replays detectable (:meth:`OffsetsTable.transaction_version`).
+
+Maintenance runs as part of committing: delta-rs writes a checkpoint every
+``delta.checkpointInterval`` (100) versions and drops expired log files with
+it; every :data:`VACUUM_INTERVAL` versions the committer vacuums data files
+older than the history retention. History is readable for that long
+(``offsets.history.retention.ms``, default 7 days).
+
+This module only reads and writes the table; validation and fencing live in
+:mod:`kstream.groups.service`, which serialises writers of one group.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import DeltaError
+
+from kstream.errors import KStreamError
+
+log = logging.getLogger(__name__)
+
+TABLE_DIR = "__consumer_offsets"
+VACUUM_INTERVAL = 500
+
+SCHEMA = pa.schema([
+    pa.field("group", pa.string(), nullable=False),
+    pa.field("topic", pa.string(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("offset", pa.int64(), nullable=False),
+    pa.field("leader_epoch", pa.int32()),
+    pa.field("metadata", pa.string()),
+    pa.field("generation", pa.int32(), nullable=False),
+    pa.field("member_id", pa.string()),
+    pa.field("committer", pa.string()),
+    pa.field("commit_time", pa.timestamp("us", tz="UTC"), nullable=False),
+])
+_FILE_SCHEMA = pa.schema([f for f in SCHEMA if f.name != "group"])
+
+
+class OffsetsHistoryError(KStreamError):
+    """A historical read asked for a version or time the table cannot give."""
+
+
+@dataclass(frozen=True)
+class CommittedOffset:
+    """One row of the table: a group's committed position in one partition."""
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int | None = None
+    metadata: str | None = None
+    generation: int = -1
+    member_id: str | None = None
+    committer: str | None = None
+    commit_time: dt.datetime | None = None
+
+
+Offsets = dict[tuple[str, int], CommittedOffset]
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal (the predicate language of delta-rs)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+class OffsetsTable:
+    """The Delta table of one cluster. Safe to share between threads of one process."""
+
+    def __init__(self, cluster_path: str, history_retention_ms: int):
+        self.path = os.path.join(cluster_path, TABLE_DIR)
+        self._retention_ms = history_retention_ms
+        self._table: DeltaTable | None = None
+
+    # -- creating and loading ---------------------------------------------------------
+
+    def ensure_created(self) -> None:
+        """Create the table if it does not exist (callers hold the cluster's groups lock)."""
+        if DeltaTable.is_deltatable(self.path):
+            return
+        retention = f"interval {max(1, self._retention_ms // 1000)} seconds"
+        DeltaTable.create(self.path, SCHEMA, mode="ignore", partition_by=["group"],
+                          name="__consumer_offsets", description="kstream committed offsets",
+                          configuration={"delta.checkpointInterval": "100",
+                                         "delta.logRetentionDuration": retention,
+                                         "delta.deletedFileRetentionDuration": retention})
+
+    def _latest(self) -> DeltaTable | None:
+        """The newest snapshot (cached, brought up to date incrementally)."""
+        if self._table is None:
+            if not DeltaTable.is_deltatable(self.path):
+                return None
+            self._table = DeltaTable(self.path)
+        else:
+            self._table.update_incremental()
+        return self._table
+
+    def version(self) -> int:
+        table = self._latest()
+        return -1 if table is None else table.version()
+
+    # -- reading ----------------------------------------------------------------------
+
+    def read(self, group: str, version: int | None = None,
+             timestamp: dt.datetime | None = None) -> Offsets:
+        """A group's offsets now, at a table ``version``, or as of ``timestamp``."""
+        table = self._at(version, timestamp)
+        if table is None:
+            return {}
+        files = table.file_uris(file_pruning_predicate=[("group", "=", group)])
+        rows: Offsets = {}
+        for path in files:
+            # One small file per group; pyarrow without threads (and without delta-rs's
+            # dataset layer, whose threads abort the interpreter at exit in deltalake 1.6).
+            for row in pq.read_table(_local(path), use_threads=False).to_pylist():
+                committed = CommittedOffset(**{k: row.get(k) for k in _FILE_SCHEMA.names})
+                rows[(committed.topic, committed.partition)] = committed
+        return rows
+
+    def _at(self, version: int | None, timestamp: dt.datetime | None) -> DeltaTable | None:
+        if version is None and timestamp is None:
+            return self._latest()
+        if not DeltaTable.is_deltatable(self.path):
+            raise OffsetsHistoryError("no group has committed offsets in this cluster yet, so "
+                                      "there is no history to read")
+        try:
+            if version is not None:
+                return DeltaTable(self.path, version=version)
+            table = DeltaTable(self.path)
+            table.load_as_version(timestamp)  # type: ignore[arg-type]
+            return table
+        except (DeltaError, OSError, ValueError) as exc:
+            when = f"version {version}" if version is not None else f"time {timestamp}"
+            raise OffsetsHistoryError(
+                f"the group offsets table has no readable state at {when} ({exc}); history "
+                f"is kept for offsets.history.retention.ms={self._retention_ms} and starts "
+                "at the first commit") from exc
+
+    def groups(self) -> list[str]:
+        """Groups with offsets in the current snapshot."""
+        table = self._latest()
+        if table is None:
+            return []
+        return sorted({p["group"] for p in table.partitions()})
+
+    def transaction_version(self, app_id: str) -> int | None:
+        """The highest app transaction version committed under ``app_id`` (None: none)."""
+        table = self._latest()
+        return None if table is None else table.transaction_version(app_id)
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        table = self._latest()
+        return [] if table is None else table.history(limit)
+
+    # -- writing ---------------------------------------------------------------------
+
+    def write(self, group: str, offsets: Iterable[CommittedOffset],
+              transaction: tuple[str, int] | None = None,
+              custom_metadata: Mapping[str, str] | None = None) -> int:
+        """Replace ``group``'s rows with ``offsets`` in one Delta commit; the new version."""
+        self.ensure_created()
+        table = self._latest()
+        assert table is not None
+        rows = [dict(group=group, **vars(o)) for o in offsets]
+        properties = CommitProperties(
+            custom_metadata={"kstream.group": group, **(custom_metadata or {})},
+            app_transactions=[Transaction(*transaction)] if transaction else None)
+        if rows:
+            write_deltalake(table, pa.Table.from_pylist(rows, schema=SCHEMA), mode="overwrite",
+                            predicate=f'"group" = {sql_string(group)}', commit_properties=properties)
+        else:
+            table.delete(f'"group" = {sql_string(group)}', commit_properties=properties)
+        table.update_incremental()
+        version = table.version()
+        if version and version % VACUUM_INTERVAL == 0:
+            self.vacuum()
+        return version
+
+    def vacuum(self) -> list[str]:
+        """Delete data files that no version younger than the history retention uses."""
+        table = self._latest()
+        if table is None:
+            return []
+        try:
+            removed = table.vacuum(retention_hours=max(0, self._retention_ms // 3_600_000),
+                                   dry_run=False, enforce_retention_duration=False)
+            table.cleanup_metadata()
+        except (DeltaError, OSError) as exc:  # maintenance must never fail a commit
+            log.warning("vacuum of %s failed: %s", self.path, exc)
+            return []
+        return removed
+
+
+def _local(uri: str) -> str:
+    return uri[len("file://"):] if uri.startswith("file://") else uri
+

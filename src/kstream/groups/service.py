@@ -1,0 +1,233 @@
+"""Consumer groups of one cluster: committing and reading offsets, lag, describe, reset, delete.
+
+The one place that writes the group offsets table. A commit is checked
+before anything is written (topic and partition exist, offset between 0 and
+the log end offset), then, under the group's lock, fenced (the member and
+generation must be current, see :mod:`kstream.groups.coordinator`) and
+written as one Delta commit for all its partitions, so it is atomic. A
+commit that carries an app transaction (app id, version) already in the
+table, or that changes no offset, writes nothing: re-commits are idempotent.
+
+Lag is computed from the table and the log, the Burrow way: right even when
+every consumer of the group is dead.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from kstream.errors import GroupBusyError, OffsetOutOfRangeError, PartitionNotFoundError
+from kstream.groups.coordinator import Coordinator, Group, Member
+from kstream.groups.offsets_table import CommittedOffset, Offsets, OffsetsTable
+from kstream.log.cluster import Cluster
+from kstream.log.lock import PartitionLock
+from kstream.log.log_reader import LogReader
+
+
+@dataclass(frozen=True)
+class OffsetCommit:
+    """What a committer gives for one partition."""
+
+    offset: int
+    metadata: str | None = None
+    leader_epoch: int | None = None
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    topic: str
+    partition: int
+    committed: int | None  # None: the group never committed this partition
+    log_start_offset: int
+    high_watermark: int
+    log_end_offset: int
+    owner: str | None = None  # member id, when a live member has it assigned
+
+    @property
+    def lag(self) -> int | None:
+        """High watermark minus committed offset: what the group can still read."""
+        return None if self.committed is None else max(0, self.high_watermark - self.committed)
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    group_id: str
+    state: str  # Empty / PreparingRebalance / Stable, or Dead (offsets only, no member rows)
+    generation: int
+    protocol: str | None
+    members: tuple[Member, ...]
+    partitions: tuple[PartitionLag, ...]
+
+    @property
+    def total_lag(self) -> int:
+        return sum(p.lag or 0 for p in self.partitions)
+
+
+class ConsumerGroups:
+    """Groups of one open cluster; cheap to create, safe to use from one thread at a time."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.coordinator = Coordinator(cluster)
+        self.table = OffsetsTable(cluster.path, cluster.config["offsets.history.retention.ms"])
+        self._hw_locks: dict[tuple[str, str, int], PartitionLock] = {}
+        self.identity = f"{socket.gethostname()}:{os.getpid()}"
+
+    # -- committing -------------------------------------------------------------------
+
+    def commit(self, group: str, offsets: Mapping[tuple[str, int], int | OffsetCommit], *,
+               member_id: str | None = None, generation: int = -1,
+               transaction: tuple[str, int] | None = None, force: bool = False,
+               custom_metadata: Mapping[str, str] | None = None) -> int | None:
+        """Commit ``offsets`` (next offset to read, per (topic, partition)) for ``group``.
+
+        Returns the table version written, or None when nothing needed writing (an app
+        transaction already committed, or no offset changed). Raises FencedError for a stale
+        member/generation, and TopicNotFound/PartitionNotFound/OffsetOutOfRange for bad input;
+        in every failure the table is unchanged."""
+        now = dt.datetime.now(dt.timezone.utc)
+        rows = {}
+        for (topic, partition), given in offsets.items():
+            commit = given if isinstance(given, OffsetCommit) else OffsetCommit(int(given))
+            epoch = self._check_offset(topic, partition, commit.offset)
+            rows[(topic, partition)] = CommittedOffset(
+                topic, partition, commit.offset,
+                commit.leader_epoch if commit.leader_epoch is not None else epoch,
+                commit.metadata, generation, member_id, self.identity, now)
+        with self.coordinator.lock("\x00offsets-table"):
+            self.table.ensure_created()
+        with self.coordinator.lock(group):
+            if not force:
+                self.coordinator.check_commit(group, member_id, generation)
+            if transaction is not None:
+                done = self.table.transaction_version(transaction[0])
+                if done is not None and done >= transaction[1]:
+                    return None
+            current = self.table.read(group)
+            if transaction is None and all(
+                    key in current and current[key].offset == row.offset
+                    and current[key].metadata == row.metadata for key, row in rows.items()):
+                return None
+            return self.table.write(group, {**current, **rows}.values(), transaction,
+                                    custom_metadata)
+
+    def _check_offset(self, topic: str, partition: int, offset: int) -> int:
+        """Validate one commit; returns the partition's current leader epoch."""
+        info = self.cluster.topic(topic)
+        if not 0 <= partition < info.num_partitions:
+            raise PartitionNotFoundError(
+                f"topic {topic!r} has partitions 0..{info.num_partitions - 1}; cannot commit an "
+                f"offset for partition {partition}")
+        if offset < 0:
+            raise OffsetOutOfRangeError(f"cannot commit offset {offset} for {topic}-{partition}: "
+                                        "offsets are >= 0 (the next offset to read)")
+        if offset > self._high_watermark(topic, partition):
+            end = self.ends(topic, partition)[2]
+            if offset > end:
+                raise OffsetOutOfRangeError(
+                    f"cannot commit offset {offset} for {topic}-{partition}: the log ends at "
+                    f"{end} (a committed offset is the next offset to read, at most the log "
+                    "end offset)")
+        return info.partitions[partition].leader_epoch
+
+    def _high_watermark(self, topic: str, partition: int) -> int:
+        info = self.cluster.topic(topic)
+        key = (topic, info.topic_id, partition)
+        lock = self._hw_locks.get(key)
+        if lock is None:
+            lock = self._hw_locks[key] = PartitionLock(self.cluster.lock_path(info, partition))
+        return lock.read_high_watermark() or 0
+
+    def ends(self, topic: str, partition: int) -> tuple[int, int, int]:
+        """(log start offset, high watermark, log end offset) of a partition's leader."""
+        info = self.cluster.topic(topic)
+        placement = info.partitions[partition]
+        reader = LogReader(self.cluster.replica_dirs(info, placement)[placement.leader],
+                           check_crcs=False)
+        try:
+            end = reader.log_end_offset()
+            return reader.log_start_offset(), min(self._high_watermark(topic, partition), end), end
+        finally:
+            reader.close()
+
+    # -- reading ----------------------------------------------------------------------
+
+    def committed(self, group: str, version: int | None = None,
+                  timestamp: dt.datetime | None = None) -> Offsets:
+        """The group's committed offsets now, at a table version, or as of a time."""
+        return self.table.read(group, version, timestamp)
+
+    def list_groups(self) -> list[str]:
+        return sorted(set(self.coordinator.list_groups()) | set(self.table.groups()))
+
+    def lag(self, group: str, topics: Iterable[str] | None = None) -> list[PartitionLag]:
+        """Per partition the group committed (or, with ``topics``, every partition of those)."""
+        committed = self.table.read(group)
+        keys = set(committed)
+        for topic in topics or ():
+            keys |= {(topic, p) for p in range(self.cluster.topic(topic).num_partitions)}
+        current = self.coordinator.describe(group)
+        owners = {tp: m.member_id for m in (current.members if current else ()) for tp in m.assignment}
+        result = []
+        for topic, partition in sorted(keys):
+            if topic not in self.cluster.list_topics():
+                continue
+            start, hw, end = self.ends(topic, partition)
+            row = committed.get((topic, partition))
+            result.append(PartitionLag(topic, partition, row.offset if row else None, start, hw,
+                                       end, owners.get((topic, partition))))
+        return result
+
+    def describe(self, group: str) -> GroupDescription:
+        current = self.coordinator.describe(group)
+        subscribed = sorted({t for m in (current.members if current else ()) for t, _ in m.assignment})
+        partitions = tuple(self.lag(group, subscribed))
+        if current is None:
+            state = "Dead" if not partitions else "Empty"
+            return GroupDescription(group, state, -1, None, (), partitions)
+        return GroupDescription(group, current.state, current.generation, current.protocol,
+                                current.members, partitions)
+
+    # -- operator actions -------------------------------------------------------------
+
+    def _refuse_if_active(self, group: str, action: str, force: bool) -> Group | None:
+        current = self.coordinator.describe(group)
+        if current is not None and current.members and not force:
+            raise GroupBusyError(
+                f"group {group!r} has {len(current.members)} active member(s) "
+                f"({', '.join(m.member_id for m in current.members)}); stop them before you "
+                f"{action}, or force it (--force): forcing fences them")
+        return current
+
+    def reset_offsets(self, group: str, offsets: Mapping[tuple[str, int], int],
+                      force: bool = False) -> int | None:
+        """Set the group's offsets (an operator's reset); refused while members are active."""
+        current = self._refuse_if_active(group, "reset its offsets", force)
+        if current is not None and current.members:
+            self.coordinator.fence_all(group)
+        return self.commit(group, offsets, force=True,
+                           custom_metadata={"kstream.operation": "reset-offsets"})
+
+    def delete(self, group: str, force: bool = False) -> None:
+        """Forget the group: its member rows and its offsets (history stays in old versions)."""
+        self._refuse_if_active(group, "delete it", force)
+        self.coordinator.delete(group)
+        if group in self.table.groups():
+            with self.coordinator.lock(group):
+                self.table.write(group, [], custom_metadata={"kstream.operation": "delete-group"})
+
+    def close(self) -> None:
+        for lock in self._hw_locks.values():
+            lock.close()
+        self._hw_locks.clear()
+
+
+def clamp(offset: int, start: int, end: int) -> int:
+    return max(start, min(offset, end))
+
+
+
