@@ -32,7 +32,7 @@ def groups(cluster_path, make_topic):
         for p in range(3):
             for i in range(10):
                 producer.produce("orders", f"o{p}-{i}".encode(), partition=p)
-        for i in range(4):
+        for _ in range(4):
             producer.produce("payments", b"x", partition=0)
         producer.flush()
     service = ConsumerGroups(Cluster.open(cluster_path))
@@ -124,7 +124,7 @@ def test_stale_generation_and_unknown_member_are_fenced(groups):
 def test_history_by_version_and_timestamp(groups):
     v1 = groups.commit("g", {("orders", 0): 2})
     time.sleep(0.05)
-    between = dt.datetime.now(dt.timezone.utc)
+    between = dt.datetime.now(dt.UTC)
     time.sleep(0.05)
     groups.commit("g", {("orders", 0): 8})
     assert groups.committed("g", version=v1)[("orders", 0)].offset == 2

@@ -89,7 +89,7 @@ class ConsumerGroups:
         transaction already committed, or no offset changed). Raises FencedError for a stale
         member/generation, and TopicNotFound/PartitionNotFound/OffsetOutOfRange for bad input;
         in every failure the table is unchanged."""
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         rows = {}
         for (topic, partition), given in offsets.items():
             commit = given if isinstance(given, OffsetCommit) else OffsetCommit(int(given))
