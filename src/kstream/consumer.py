@@ -7,8 +7,12 @@ partition and ``fetch.max.bytes`` in all, round-robin over the assignment.
 With nothing to read, ``poll`` blocks on a directory watch (inotify) until a
 writer appends or the timeout passes.
 
-Group membership and committed offsets (``subscribe``, ``commit``) come with
-consumer groups; ``group.id`` is accepted now. Not thread-safe.
+With ``group.id``, ``subscribe()`` joins the group (partitions come and go by
+rebalance, see :mod:`kstream.consumer_group`), and ``commit()`` /
+``committed()`` use the group's offsets in the cluster's Delta table.
+``records_lag()`` reports, per partition, the high watermark minus the
+position at the last fetch, as the Java client's records-lag metrics do.
+Not thread-safe.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from kstream.client_config import open_client
+from kstream.consumer_group import GroupSession, RebalanceCallback
 from kstream.errors import ConfigError, OffsetOutOfRangeError
 from kstream.fetcher import Fetcher, PartitionFetch
 from kstream.log.change_notifier import ChangeNotifier
@@ -58,6 +63,8 @@ class Consumer:
     """Reads assigned partitions of a cluster. See the module docstring."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
+        config = dict(config or {})
+        on_commit = config.pop("on_commit", None) or kwargs.pop("on_commit", None)
         options, self._cluster = open_client(CONSUMER_OPTIONS, config, kwargs, "a Consumer")
         self._options = options
         self._codec = PayloadCodec()
@@ -73,10 +80,59 @@ class Consumer:
         self._messages_owner: PartitionFetch | None = None
         self._messages_chunk: StoredBatch | None = None
         self._closed = False
+        self._group = GroupSession(self, options, on_commit) if options["group.id"] else None
+        self._hold_group = False
 
     @property
     def cluster(self) -> Cluster:
         return self._cluster
+
+    # -- consumer groups ----------------------------------------------------------------
+
+    def _session(self, call: str) -> GroupSession:
+        if self._group is None:
+            raise ConfigError(f"{call} needs a consumer group: set group.id in the Consumer's config")
+        return self._group
+
+    def subscribe(self, topics: list[str], on_assign: RebalanceCallback | None = None,
+                  on_revoke: RebalanceCallback | None = None, on_lost: RebalanceCallback | None = None
+                  ) -> None:
+        """Join ``group.id`` for ``topics`` (a name starting with '^' is a regex); partitions are
+        assigned by rebalance, on a later poll()."""
+        self.unassign()
+        self._session("subscribe()").subscribe(topics, on_assign, on_revoke, on_lost)
+
+    def unsubscribe(self) -> None:
+        """Leave the group (committing first with enable.auto.commit)."""
+        if self._group is not None:
+            self._group.unsubscribe()
+
+    def memberid(self) -> str | None:
+        return self._group.member_id if self._group else None
+
+    def commit(self, message: Message | None = None, offsets: list[TopicPartition] | None = None,
+               asynchronous: bool = True) -> list[TopicPartition] | None:
+        """Commit ``message``'s offset + 1, or ``offsets``, or every assigned position. Synchronous:
+        returns the committed partitions (FencedError if the group moved on); asynchronous: the
+        result goes to the ``on_commit(err, partitions)`` callback from a later poll()."""
+        session = self._session("commit()")
+        if message is not None:
+            partitions = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+        elif offsets is not None:
+            partitions = list(offsets)
+        else:
+            partitions = self.position(self.assignment())
+        return session.commit(partitions, asynchronous)
+
+    def committed(self, partitions: list[TopicPartition], timeout: float | None = None
+                  ) -> list[TopicPartition]:
+        """The group's committed offset per partition (OFFSET_INVALID: none)."""
+        return self._session("committed()").committed(partitions)
+
+    def records_lag(self) -> dict[TopicPartition, dict[str, float]]:
+        """Per assigned partition: records-lag (HW minus position at the last fetch),
+        records-lag-avg and records-lag-max over the fetches since it was assigned."""
+        return {TopicPartition(t, p): self._assigned[(t, p)].lag.metrics() for t, p in self._order}
 
     # -- assignment ----------------------------------------------------------------
 
@@ -112,6 +168,7 @@ class Consumer:
             assigned.close()
         self._assigned.clear()
         self._order.clear()
+        self._next = 0
         self._drop_messages()
 
     def assignment(self) -> list[TopicPartition]:
@@ -224,14 +281,20 @@ class Consumer:
         """Up to ``num_messages`` records, waiting at most ``timeout`` seconds (-1: forever)."""
         deadline = None if timeout < 0 else time.monotonic() + timeout
         result: list[Message] = []
-        while len(result) < num_messages:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            message = self.poll(remaining)
-            if message is None:
-                break
-            result.append(message)
-            if deadline is not None and time.monotonic() >= deadline and result:
-                break
+        try:
+            while len(result) < num_messages:
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                message = self.poll(remaining)
+                if message is None:
+                    break
+                result.append(message)
+                # No rebalance between records of one consume(): a revoke now would take
+                # partitions away before the caller could commit what it was handed.
+                self._hold_group = True
+                if deadline is not None and time.monotonic() >= deadline and result:
+                    break
+        finally:
+            self._hold_group = False
         return result
 
     def _to_messages(self, assigned: PartitionFetch, chunk: StoredBatch) -> Iterator[Message]:
@@ -275,11 +338,19 @@ class Consumer:
 
     def _take_chunk_owner(self, deadline: float | None) -> PartitionFetch | Message | None:
         """A partition with buffered data (fetching, then waiting, as needed)."""
-        if not self._order:
-            if deadline is not None:
-                time.sleep(max(0.0, deadline - time.monotonic()))
-            return None
         while True:
+            if self._group is not None and not self._hold_group:
+                self._group.maintain()
+            if not self._order:
+                if self._group is None or self._group.member_id is None:
+                    if deadline is not None:
+                        time.sleep(max(0.0, deadline - time.monotonic()))
+                    return None
+                now = time.monotonic()  # a member waiting for its assignment
+                if deadline is not None and now >= deadline:
+                    return None
+                time.sleep(0.02 if deadline is None else min(0.02, deadline - now))
+                continue
             for _ in range(len(self._order)):
                 assigned = self._assigned[self._order[self._next]]
                 self._next = (self._next + 1) % len(self._order)
@@ -327,6 +398,8 @@ class Consumer:
         if self._closed:
             return
         self._closed = True
+        if self._group is not None:
+            self._group.close()
         self.unassign()
         self._notifier.close()
         self._cluster.close()

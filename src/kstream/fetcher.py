@@ -27,11 +27,31 @@ from kstream.log.partition import Partition
 from kstream.log.records import PayloadCodec
 
 
+class RecordsLag:
+    """The Java consumer's records-lag metrics of one partition: high watermark (or LSO) minus
+    the fetch position after each fetch that returned data."""
+
+    __slots__ = ("count", "current", "maximum", "total")
+
+    def __init__(self) -> None:
+        self.current = self.maximum = self.total = self.count = 0
+
+    def record(self, lag: int) -> None:
+        self.current = lag
+        self.maximum = max(self.maximum, lag)
+        self.total += lag
+        self.count += 1
+
+    def metrics(self) -> dict[str, float]:
+        return {"records-lag": self.current, "records-lag-max": self.maximum,
+                "records-lag-avg": self.total / self.count if self.count else 0.0}
+
+
 class PartitionFetch:
     """One assigned partition: its handle and reader, fetch offset and fetched-but-unreturned batches."""
 
-    __slots__ = ("chunks", "eof_reported", "fetch_offset", "handle", "isolation", "output", "partition",
-                 "reader", "topic", "typed")
+    __slots__ = ("chunks", "eof_reported", "fetch_offset", "handle", "isolation", "lag", "output",
+                 "partition", "reader", "topic", "typed")
 
     def __init__(self, topic: str, partition: int, handle: Partition, reader: LogReader, schema: pa.Schema,
                  typed: bool, fetch_offset: int = 0, isolation: Isolation | None = None):
@@ -45,6 +65,7 @@ class PartitionFetch:
         self.typed = typed
         self.chunks: deque[StoredBatch] = deque()
         self.eof_reported = False
+        self.lag = RecordsLag()
 
     def high_watermark(self) -> int:
         """The HW (0 until a writer has published one)."""
@@ -87,8 +108,9 @@ class Fetcher:
             if fetch.chunks:
                 continue
             try:
+                end = fetch.visible_end()
                 frames = fetch.reader.read(fetch.fetch_offset, min(self.partition_max_bytes, budget),
-                                           end_offset=fetch.visible_end())
+                                           end_offset=end)
             except KStreamError as err:
                 failure = failure or err
                 continue
@@ -105,6 +127,7 @@ class Fetcher:
                 got = True
             if frames:
                 fetch.eof_reported = False
+                fetch.lag.record(max(0, end - fetch.fetch_offset))
         if failure is not None and not got:
             raise failure
         return got
