@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from rich.console import Console
 import pyarrow as pa
 
 from kstream.errors import ConfigError
@@ -47,3 +48,9 @@ def parse_schema(text: str) -> pa.Schema:
             raise ConfigError(f"schema column {name!r}: unknown type {type_name!r}") from err
         fields.append(pa.field(name, data_type, nullable=nullable))
     return pa.schema(fields)
+
+
+def console() -> Console:
+    """Rich output: the terminal's width, or wide enough for whole tables when piped."""
+    terminal = Console()
+    return terminal if terminal.is_terminal else Console(width=240)
