@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.console import Console
 import pyarrow as pa
+from rich.console import Console
 
 from kstream.errors import ConfigError
 

@@ -119,7 +119,7 @@ def _plan(service: ConsumerGroups, ctx: click.Context, group: str, scope: list[t
         assert value is not None
         when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
         if when.tzinfo is None:
-            when = when.replace(tzinfo=dt.timezone.utc)
+            when = when.replace(tzinfo=dt.UTC)
         with Consumer(cluster_options(ctx)) as consumer:
             found = consumer.offsets_for_times([TopicPartition(t, p, int(when.timestamp() * 1000))
                                                 for t, p in scope])
