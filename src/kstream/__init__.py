@@ -12,6 +12,7 @@ from kstream.errors import (
     ConfigError,
     CorruptBatchError,
     FencedError,
+    GroupBusyError,
     InvalidRecordError,
     KStreamError,
     LogDirOfflineError,
@@ -23,6 +24,7 @@ from kstream.errors import (
     TopicExistsError,
     TopicNotFoundError,
 )
+from kstream.groups import ConsumerGroups, OffsetCommit
 from kstream.message import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -33,6 +35,7 @@ from kstream.message import (
     TopicPartition,
 )
 from kstream.producer import BatchResult, Producer
+from kstream.source.lag import QueryPartitionLag, query_lag
 
 __version__ = "0.1.0"
 
@@ -46,8 +49,10 @@ __all__ = [
     "ClusterError",
     "ConfigError",
     "Consumer",
+    "ConsumerGroups",
     "CorruptBatchError",
     "FencedError",
+    "GroupBusyError",
     "InvalidRecordError",
     "KStreamError",
     "KafkaError",
@@ -56,9 +61,11 @@ __all__ = [
     "NewPartitions",
     "NewTopic",
     "NotEnoughReplicasError",
+    "OffsetCommit",
     "OffsetOutOfRangeError",
     "PartitionNotFoundError",
     "Producer",
+    "QueryPartitionLag",
     "RecordTooLargeError",
     "SchemaError",
     "TopicDescription",
@@ -66,4 +73,5 @@ __all__ = [
     "TopicNotFoundError",
     "TopicPartition",
     "__version__",
+    "query_lag",
 ]

@@ -29,11 +29,12 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from kstream.errors import ConfigError
+from kstream.groups import ConsumerGroups
 from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.log.output import output_schema
 from kstream.sink.writer import KStreamBatchWriter, KStreamStreamWriter, check_sink_schema
 from kstream.source import planning
-from kstream.source.options import EARLIEST, LATEST, ReaderOptions
+from kstream.source.options import EARLIEST, LATEST, OffsetSpec, ReaderOptions
 from kstream.source.partition_reader import read_range
 
 
@@ -99,17 +100,25 @@ class KStreamBatchReader(DataSourceReader):
         cluster = Cluster.open(self.cluster_path)
         try:
             tps = planning.topic_partitions(cluster, self.options)
-            level = self.options.isolation_level
-            start = planning.resolve(cluster, self.options.starting_offsets, tps, EARLIEST, level)
-            end = planning.resolve(cluster, self.options.ending_offsets, tps, LATEST, level)
+            start = self._resolve(cluster, self.options.starting_offsets, tps, EARLIEST)
+            end = self._resolve(cluster, self.options.ending_offsets, tps, LATEST)
         finally:
             cluster.close()
         return [_Split(s) for s in planning.ranges(self.cluster_path, start, end, self.options.fail_on_data_loss,
                                                    self.options.isolation_level)]
 
+    def _resolve(self, cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]], missing: int
+                 ) -> planning.Offsets:
+        return planning.resolve(cluster, spec, tps, missing, self.options.isolation_level,
+                                self.options.group_id, _fallback(self.options))
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, _Split)
         yield from read_range(partition.split, _arrow_schema(self.schema))
+
+
+def _fallback(options: ReaderOptions) -> int:
+    return EARLIEST if options.auto_offset_reset == "earliest" else LATEST
 
 
 class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -117,6 +126,14 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     Lives in one long-lived process on the driver. New partitions of subscribed
     topics are picked up at each ``latestOffset`` and start at their earliest offset.
+
+    With ``group.id`` the query owns that consumer group: it claims the group when
+    it starts (fencing an earlier query of the same group, whose next commit then
+    fails) and commits the end offsets of each finished micro-batch. Spark calls
+    ``commit(end)`` for batch N only when it plans batch N+1, so the commit also
+    happens in ``latestOffset(start)``, whose ``start`` is the end of the batch
+    Spark has just finished: the group is never a batch behind, and an
+    AvailableNow query's last batch is committed too.
     """
 
     def __init__(self, options: dict[str, str], schema: StructType):
@@ -125,6 +142,9 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.cluster_path = resolve_cluster_path(self.options.cluster)
         self._cluster: Cluster | None = None
         self._available_now_end: planning.Offsets | None = None
+        self._member: tuple[str, int] | None = None  # (member id, generation) in the group
+        self._groups: ConsumerGroups | None = None
+        self._group_committed: dict | None = None
 
     @property
     def cluster(self) -> Cluster:
@@ -135,7 +155,16 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         tps = planning.topic_partitions(self.cluster, self.options)
         return planning.resolve(self.cluster, self.options.starting_offsets, tps, EARLIEST,
-                                self.options.isolation_level)
+                                self.options.isolation_level, self.options.group_id, _fallback(self.options))
+
+    def _group_member(self) -> tuple[ConsumerGroups, str, int]:
+        """Claim the group once per run of the query (fencing any earlier query)."""
+        if self._groups is None:
+            self._groups = ConsumerGroups(self.cluster)
+        if self._member is None:
+            assert self.options.group_id is not None
+            self._member = self._groups.coordinator.claim(self.options.group_id, "spark-query")
+        return self._groups, *self._member
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:
@@ -156,6 +185,7 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now_end = planning.resolve(self.cluster, "latest", tps, LATEST, self.options.isolation_level)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        self._commit_group(start)
         start = {t: dict(ps) for t, ps in start.items()}
         latest = self._available(start)
         if self._available_now_end is not None:
@@ -178,9 +208,26 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         yield from read_range(partition.split, _arrow_schema(self.schema))
 
     def commit(self, end: dict) -> None:
-        """Nothing to do yet: consumer-group offset commits come with consumer groups."""
+        self._commit_group(end)
+
+    def _commit_group(self, offsets: dict) -> None:
+        """With group.id: commit a finished batch's end offsets for the group (FencedError,
+        failing this query, if a newer query of the same group has taken it over)."""
+        if self.options.group_id is None or offsets == self._group_committed:
+            return
+        groups, member_id, generation = self._group_member()
+        groups.commit(self.options.group_id,
+                      {(t, int(p)): o for t, ps in offsets.items() for p, o in ps.items()},
+                      member_id=member_id, generation=generation)
+        self._group_committed = {t: dict(ps) for t, ps in offsets.items()}
 
     def stop(self) -> None:
+        if self._groups is not None:
+            if self._member is not None and self.options.group_id is not None:
+                self._groups.coordinator.leave(self.options.group_id, self._member[0])
+            self._groups.close()
+            self._groups = None
+            self._member = None
         if self._cluster is not None:
             self._cluster.close()
             self._cluster = None

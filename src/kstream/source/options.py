@@ -6,6 +6,7 @@ instead; Spark shows them at analysis time or on the first batch.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Mapping
@@ -19,6 +20,23 @@ _TOPIC_SELECTORS = ("subscribe", "subscribePattern", "assign")
 
 
 @dataclass(frozen=True)
+class GroupPosition:
+    """startingOffsets/endingOffsets taken from the group's committed offsets: now
+    (``group``), at a table version (``group@version=12``) or as of a time
+    (``group@timestamp=2026-11-20T10:00:00Z``)."""
+
+    version: int | None = None
+    timestamp: dt.datetime | None = None
+
+    @property
+    def historical(self) -> bool:
+        return self.version is not None or self.timestamp is not None
+
+
+OffsetSpec = str | Mapping[str, Mapping[str, int]] | GroupPosition
+
+
+@dataclass(frozen=True)
 class ReaderOptions:
     """What a kstream read needs, parsed from Spark's string options (case-insensitive)."""
 
@@ -26,13 +44,15 @@ class ReaderOptions:
     subscribe: tuple[str, ...] = ()
     subscribe_pattern: str | None = None
     assign: Mapping[str, tuple[int, ...]] | None = None
-    starting_offsets: str | Mapping[str, Mapping[str, int]] = "latest"
-    ending_offsets: str | Mapping[str, Mapping[str, int]] = "latest"
+    starting_offsets: OffsetSpec = "latest"
+    ending_offsets: OffsetSpec = "latest"
     max_offsets_per_trigger: int | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
     isolation_level: str = "read_committed"
     columns: tuple[str, ...] | None = None
+    group_id: str | None = None
+    auto_offset_reset: str = "latest"
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], streaming: bool) -> ReaderOptions:
@@ -63,6 +83,14 @@ class ReaderOptions:
         if streaming and "endingoffsets" in lower:
             raise ConfigError("option 'endingOffsets' is for batch reads; a streaming query has no end")
         max_offsets = lower.get("maxoffsetspertrigger")
+        group_id = lower.get("group.id", lower.get("kafka.group.id"))
+        for name, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
+            if isinstance(spec, GroupPosition) and not group_id:
+                raise ConfigError(f"option {name!r} reads a consumer group's offsets; name the group "
+                                  "with .option('group.id', ...)")
+        reset = lower.get("auto.offset.reset", "latest")
+        if reset not in ("earliest", "latest"):
+            raise ConfigError(f"option 'auto.offset.reset': {reset!r} is not earliest or latest")
         return cls(
             cluster=lower.get("cluster"),
             subscribe=subscribe,
@@ -77,6 +105,8 @@ class ReaderOptions:
             else None,
             isolation_level=_isolation(lower.get("kafka.isolation.level", lower.get("isolation.level",
                                                                                      "read_committed"))),
+            group_id=group_id,
+            auto_offset_reset=reset,
         )
 
 
@@ -91,9 +121,11 @@ def _parse_assign(text: str) -> dict[str, tuple[int, ...]]:
     return {topic: tuple(ps) for topic, ps in value.items()}
 
 
-def _parse_offsets(name: str, text: str, allow_latest: bool) -> str | dict[str, dict[str, int]]:
+def _parse_offsets(name: str, text: str, allow_latest: bool) -> OffsetSpec:
     if text in ("earliest", "latest"):
         return text
+    if text == "group" or text.startswith("group@"):
+        return _parse_group_position(name, text)
     try:
         value = json.loads(text)
         if not isinstance(value, dict) or not all(
@@ -104,6 +136,26 @@ def _parse_offsets(name: str, text: str, allow_latest: bool) -> str | dict[str, 
         raise ConfigError(
             f"option {name!r}: {text!r} is neither 'earliest', 'latest' nor JSON like "
             f'{{"topicA":{{"0":23,"1":-2}}}} (-2 = earliest, -1 = latest): {err}') from err
+
+
+def _parse_group_position(name: str, text: str) -> GroupPosition:
+    if text == "group":
+        return GroupPosition()
+    kind, _, value = text[len("group@"):].partition("=")
+    try:
+        if kind == "version":
+            version = int(value)
+            if version < 0:
+                raise ValueError("a version is >= 0")
+            return GroupPosition(version=version)
+        if kind == "timestamp":
+            when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            return GroupPosition(timestamp=when if when.tzinfo else when.replace(tzinfo=dt.UTC))
+        raise ValueError(f"unknown position kind {kind!r}")
+    except ValueError as err:
+        raise ConfigError(
+            f"option {name!r}: {text!r} is not group, group@version=N or group@timestamp=ISO-8601 "
+            f"(e.g. group@timestamp=2026-11-20T10:00:00Z): {err}") from err
 
 
 def _positive_int(name: str, text: str | None) -> int | None:

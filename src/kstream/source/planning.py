@@ -7,16 +7,16 @@ Offsets travel as the Spark Kafka connector writes them: ``{"topic": {"0": 23}}`
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from kstream.errors import ConfigError, OffsetOutOfRangeError, PartitionNotFoundError, TopicNotFoundError
+from kstream.groups import ConsumerGroups
 from kstream.log.cluster import Cluster
 from kstream.log.isolation import Isolation
 from kstream.log.transactions import TransactionStore
-from kstream.source.options import EARLIEST, LATEST, ReaderOptions
+from kstream.source.options import EARLIEST, LATEST, GroupPosition, OffsetSpec, ReaderOptions
 
 Offsets = dict[str, dict[str, int]]
 
@@ -82,10 +82,30 @@ def bounds(cluster: Cluster, topic: str, partition: int, isolation_level: str) -
         handle.close()
 
 
-def resolve(cluster: Cluster, spec: str | Mapping[str, Mapping[str, int]], tps: list[tuple[str, int]],
-            missing: int, isolation_level: str = "read_committed") -> Offsets:
-    """Concrete offsets for ``tps``: 'earliest'/'latest', or JSON with -2/-1 per partition;
-    partitions the JSON leaves out take ``missing`` (EARLIEST or LATEST)."""
+def group_offsets(cluster: Cluster, group: str, position: GroupPosition) -> Offsets:
+    """The offsets ``group`` had committed (now, at a table version, or as of a time)."""
+    service = ConsumerGroups(cluster)
+    try:
+        rows = service.committed(group, position.version, position.timestamp)
+    finally:
+        service.close()
+    result: Offsets = {}
+    for (topic, partition), row in rows.items():
+        result.setdefault(topic, {})[str(partition)] = row.offset
+    return result
+
+
+def resolve(cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]],
+            missing: int, isolation_level: str = "read_committed", group: str | None = None,
+            group_fallback: int = LATEST) -> Offsets:
+    """Concrete offsets for ``tps``: 'earliest'/'latest', JSON with -2/-1 per partition, or a
+    group's committed offsets. Partitions the JSON leaves out take ``missing`` (EARLIEST or
+    LATEST); partitions a group never committed take ``group_fallback`` now, and EARLIEST in a
+    historical position (the group had read nothing of them by then)."""
+    if isinstance(spec, GroupPosition):
+        assert group is not None
+        missing = EARLIEST if spec.historical else group_fallback
+        spec = group_offsets(cluster, group, spec)
     result: Offsets = {}
     for topic, partition in tps:
         if isinstance(spec, str):

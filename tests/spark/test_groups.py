@@ -1,0 +1,133 @@
+"""Spark and consumer groups: a streaming query commits its group's offsets, a new query starts
+from them, a second query on the group fences the first, history reads replay exactly what the
+group consumed between two positions, and query progress turns into per-partition lag."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+import pytest
+
+from kstream import ConsumerGroups, Producer, query_lag
+from kstream.log.cluster import Cluster
+
+pytestmark = pytest.mark.spark
+
+
+def produce(cluster_path, topic, start, count, partitions=2):
+    with Producer({"cluster": cluster_path, "acks": "1"}) as producer:
+        for i in range(start, start + count):
+            producer.produce(topic, f"v{i}".encode(), partition=i % partitions)
+
+
+def committed(cluster_path, group):
+    service = ConsumerGroups(Cluster.open(cluster_path))
+    try:
+        return {k: v.offset for k, v in service.committed(group).items()}
+    finally:
+        service.close()
+
+
+def stream(spark, cluster_path, group, starting="earliest"):
+    return (spark.readStream.format("kstream").option("cluster", cluster_path).option("subscribe", "t")
+            .option("group.id", group).option("startingOffsets", starting).load()
+            .selectExpr("CAST(value AS STRING) AS v"))
+
+
+def test_query_commits_and_a_new_query_starts_from_the_group(spark, cluster_path, make_topic, tmp_path):
+    make_topic("t", partitions=2)
+    produce(cluster_path, "t", 0, 100)
+
+    def run(checkpoint, starting):
+        query = (stream(spark, cluster_path, "sg", starting).writeStream.format("memory")
+                 .queryName(f"q{abs(hash(checkpoint))}").option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        rows = spark.sql(f"SELECT v FROM q{abs(hash(checkpoint))}").collect()
+        return sorted(r.v for r in rows), query
+
+    first, query = run(str(tmp_path / "c1"), "earliest")
+    assert len(first) == 100
+    assert committed(cluster_path, "sg") == {("t", 0): 50, ("t", 1): 50}
+    lag = query_lag(query.lastProgress)
+    assert {(r.topic, r.partition): r.lag for r in lag} == {("t", 0): 0, ("t", 1): 0}
+
+    produce(cluster_path, "t", 100, 20)
+    second, _ = run(str(tmp_path / "c2"), "group")  # a fresh checkpoint: resumes from the group
+    assert second == sorted(f"v{i}" for i in range(100, 120))
+    assert committed(cluster_path, "sg") == {("t", 0): 60, ("t", 1): 60}
+
+
+def test_second_query_on_a_group_fences_the_first(spark, cluster_path, make_topic, tmp_path):
+    make_topic("t", partitions=2)
+    produce(cluster_path, "t", 0, 10)
+    first = (stream(spark, cluster_path, "fg").writeStream.format("noop")
+             .option("checkpointLocation", str(tmp_path / "a")).trigger(processingTime="200 milliseconds").start())
+    deadline = time.monotonic() + 60
+    while committed(cluster_path, "fg") != {("t", 0): 5, ("t", 1): 5}:
+        assert time.monotonic() < deadline, "the first query never committed"
+        time.sleep(0.1)
+    second = (stream(spark, cluster_path, "fg", starting="group").writeStream.format("noop")
+              .option("checkpointLocation", str(tmp_path / "b")).trigger(processingTime="200 milliseconds").start())
+    try:
+        while second.lastProgress is None:
+            assert time.monotonic() < deadline, "the second query never ran"
+            time.sleep(0.1)
+        produce(cluster_path, "t", 10, 10)
+        with pytest.raises(Exception, match="no longer in group"):
+            first.awaitTermination(60)
+        assert not first.isActive
+        while committed(cluster_path, "fg") != {("t", 0): 10, ("t", 1): 10}:
+            assert time.monotonic() < deadline, "the second query did not take over"
+            time.sleep(0.1)
+        assert second.isActive
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_history_replay_between_two_positions(spark, cluster_path, make_topic):
+    make_topic("t", partitions=2)
+    produce(cluster_path, "t", 0, 60)
+    service = ConsumerGroups(Cluster.open(cluster_path))
+    service.commit("hg", {("t", 0): 10})  # partition 1 not committed yet
+    time.sleep(0.05)
+    at_10 = dt.datetime.now(dt.UTC)
+    time.sleep(0.05)
+    v2 = service.commit("hg", {("t", 0): 20, ("t", 1): 15})
+    time.sleep(0.05)
+    at_12 = dt.datetime.now(dt.UTC)
+    time.sleep(0.05)
+    service.commit("hg", {("t", 0): 30, ("t", 1): 30})
+    service.close()
+
+    def read(start, end):
+        rows = (spark.read.format("kstream").option("cluster", cluster_path).option("subscribe", "t")
+                .option("group.id", "hg").option("startingOffsets", start).option("endingOffsets", end)
+                .load().select("partition", "offset").collect())
+        return sorted((r.partition, r.offset) for r in rows)
+
+    expected = [(0, o) for o in range(10, 20)] + [(1, o) for o in range(0, 15)]
+    iso = "%Y-%m-%dT%H:%M:%S.%fZ"
+    assert read(f"group@timestamp={at_10.strftime(iso)}", f"group@timestamp={at_12.strftime(iso)}") == expected
+    assert read(f"group@timestamp={at_10.strftime(iso)}", f"group@version={v2}") == expected
+    assert read(f"group@version={v2}", "group") == [(0, o) for o in range(20, 30)] + [(1, o) for o in range(15, 30)]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"startingOffsets": "group"}, "group.id"),
+    ({"startingOffsets": "group@when=3", "group.id": "g"}, "group@version=N"),
+    ({"startingOffsets": "group@version=999", "group.id": "g", "endingOffsets": "latest"}, "history"),
+])
+def test_bad_group_options(spark, cluster_path, make_topic, options, message):
+    make_topic("t", partitions=1)
+    service = ConsumerGroups(Cluster.open(cluster_path))
+    produce(cluster_path, "t", 0, 2, partitions=1)
+    service.commit("g", {("t", 0): 1})
+    service.close()
+    reader = spark.read.format("kstream").option("cluster", cluster_path).option("subscribe", "t")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    with pytest.raises(Exception, match=message):
+        reader.load().collect()
