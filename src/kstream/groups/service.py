@@ -26,6 +26,7 @@ from kstream.groups.offsets_table import CommittedOffset, Offsets, OffsetsTable
 from kstream.log.cluster import Cluster
 from kstream.log.lock import PartitionLock
 from kstream.log.log_reader import LogReader
+from kstream.log.metadata import TopicInfo
 
 
 @dataclass(frozen=True)
@@ -91,9 +92,11 @@ class ConsumerGroups:
         in every failure the table is unchanged."""
         now = dt.datetime.now(dt.UTC)
         rows = {}
+        topics: dict[str, TopicInfo] = {}
         for (topic, partition), given in offsets.items():
             commit = given if isinstance(given, OffsetCommit) else OffsetCommit(int(given))
-            epoch = self._check_offset(topic, partition, commit.offset)
+            info = topics.get(topic) or topics.setdefault(topic, self.cluster.topic(topic))
+            epoch = self._check_offset(info, partition, commit.offset)
             rows[(topic, partition)] = CommittedOffset(
                 topic, partition, commit.offset,
                 commit.leader_epoch if commit.leader_epoch is not None else epoch,
@@ -115,9 +118,9 @@ class ConsumerGroups:
             return self.table.write(group, {**current, **rows}.values(), transaction,
                                     custom_metadata)
 
-    def _check_offset(self, topic: str, partition: int, offset: int) -> int:
+    def _check_offset(self, info: TopicInfo, partition: int, offset: int) -> int:
         """Validate one commit; returns the partition's current leader epoch."""
-        info = self.cluster.topic(topic)
+        topic = info.name
         if not 0 <= partition < info.num_partitions:
             raise PartitionNotFoundError(
                 f"topic {topic!r} has partitions 0..{info.num_partitions - 1}; cannot commit an "
@@ -125,7 +128,7 @@ class ConsumerGroups:
         if offset < 0:
             raise OffsetOutOfRangeError(f"cannot commit offset {offset} for {topic}-{partition}: "
                                         "offsets are >= 0 (the next offset to read)")
-        if offset > self._high_watermark(topic, partition):
+        if offset > self._high_watermark(info, partition):
             end = self.ends(topic, partition)[2]
             if offset > end:
                 raise OffsetOutOfRangeError(
@@ -134,9 +137,8 @@ class ConsumerGroups:
                     "end offset)")
         return info.partitions[partition].leader_epoch
 
-    def _high_watermark(self, topic: str, partition: int) -> int:
-        info = self.cluster.topic(topic)
-        key = (topic, info.topic_id, partition)
+    def _high_watermark(self, info: TopicInfo, partition: int) -> int:
+        key = (info.name, info.topic_id, partition)
         lock = self._hw_locks.get(key)
         if lock is None:
             lock = self._hw_locks[key] = PartitionLock(self.cluster.lock_path(info, partition))
@@ -150,7 +152,7 @@ class ConsumerGroups:
                            check_crcs=False)
         try:
             end = reader.log_end_offset()
-            return reader.log_start_offset(), min(self._high_watermark(topic, partition), end), end
+            return reader.log_start_offset(), min(self._high_watermark(info, partition), end), end
         finally:
             reader.close()
 
