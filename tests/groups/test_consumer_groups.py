@@ -140,3 +140,21 @@ def test_group_calls_need_group_id_and_known_topics(cluster_path, topic):
     with pytest.raises(TopicNotFoundError, match="events"):
         c.subscribe(["nope"])
     c.close()
+
+
+def test_static_member_comes_back_without_a_rebalance(cluster_path, topic):
+    revoked = []
+    a = consumer(cluster_path, **{"group.instance.id": "host-a", "client.id": "a"})
+    b = consumer(cluster_path, **{"group.instance.id": "host-b", "client.id": "b"})
+    a.subscribe([topic])
+    b.subscribe([topic], on_revoke=lambda _, ps: revoked.append(ps))
+    poll_until([a, b], lambda: len(owned(a)) == 2 and len(owned(b)) == 2)
+    revoked.clear()
+    a_partitions, generation = owned(a), b._group._membership.generation
+    a.close()  # a static member does not leave: its slot waits for it
+    again = consumer(cluster_path, **{"group.instance.id": "host-a", "client.id": "a"})
+    again.subscribe([topic])
+    poll_until([again, b], lambda: owned(again) == a_partitions)
+    assert b._group._membership.generation == generation and owned(b) and not revoked
+    again.close()
+    b.close()

@@ -164,3 +164,19 @@ def test_group_names_needing_quotes(groups):
     groups.commit("other", {("orders", 0): 2})
     assert groups.committed("it's a/group")[("orders", 0)].offset == 1
     assert groups.list_groups() == ["it's a/group", "other"]
+
+
+def test_vacuum_drops_old_files_and_keeps_the_latest(tmp_path):
+    from kstream.groups import CommittedOffset, OffsetsTable
+
+    table = OffsetsTable(str(tmp_path), history_retention_ms=0)
+    for i in range(5):
+        table.write("g", [CommittedOffset("t", 0, i), CommittedOffset("t", 1, i)])
+    data_files = lambda: [f for _, _, fs in os.walk(table.path) for f in fs if f.endswith(".parquet")]  # noqa: E731
+    assert len(data_files()) == 5
+    assert table.read("g", version=2)[("t", 0)].offset == 1
+    removed = table.vacuum()
+    assert len(removed) == 4 and len(data_files()) == 1
+    assert table.read("g")[("t", 1)].offset == 4
+    with pytest.raises(OffsetsHistoryError, match="vacuum"):
+        table.read("g", version=2)

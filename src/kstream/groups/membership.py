@@ -106,10 +106,12 @@ class Membership:
             coordinator.cluster.close()
 
     def leave(self) -> None:
+        """Stop heart-beating and leave the group. A static member (group.instance.id) does not
+        leave, as in Kafka: its slot waits session.timeout.ms for it to come back."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        if self.member_id is not None:
+        if self.member_id is not None and self.spec.instance_id is None:
             self._coordinator.leave(self.group, self.member_id)
-            self.member_id = None
+        self.member_id = None

@@ -94,29 +94,36 @@ class OffsetsTable:
         self.path = os.path.join(cluster_path, TABLE_DIR)
         self._retention_ms = history_retention_ms
         self._table: DeltaTable | None = None
+        self._created = False
 
     # -- creating and loading ---------------------------------------------------------
 
     def ensure_created(self) -> None:
         """Create the table if it does not exist (callers hold the cluster's groups lock)."""
-        if DeltaTable.is_deltatable(self.path):
+        if self._created:
             return
-        retention = f"interval {max(1, self._retention_ms // 1000)} seconds"
-        DeltaTable.create(self.path, SCHEMA, mode="ignore", partition_by=["group"],
-                          name="__consumer_offsets", description="kstream committed offsets",
-                          configuration={"delta.checkpointInterval": "100",
-                                         "delta.logRetentionDuration": retention,
-                                         "delta.deletedFileRetentionDuration": retention})
+        if not DeltaTable.is_deltatable(self.path):
+            retention = f"interval {max(1, self._retention_ms // 1000)} seconds"
+            DeltaTable.create(self.path, SCHEMA, mode="ignore", partition_by=["group"],
+                              name="__consumer_offsets", description="kstream committed offsets",
+                              configuration={"delta.checkpointInterval": "100",
+                                             "delta.logRetentionDuration": retention,
+                                             "delta.deletedFileRetentionDuration": retention})
+        self._created = True
 
     def _latest(self) -> DeltaTable | None:
-        """The newest snapshot (cached, brought up to date incrementally)."""
-        if self._table is None:
+        """The newest snapshot, cached. Delta versions are contiguous, so one stat of the next
+        version's log file tells whether anyone committed since; only then is the log listed
+        (delta-rs lists all of ``_delta_log`` to update, which grows with the history kept)."""
+        table = self._table
+        if table is None:
             if not DeltaTable.is_deltatable(self.path):
                 return None
-            self._table = DeltaTable(self.path)
-        else:
-            self._table.update_incremental()
-        return self._table
+            table = self._table = DeltaTable(self.path)
+            self._created = True
+        elif os.path.exists(os.path.join(self.path, "_delta_log", f"{table.version() + 1:020d}.json")):
+            table.update_incremental()
+        return table
 
     def version(self) -> int:
         table = self._latest()
@@ -135,7 +142,14 @@ class OffsetsTable:
         for path in files:
             # One small file per group; pyarrow without threads (and without delta-rs's
             # dataset layer, whose threads abort the interpreter at exit in deltalake 1.6).
-            for row in pq.read_table(_local(path), use_threads=False).to_pylist():
+            try:
+                data = pq.read_table(_local(path), use_threads=False)
+            except FileNotFoundError as exc:
+                raise OffsetsHistoryError(
+                    f"the group offsets table at version {table.version()} needs {path}, which "
+                    f"vacuum removed (history is kept for offsets.history.retention.ms="
+                    f"{self._retention_ms})") from exc
+            for row in data.to_pylist():
                 committed = CommittedOffset(**{k: row.get(k) for k in _FILE_SCHEMA.names})
                 rows[(committed.topic, committed.partition)] = committed
         return rows
@@ -184,7 +198,8 @@ class OffsetsTable:
         self.ensure_created()
         table = self._latest()
         assert table is not None
-        rows = [dict(group=group, **vars(o)) for o in offsets]
+        now = dt.datetime.now(dt.UTC)
+        rows = [dict(group=group, **{**vars(o), "commit_time": o.commit_time or now}) for o in offsets]
         properties = CommitProperties(
             custom_metadata={"kstream.group": group, **(custom_metadata or {})},
             app_transactions=[Transaction(*transaction)] if transaction else None)
@@ -193,8 +208,7 @@ class OffsetsTable:
                             predicate=f'"group" = {sql_string(group)}', commit_properties=properties)
         else:
             table.delete(f'"group" = {sql_string(group)}', commit_properties=properties)
-        table.update_incremental()
-        version = table.version()
+        version = table.version()  # the table object follows its own commits
         if version and version % VACUUM_INTERVAL == 0:
             self.vacuum()
         return version

@@ -8,6 +8,7 @@ holds only options; readers plan on the driver and read on executors
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -23,7 +24,9 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
+    ReadMaxBytes,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import StructType
@@ -104,8 +107,7 @@ class KStreamBatchReader(DataSourceReader):
             end = self._resolve(cluster, self.options.ending_offsets, tps, LATEST)
         finally:
             cluster.close()
-        return [_Split(s) for s in planning.ranges(self.cluster_path, start, end, self.options.fail_on_data_loss,
-                                                   self.options.isolation_level)]
+        return _splits(self.cluster_path, self.options, start, end)
 
     def _resolve(self, cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]], missing: int
                  ) -> planning.Offsets:
@@ -113,8 +115,28 @@ class KStreamBatchReader(DataSourceReader):
                                 self.options.group_id, _fallback(self.options))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, _Split)
-        yield from read_range(partition.split, _arrow_schema(self.schema))
+        yield from _read(partition, self.schema)
+
+
+def _read(partition: InputPartition, schema: StructType) -> Iterator[pa.RecordBatch]:
+    """A split's records. With no splits at all (an empty range), pyspark still runs one task
+    with a plain InputPartition: it reads nothing."""
+    if isinstance(partition, _Split):
+        yield from read_range(partition.split, _arrow_schema(schema))
+
+
+def _splits(cluster_path: str, options: ReaderOptions, start: planning.Offsets, end: planning.Offsets
+            ) -> list[InputPartition]:
+    """One split per partition range, cut further by maxRecordsPerPartition / minPartitions."""
+    splits = planning.ranges(cluster_path, start, end, options.fail_on_data_loss, options.isolation_level)
+    if options.max_records_per_partition or options.min_partitions:
+        cluster = Cluster.open(cluster_path)
+        try:
+            splits = planning.split_large(cluster, splits, options.max_records_per_partition,
+                                          options.min_partitions)
+        finally:
+            cluster.close()
+    return [_Split(s) for s in splits]
 
 
 def _fallback(options: ReaderOptions) -> int:
@@ -145,6 +167,7 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._member: tuple[str, int] | None = None  # (member id, generation) in the group
         self._groups: ConsumerGroups | None = None
         self._group_committed: dict | None = None
+        self._last_batch_at = time.monotonic()
 
     @property
     def cluster(self) -> Cluster:
@@ -167,8 +190,14 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._groups, *self._member
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        """maxOffsetsPerTrigger, else maxBytesPerTrigger, else minOffsetsPerTrigger; latestOffset
+        applies every one of these options that is set, whichever limit Spark passes back."""
         if self.options.max_offsets_per_trigger is not None:
             return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.max_bytes_per_trigger is not None:
+            return ReadMaxBytes(self.options.max_bytes_per_trigger)
+        if self.options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
         return ReadAllAvailable()
 
     def _available(self, start: dict) -> planning.Offsets:
@@ -191,21 +220,32 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._available_now_end is not None:
             latest = {t: {p: min(o, self._available_now_end.get(t, {}).get(p, 0)) for p, o in ps.items()}
                       for t, ps in latest.items()}
-        if not isinstance(limit, ReadMaxRows):
-            return latest
-        return _limit(start, latest, limit.max_rows)
+        options = self.options
+        now = time.monotonic()
+        if options.min_offsets_per_trigger and self._available_now_end is None:
+            new = sum(o - start.get(t, {}).get(p, 0) for t, ps in latest.items() for p, o in ps.items())
+            if new < options.min_offsets_per_trigger and \
+                    (now - self._last_batch_at) * 1000 < options.max_trigger_delay_ms:
+                return start  # wait for minOffsetsPerTrigger records, or maxTriggerDelay
+        max_rows = options.max_offsets_per_trigger or (limit.max_rows if isinstance(limit, ReadMaxRows) else None)
+        if max_rows:
+            latest = _limit(start, latest, max_rows)
+        max_bytes = options.max_bytes_per_trigger or (limit.max_bytes if isinstance(limit, ReadMaxBytes) else None)
+        if max_bytes:
+            latest = planning.limit_bytes(self.cluster, start, latest, max_bytes)
+        if latest != start:
+            self._last_batch_at = now
+        return latest
 
     def reportLatestOffset(self) -> dict | None:
         tps = planning.topic_partitions(self.cluster, self.options)
         return planning.resolve(self.cluster, "latest", tps, LATEST, self.options.isolation_level)
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        return [_Split(s) for s in planning.ranges(self.cluster_path, start, end, self.options.fail_on_data_loss,
-                                                   self.options.isolation_level)]
+        return _splits(self.cluster_path, self.options, start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, _Split)
-        yield from read_range(partition.split, _arrow_schema(self.schema))
+        yield from _read(partition, self.schema)
 
     def commit(self, end: dict) -> None:
         self._commit_group(end)

@@ -33,7 +33,22 @@ class GroupPosition:
         return self.version is not None or self.timestamp is not None
 
 
-OffsetSpec = str | Mapping[str, Mapping[str, int]] | GroupPosition
+@dataclass(frozen=True)
+class TimestampPosition:
+    """startingTimestamp / startingOffsetsByTimestamp (or the ending ones): per partition, the
+    first offset whose timestamp is at or after the given one (ms since the epoch)."""
+
+    timestamp: int | None = None  # for every partition
+    by_partition: Mapping[str, Mapping[str, int]] | None = None
+    strategy: str = "error"  # what a partition with no such record gets: error, or latest
+
+    def for_partition(self, topic: str, partition: int) -> int | None:
+        if self.timestamp is not None:
+            return self.timestamp
+        return (self.by_partition or {}).get(topic, {}).get(str(partition))
+
+
+OffsetSpec = str | Mapping[str, Mapping[str, int]] | GroupPosition | TimestampPosition
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,11 @@ class ReaderOptions:
     starting_offsets: OffsetSpec = "latest"
     ending_offsets: OffsetSpec = "latest"
     max_offsets_per_trigger: int | None = None
+    max_bytes_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
+    min_partitions: int | None = None
+    max_records_per_partition: int | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
     isolation_level: str = "read_committed"
@@ -80,7 +100,12 @@ class ReaderOptions:
         starting = _parse_offsets("startingOffsets", lower.get("startingoffsets", "latest" if streaming
                                                               else "earliest"), allow_latest=True)
         ending = _parse_offsets("endingOffsets", lower.get("endingoffsets", "latest"), allow_latest=True)
-        if streaming and "endingoffsets" in lower:
+        strategy = lower.get("startingoffsetsbytimestampstrategy", "error")
+        if strategy not in ("error", "latest"):
+            raise ConfigError(f"option 'startingOffsetsByTimestampStrategy': {strategy!r} is not error or latest")
+        starting = _timestamp_position("starting", lower, strategy) or starting
+        ending = _timestamp_position("ending", lower, "latest") or ending
+        if streaming and any(k in lower for k in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp")):
             raise ConfigError("option 'endingOffsets' is for batch reads; a streaming query has no end")
         max_offsets = lower.get("maxoffsetspertrigger")
         group_id = lower.get("group.id", lower.get("kafka.group.id"))
@@ -99,6 +124,12 @@ class ReaderOptions:
             starting_offsets=starting,
             ending_offsets=ending,
             max_offsets_per_trigger=_positive_int("maxOffsetsPerTrigger", max_offsets),
+            max_bytes_per_trigger=_positive_int("maxBytesPerTrigger", lower.get("maxbytespertrigger")),
+            min_offsets_per_trigger=_positive_int("minOffsetsPerTrigger", lower.get("minoffsetspertrigger")),
+            max_trigger_delay_ms=_duration_ms("maxTriggerDelay", lower.get("maxtriggerdelay", "15m")),
+            min_partitions=_positive_int("minPartitions", lower.get("minpartitions")),
+            max_records_per_partition=_positive_int("maxRecordsPerPartition",
+                                                    lower.get("maxrecordsperpartition")),
             include_headers=_bool("includeHeaders", lower.get("includeheaders", "false")),
             fail_on_data_loss=_bool("failOnDataLoss", lower.get("failondataloss", "true")),
             columns=tuple(c.strip() for c in lower["columns"].split(",") if c.strip()) if "columns" in lower
@@ -138,6 +169,28 @@ def _parse_offsets(name: str, text: str, allow_latest: bool) -> OffsetSpec:
             f'{{"topicA":{{"0":23,"1":-2}}}} (-2 = earliest, -1 = latest): {err}') from err
 
 
+def _timestamp_position(which: str, lower: Mapping[str, str], strategy: str) -> TimestampPosition | None:
+    """startingTimestamp wins over startingOffsetsByTimestamp, which wins over startingOffsets
+    (the Spark Kafka connector's precedence); likewise for the ending ones."""
+    single, by_partition = lower.get(f"{which}timestamp"), lower.get(f"{which}offsetsbytimestamp")
+    if single is not None:
+        try:
+            value = int(single)
+            if value < 0:
+                raise ValueError("a timestamp is >= 0")
+        except ValueError as err:
+            raise ConfigError(f"option '{which}Timestamp': {single!r} is not milliseconds since the epoch "
+                              f"({err})") from err
+        return TimestampPosition(timestamp=value, strategy=strategy)
+    if by_partition is not None:
+        spec = _parse_offsets(f"{which}OffsetsByTimestamp", by_partition, allow_latest=False)
+        if not isinstance(spec, Mapping) or any(o < 0 for ps in spec.values() for o in ps.values()):
+            raise ConfigError(f"option '{which}OffsetsByTimestamp': {by_partition!r} is not JSON like "
+                              '{"topicA":{"0":1700000000000}} (milliseconds since the epoch per partition)')
+        return TimestampPosition(by_partition=spec, strategy=strategy)
+    return None
+
+
 def _parse_group_position(name: str, text: str) -> GroupPosition:
     if text == "group":
         return GroupPosition()
@@ -168,6 +221,17 @@ def _positive_int(name: str, text: str | None) -> int | None:
     if value < 1:
         raise ConfigError(f"option {name!r}: {value} must be at least 1")
     return value
+
+
+_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _duration_ms(name: str, text: str) -> int:
+    """A duration like Spark's: 500ms, 30s, 15m, 2h (a bare number is milliseconds)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", text.lower())
+    if match is None or match.group(2) not in ("", *_UNITS_MS):
+        raise ConfigError(f"option {name!r}: {text!r} is not a duration like 500ms, 30s, 15m or 2h")
+    return int(match.group(1)) * _UNITS_MS.get(match.group(2) or "ms", 1)
 
 
 def _bool(name: str, text: str) -> bool:

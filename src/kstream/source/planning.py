@@ -7,16 +7,19 @@ Offsets travel as the Spark Kafka connector writes them: ``{"topic": {"0": 23}}`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import pairwise
 
 import pyarrow as pa
 
+from kstream.consumer import Consumer
 from kstream.errors import ConfigError, OffsetOutOfRangeError, PartitionNotFoundError, TopicNotFoundError
 from kstream.groups import ConsumerGroups
 from kstream.log.cluster import Cluster
 from kstream.log.isolation import Isolation
 from kstream.log.transactions import TransactionStore
-from kstream.source.options import EARLIEST, LATEST, GroupPosition, OffsetSpec, ReaderOptions
+from kstream.message import TopicPartition
+from kstream.source.options import EARLIEST, LATEST, GroupPosition, OffsetSpec, ReaderOptions, TimestampPosition
 
 Offsets = dict[str, dict[str, int]]
 
@@ -95,6 +98,26 @@ def group_offsets(cluster: Cluster, group: str, position: GroupPosition) -> Offs
     return result
 
 
+def timestamp_offsets(cluster: Cluster, spec: TimestampPosition, tps: list[tuple[str, int]]) -> Offsets:
+    """Per partition, the first offset at or after the partition's timestamp (partitions with no
+    timestamp given are left out; a partition with no such record: LATEST, or an error)."""
+    wanted = [(t, p, spec.for_partition(t, p)) for t, p in tps]
+    asked = [TopicPartition(t, p, ts) for t, p, ts in wanted if ts is not None]
+    result: Offsets = {}
+    with Consumer({"cluster": cluster.path}) as consumer:
+        for tp in consumer.offsets_for_times(asked):
+            if tp.offset < 0:
+                if spec.strategy == "error":
+                    raise OffsetOutOfRangeError(
+                        f"{tp.topic}-{tp.partition} has no record at or after timestamp "
+                        f"{spec.for_partition(tp.topic, tp.partition)}; use an earlier timestamp, or "
+                        "startingOffsetsByTimestampStrategy=latest to start such partitions at the end")
+                result.setdefault(tp.topic, {})[str(tp.partition)] = LATEST
+            else:
+                result.setdefault(tp.topic, {})[str(tp.partition)] = tp.offset
+    return result
+
+
 def resolve(cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]],
             missing: int, isolation_level: str = "read_committed", group: str | None = None,
             group_fallback: int = LATEST) -> Offsets:
@@ -106,6 +129,8 @@ def resolve(cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]],
         assert group is not None
         missing = EARLIEST if spec.historical else group_fallback
         spec = group_offsets(cluster, group, spec)
+    elif isinstance(spec, TimestampPosition):
+        spec = timestamp_offsets(cluster, spec, tps)
     result: Offsets = {}
     for topic, partition in tps:
         if isinstance(spec, str):
@@ -135,3 +160,66 @@ def ranges(cluster_path: str, start: Offsets, end: Offsets, fail_on_data_loss: b
                 splits.append(PartitionRange(cluster_path, topic, int(partition), begin, stop, fail_on_data_loss,
                                              isolation_level))
     return splits
+
+
+def split_large(cluster: Cluster, splits: list[PartitionRange], max_records: int | None,
+                min_partitions: int | None) -> list[PartitionRange]:
+    """Cut splits into pieces of at most ``max_records`` records, and the largest ones further
+    until there are ``min_partitions``, as the Kafka connector's range calculator does. Cuts
+    fall on record-batch boundaries, so no batch is decoded by two tasks."""
+    pieces = []
+    total = sum(s.end - s.start for s in splits)
+    for split in splits:
+        size = split.end - split.start
+        count = 1
+        if max_records:
+            count = max(count, -(-size // max_records))
+        if min_partitions and len(splits) < min_partitions and total:
+            count = max(count, round(size * min_partitions / total))
+        if count <= 1:
+            pieces.append(split)
+            continue
+        cuts = _batch_boundaries(cluster, split, [split.start + size * i // count for i in range(1, count)])
+        bounds = [split.start, *cuts, split.end]
+        pieces += [replace(split, start=a, end=b) for a, b in pairwise(bounds) if b > a]
+    return pieces
+
+
+def _batch_boundaries(cluster: Cluster, split: PartitionRange, targets: list[int]) -> list[int]:
+    """Each target moved to the first offset of the record batch holding it (deduplicated)."""
+    handle = cluster.partition(split.topic, split.partition)
+    reader = handle.reader(check_crcs=False)
+    try:
+        cuts: list[int] = []
+        for target in targets:
+            frames = reader.read(target, 1, end_offset=split.end)
+            cut = frames[0].header.base_offset if frames else target
+            if split.start < cut < split.end and (not cuts or cut > cuts[-1]):
+                cuts.append(cut)
+        return cuts
+    finally:
+        reader.close()
+        handle.close()
+
+
+def limit_bytes(cluster: Cluster, start: Offsets, latest: Offsets, max_bytes: int) -> Offsets:
+    """End offsets reading about ``max_bytes`` of stored batches in all, shared by backlog; each
+    partition with a backlog advances by at least one batch."""
+    backlog = {(t, p): end - start.get(t, {}).get(p, 0) for t, ps in latest.items() for p, end in ps.items()}
+    total = sum(b for b in backlog.values() if b > 0)
+    result: Offsets = {t: dict(ps) for t, ps in start.items()}
+    for (topic, partition), lag in backlog.items():
+        begin = start.get(topic, {}).get(partition, 0)
+        result.setdefault(topic, {})[partition] = begin
+        if lag <= 0:
+            continue
+        handle = cluster.partition(topic, int(partition))
+        reader = handle.reader(check_crcs=False)
+        try:
+            frames = reader.read(begin, max(1, max_bytes * lag // total), end_offset=latest[topic][partition])
+        finally:
+            reader.close()
+            handle.close()
+        if frames:
+            result[topic][partition] = min(frames[-1].header.next_offset, latest[topic][partition])
+    return result
