@@ -58,6 +58,7 @@ SCHEMA = pa.schema([
     pa.field("commit_time", pa.timestamp("us", tz="UTC"), nullable=False),
 ])
 _FILE_SCHEMA = pa.schema([f for f in SCHEMA if f.name != "group"])
+FILE_SCHEMA = _FILE_SCHEMA
 
 
 class OffsetsHistoryError(KStreamError):
@@ -134,25 +135,30 @@ class OffsetsTable:
     def read(self, group: str, version: int | None = None,
              timestamp: dt.datetime | None = None) -> Offsets:
         """A group's offsets now, at a table ``version``, or as of ``timestamp``."""
+        rows: Offsets = {}
+        for row in self.rows(group, version, timestamp).to_pylist():
+            committed = CommittedOffset(**row)
+            rows[(committed.topic, committed.partition)] = committed
+        return rows
+
+    def rows(self, group: str, version: int | None = None, timestamp: dt.datetime | None = None
+             ) -> pa.Table:
+        """A group's rows (without the ``group`` column) as one Arrow table."""
         table = self._at(version, timestamp)
         if table is None:
-            return {}
-        files = table.file_uris(file_pruning_predicate=[("group", "=", group)])
-        rows: Offsets = {}
-        for path in files:
+            return _FILE_SCHEMA.empty_table()
+        parts = []
+        for path in table.file_uris(file_pruning_predicate=[("group", "=", group)]):
             # One small file per group; pyarrow without threads (and without delta-rs's
             # dataset layer, whose threads abort the interpreter at exit in deltalake 1.6).
             try:
-                data = pq.read_table(_local(path), use_threads=False)
+                parts.append(pq.read_table(_local(path), use_threads=False, schema=_FILE_SCHEMA))
             except FileNotFoundError as exc:
                 raise OffsetsHistoryError(
                     f"the group offsets table at version {table.version()} needs {path}, which "
                     f"vacuum removed (history is kept for offsets.history.retention.ms="
                     f"{self._retention_ms})") from exc
-            for row in data.to_pylist():
-                committed = CommittedOffset(**{k: row.get(k) for k in _FILE_SCHEMA.names})
-                rows[(committed.topic, committed.partition)] = committed
-        return rows
+        return pa.concat_tables(parts) if parts else _FILE_SCHEMA.empty_table()
 
     def _at(self, version: int | None, timestamp: dt.datetime | None) -> DeltaTable | None:
         if version is None and timestamp is None:
@@ -191,20 +197,25 @@ class OffsetsTable:
 
     # -- writing ---------------------------------------------------------------------
 
-    def write(self, group: str, offsets: Iterable[CommittedOffset],
+    def write(self, group: str, offsets: Iterable[CommittedOffset] | pa.Table,
               transaction: tuple[str, int] | None = None,
               custom_metadata: Mapping[str, str] | None = None) -> int:
-        """Replace ``group``'s rows with ``offsets`` in one Delta commit; the new version."""
+        """Replace ``group``'s rows with ``offsets`` (objects, or a table of the file columns)
+        in one Delta commit; the new version."""
         self.ensure_created()
         table = self._latest()
         assert table is not None
-        now = dt.datetime.now(dt.UTC)
-        rows = [dict(group=group, **{**vars(o), "commit_time": o.commit_time or now}) for o in offsets]
+        if not isinstance(offsets, pa.Table):
+            now = dt.datetime.now(dt.UTC)
+            offsets = pa.Table.from_pylist([{**vars(o), "commit_time": o.commit_time or now} for o in offsets],
+                                           schema=_FILE_SCHEMA)
+        data = offsets.select(_FILE_SCHEMA.names).add_column(0, SCHEMA.field("group"),
+                                                               pa.array([group] * offsets.num_rows, pa.string()))
         properties = CommitProperties(
             custom_metadata={"kstream.group": group, **(custom_metadata or {})},
             app_transactions=[Transaction(*transaction)] if transaction else None)
-        if rows:
-            write_deltalake(table, pa.Table.from_pylist(rows, schema=SCHEMA), mode="overwrite",
+        if data.num_rows:
+            write_deltalake(table, data.cast(SCHEMA), mode="overwrite",
                             predicate=f'"group" = {sql_string(group)}', commit_properties=properties)
         else:
             table.delete(f'"group" = {sql_string(group)}', commit_properties=properties)

@@ -20,9 +20,11 @@ import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from kstream.errors import GroupBusyError, OffsetOutOfRangeError, PartitionNotFoundError
 from kstream.groups.coordinator import Coordinator, Group, Member
-from kstream.groups.offsets_table import CommittedOffset, Offsets, OffsetsTable
+from kstream.groups.offsets_table import FILE_SCHEMA, Offsets, OffsetsTable
 from kstream.log.cluster import Cluster
 from kstream.log.lock import PartitionLock
 from kstream.log.log_reader import LogReader
@@ -76,6 +78,8 @@ class ConsumerGroups:
         self.coordinator = Coordinator(cluster)
         self.table = OffsetsTable(cluster.path, cluster.config["offsets.history.retention.ms"])
         self._hw_locks: dict[tuple[str, str, int], PartitionLock] = {}
+        self._seen_hw: dict[tuple[str, str, int], int] = {}
+        self._topics: dict[str, tuple[int, TopicInfo]] = {}
         self.identity = f"{socket.gethostname()}:{os.getpid()}"
 
     # -- committing -------------------------------------------------------------------
@@ -90,17 +94,24 @@ class ConsumerGroups:
         transaction already committed, or no offset changed). Raises FencedError for a stale
         member/generation, and TopicNotFound/PartitionNotFound/OffsetOutOfRange for bad input;
         in every failure the table is unchanged."""
-        now = dt.datetime.now(dt.UTC)
-        rows = {}
         topics: dict[str, TopicInfo] = {}
+        keys, epochs, values, metadata = [], [], [], []
         for (topic, partition), given in offsets.items():
             commit = given if isinstance(given, OffsetCommit) else OffsetCommit(int(given))
-            info = topics.get(topic) or topics.setdefault(topic, self.cluster.topic(topic))
+            info = topics.get(topic) or topics.setdefault(topic, self._topic(topic))
             epoch = self._check_offset(info, partition, commit.offset)
-            rows[(topic, partition)] = CommittedOffset(
-                topic, partition, commit.offset,
-                commit.leader_epoch if commit.leader_epoch is not None else epoch,
-                commit.metadata, generation, member_id, self.identity, now)
+            keys.append((topic, partition))
+            values.append(commit.offset)
+            metadata.append(commit.metadata)
+            epochs.append(commit.leader_epoch if commit.leader_epoch is not None else epoch)
+        n = len(keys)
+        new = pa.table({
+            "topic": [k[0] for k in keys], "partition": pa.array([k[1] for k in keys], pa.int32()),
+            "offset": pa.array(values, pa.int64()), "leader_epoch": pa.array(epochs, pa.int32()),
+            "metadata": pa.array(metadata, pa.string()), "generation": pa.array([generation] * n, pa.int32()),
+            "member_id": pa.array([member_id] * n, pa.string()), "committer": [self.identity] * n,
+            "commit_time": pa.array([dt.datetime.now(dt.UTC)] * n, pa.timestamp("us", tz="UTC")),
+        }, schema=FILE_SCHEMA)
         with self.coordinator.lock("\x00offsets-table"):
             self.table.ensure_created()
         with self.coordinator.lock(group):
@@ -110,13 +121,24 @@ class ConsumerGroups:
                 done = self.table.transaction_version(transaction[0])
                 if done is not None and done >= transaction[1]:
                     return None
-            current = self.table.read(group)
-            if transaction is None and all(
-                    key in current and current[key].offset == row.offset
-                    and current[key].metadata == row.metadata for key, row in rows.items()):
+            current = self.table.rows(group)
+            old = dict(zip(zip(current["topic"].to_pylist(), current["partition"].to_pylist(), strict=True),
+                           zip(current["offset"].to_pylist(), current["metadata"].to_pylist(), strict=True),
+                           strict=True))
+            if transaction is None and all(old.get(k) == (o, m)
+                                           for k, o, m in zip(keys, values, metadata, strict=True)):
                 return None
-            return self.table.write(group, {**current, **rows}.values(), transaction,
-                                    custom_metadata)
+            replaced = set(keys)
+            kept = current.filter(pa.array([k not in replaced for k in old], pa.bool_()))
+            return self.table.write(group, pa.concat_tables([kept, new]), transaction, custom_metadata)
+
+    def _topic(self, name: str) -> TopicInfo:
+        """Topic metadata, cached until the metadata database changes."""
+        version = self.cluster.metadata.data_version()
+        cached = self._topics.get(name)
+        if cached is None or cached[0] != version:
+            cached = self._topics[name] = (version, self.cluster.topic(name))
+        return cached[1]
 
     def _check_offset(self, info: TopicInfo, partition: int, offset: int) -> int:
         """Validate one commit; returns the partition's current leader epoch."""
@@ -128,7 +150,8 @@ class ConsumerGroups:
         if offset < 0:
             raise OffsetOutOfRangeError(f"cannot commit offset {offset} for {topic}-{partition}: "
                                         "offsets are >= 0 (the next offset to read)")
-        if offset > self._high_watermark(info, partition):
+        if offset > self._seen_hw.get((topic, info.topic_id, partition), -1) and \
+                offset > self._high_watermark(info, partition):
             end = self.ends(topic, partition)[2]
             if offset > end:
                 raise OffsetOutOfRangeError(
@@ -142,7 +165,9 @@ class ConsumerGroups:
         lock = self._hw_locks.get(key)
         if lock is None:
             lock = self._hw_locks[key] = PartitionLock(self.cluster.lock_path(info, partition))
-        return lock.read_high_watermark() or 0
+        hw = lock.read_high_watermark() or 0
+        self._seen_hw[key] = hw  # commits at or below it need no re-read
+        return hw
 
     def ends(self, topic: str, partition: int) -> tuple[int, int, int]:
         """(log start offset, high watermark, log end offset) of a partition's leader."""

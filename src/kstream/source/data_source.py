@@ -36,7 +36,7 @@ from kstream.groups import ConsumerGroups
 from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.log.output import output_schema
 from kstream.sink.writer import KStreamBatchWriter, KStreamStreamWriter, check_sink_schema
-from kstream.source import planning
+from kstream.source import avro, planning
 from kstream.source.options import EARLIEST, LATEST, OffsetSpec, ReaderOptions
 from kstream.source.partition_reader import read_range
 
@@ -57,6 +57,8 @@ class KStreamDataSource(DataSource):
             arrow = output_schema(planning.value_schema(cluster, options))
         finally:
             cluster.close()
+        if options.avro_schema is not None:
+            arrow = _with_avro_columns(arrow, options.avro_schema)
         keep = [f for f in arrow if (f.name != "headers" or options.include_headers)]
         if options.columns is not None:
             unknown = set(options.columns) - {f.name for f in keep}
@@ -79,6 +81,21 @@ class KStreamDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         check_sink_schema(schema.fieldNames(), dict(self.options))
         return KStreamStreamWriter(dict(self.options))
+
+
+def _with_avro_columns(arrow: pa.Schema, avro_schema: str) -> pa.Schema:
+    """The reader's columns with ``value`` replaced by the Avro record's fields."""
+    if "value" not in arrow.names:
+        raise ConfigError("valueFormat=avro reads bytes topics; this topic is typed (its columns are "
+                          "already decoded): drop valueFormat/avroSchema")
+    value_fields = avro.parse(avro_schema)[1]
+    clash = set(value_fields.names) & (set(arrow.names) - {"value"})
+    if clash:
+        raise ConfigError(f"the Avro record has fields {sorted(clash)} named like kstream's own columns; "
+                          "rename them in the schema")
+    at = arrow.get_field_index("value")
+    fields = list(arrow)
+    return pa.schema(fields[:at] + list(value_fields) + fields[at + 1:])
 
 
 class _Split(InputPartition):
@@ -128,7 +145,8 @@ def _read(partition: InputPartition, schema: StructType) -> Iterator[pa.RecordBa
 def _splits(cluster_path: str, options: ReaderOptions, start: planning.Offsets, end: planning.Offsets
             ) -> list[InputPartition]:
     """One split per partition range, cut further by maxRecordsPerPartition / minPartitions."""
-    splits = planning.ranges(cluster_path, start, end, options.fail_on_data_loss, options.isolation_level)
+    splits = planning.ranges(cluster_path, start, end, options.fail_on_data_loss, options.isolation_level,
+                             options.avro_schema)
     if options.max_records_per_partition or options.min_partitions:
         cluster = Cluster.open(cluster_path)
         try:

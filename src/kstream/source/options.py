@@ -73,6 +73,7 @@ class ReaderOptions:
     columns: tuple[str, ...] | None = None
     group_id: str | None = None
     auto_offset_reset: str = "latest"
+    avro_schema: str | None = None  # valueFormat=avro
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], streaming: bool) -> ReaderOptions:
@@ -113,6 +114,13 @@ class ReaderOptions:
             if isinstance(spec, GroupPosition) and not group_id:
                 raise ConfigError(f"option {name!r} reads a consumer group's offsets; name the group "
                                   "with .option('group.id', ...)")
+        value_format = lower.get("valueformat", "binary")
+        if value_format not in ("binary", "avro"):
+            raise ConfigError(f"option 'valueFormat': {value_format!r} is not binary or avro")
+        avro_schema = lower.get("avroschema")
+        if (value_format == "avro") != (avro_schema is not None):
+            raise ConfigError("valueFormat=avro and avroSchema go together: give the record schema "
+                              "(JSON) with .option('avroSchema', ...) and .option('valueFormat', 'avro')")
         reset = lower.get("auto.offset.reset", "latest")
         if reset not in ("earliest", "latest"):
             raise ConfigError(f"option 'auto.offset.reset': {reset!r} is not earliest or latest")
@@ -138,6 +146,7 @@ class ReaderOptions:
                                                                                      "read_committed"))),
             group_id=group_id,
             auto_offset_reset=reset,
+            avro_schema=avro_schema,
         )
 
 

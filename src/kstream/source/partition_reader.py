@@ -19,6 +19,7 @@ from kstream.log.isolation import Isolation
 from kstream.log.output import TIMESTAMP_TYPE, OutputBuilder, decode_frame
 from kstream.log.records import HEADER_TYPE, PayloadCodec
 from kstream.log.transactions import TransactionStore
+from kstream.source import avro
 from kstream.source.planning import PartitionRange
 
 log = logging.getLogger(__name__)
@@ -32,9 +33,15 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
     reader = handle.reader()
     codec = PayloadCodec()
     names = [f.name for f in schema]
-    builder = OutputBuilder(split.topic, split.partition, _builder_schema(schema))
+    parsed, avro_columns = (None, pa.schema([])) if split.avro_schema is None else avro.parse(split.avro_schema)
+    avro_wanted = pa.schema([f for f in avro_columns if f.name in names])
+    built = [f for f in schema if f.name not in avro_columns.names]
+    if len(avro_wanted):
+        built.append(pa.field("value", pa.binary()))
+    builder = OutputBuilder(split.topic, split.partition, _builder_schema(pa.schema(built)))
+    where = f"{split.topic}-{split.partition}"
     # Stored columns this read needs (a "timestamp" output can come from the stored column).
-    stored_columns = frozenset(names) | ({"timestamp"} if "timestamp" in names else set())
+    stored_columns = frozenset(f.name for f in built) | ({"timestamp"} if "timestamp" in names else set())
     try:
         offset = split.start
         log_start = reader.log_start_offset()
@@ -62,8 +69,12 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
                 if stored.next_offset > split.end:
                     stored = stored.head(split.end - stored.base_offset)
                 batch = builder.build(stored)
+                columns = {name: batch.column(name) for name in batch.schema.names}
+                if len(avro_wanted):
+                    decoded = avro.decode(batch.column("value"), parsed, avro_wanted, where, stored.base_offset)
+                    columns.update(zip(decoded.schema.names, decoded.columns, strict=True))
                 yield pa.RecordBatch.from_arrays(
-                    [batch.column(name).cast(field.type) for name, field in zip(names, schema, strict=True)],
+                    [columns[name].cast(field.type) for name, field in zip(names, schema, strict=True)],
                     schema=schema)
                 offset = stored.next_offset
     finally:
