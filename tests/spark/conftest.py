@@ -18,7 +18,7 @@ def spark():
     session = (SparkSession.builder.master("local[2]").appName("kstream-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.python.filterPushdown.enabled", "true")
+               .config("spark.sql.python.filterPushdown.enabled", "false")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
