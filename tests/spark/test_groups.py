@@ -64,7 +64,7 @@ def test_second_query_on_a_group_fences_the_first(spark, cluster_path, make_topi
     produce(cluster_path, "t", 0, 10)
     first = (stream(spark, cluster_path, "fg").writeStream.format("noop")
              .option("checkpointLocation", str(tmp_path / "a")).trigger(processingTime="200 milliseconds").start())
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # generous: only a failing run waits this long
     while committed(cluster_path, "fg") != {("t", 0): 5, ("t", 1): 5}:
         assert time.monotonic() < deadline, "the first query never committed"
         time.sleep(0.1)
@@ -76,7 +76,7 @@ def test_second_query_on_a_group_fences_the_first(spark, cluster_path, make_topi
             time.sleep(0.1)
         produce(cluster_path, "t", 10, 10)
         with pytest.raises(Exception, match="no longer in group"):
-            first.awaitTermination(60)
+            first.awaitTermination(180)
         assert not first.isActive
         while committed(cluster_path, "fg") != {("t", 0): 10, ("t", 1): 10}:
             assert time.monotonic() < deadline, "the second query did not take over"
