@@ -180,3 +180,13 @@ def test_vacuum_drops_old_files_and_keeps_the_latest(tmp_path):
     assert table.read("g")[("t", 1)].offset == 4
     with pytest.raises(OffsetsHistoryError, match="vacuum"):
         table.read("g", version=2)
+
+
+def test_a_fenced_query_leaving_does_not_disturb_the_new_owner(groups):
+    old, _ = groups.coordinator.claim("q", "spark-query")
+    new, generation = groups.coordinator.claim("q", "spark-query")  # the old query is fenced
+    groups.coordinator.leave("q", old)  # the old query stops (and leaves) after that
+    state = groups.coordinator.describe("q")
+    assert state.state == "Stable" and state.generation == generation and state.member(new)
+    groups.commit("q", {("orders", 0): 3}, member_id=new, generation=generation)
+    assert groups.committed("q")[("orders", 0)].offset == 3

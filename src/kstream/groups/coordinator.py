@@ -333,13 +333,16 @@ class Coordinator:
                    "WHERE group_id = ? AND state != ?", (PREPARING, now, now, group, PREPARING))
 
     def _remove(self, tx: sqlite3.Connection, group: str, member_ids: Sequence[str], now: int) -> None:
-        if not member_ids:
-            return
+        before = self._read(tx, group)
+        if before is None or not {m.member_id for m in before.members} & set(member_ids):
+            return  # nobody to remove (e.g. a fenced query leaving): no rebalance
         tx.executemany("DELETE FROM group_members WHERE group_id = ? AND member_id = ?",
                        [(group, m) for m in member_ids])
         current = self._read(tx, group)
         if current is None:
             return
+        if current.members and all(m.kind == SPARK for m in current.members):
+            return  # a Spark query owns the group whole: nothing to reassign
         if current.members:
             self._prepare_rebalance(tx, group, now)
             self._try_complete(tx, group)
