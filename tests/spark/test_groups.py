@@ -10,6 +10,7 @@ import time
 import pytest
 
 from kstream import ConsumerGroups, Producer, query_lag
+from kstream.groups import MemberSpec
 from kstream.log.cluster import Cluster
 
 pytestmark = pytest.mark.spark
@@ -131,3 +132,26 @@ def test_bad_group_options(spark, cluster_path, make_topic, options, message):
         reader = reader.option(k, v)
     with pytest.raises(Exception, match=message):
         reader.load().collect()
+
+
+def test_commit_interval_coalesces_group_commits(spark, cluster_path, make_topic, tmp_path):
+    make_topic("t", partitions=2)
+    produce(cluster_path, "t", 0, 90)
+    service = ConsumerGroups(Cluster.open(cluster_path))
+    query = (spark.readStream.format("kstream").option("cluster", cluster_path).option("subscribe", "t")
+             .option("group.id", "slow").option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", 30)
+             .option("auto.commit.interval.ms", "1h").load()
+             .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert len([p for p in query.recentProgress if p["numInputRows"]]) == 3
+    # One commit (the first batch's start) within the hour, then the AvailableNow run's final offsets.
+    assert committed(cluster_path, "slow") == {("t", 0): 45, ("t", 1): 45}
+    commits = [c for c in service.table.history() if c.get("kstream.group") == "slow"]
+
+    assert len(commits) == 2
+    # The query has ended and Spark never called stop(): its member goes with its process,
+    # so a Python consumer may use the group now.
+    member = service.coordinator.join("slow", MemberSpec("after-spark", ("t",)))
+    assert [m.member_id for m in service.coordinator.describe("slow").members] == [member]
+    service.close()

@@ -403,11 +403,25 @@ class Coordinator:
 
 
 def _expired(member: Member, group: Group, rebalance_started_ms: int, now: int) -> bool:
-    """Missed heartbeats for session.timeout.ms, or has not rejoined a rebalance in time."""
+    """Missed heartbeats for session.timeout.ms, or has not rejoined a rebalance in time; a
+    Spark query (no heartbeats: Spark does not always call a source's stop()) when the driver
+    worker process that claimed the group is gone."""
+    if member.kind == SPARK:
+        return member.host == socket.gethostname() and not _alive(member.pid)
     if member.session_timeout_ms and now - member.last_heartbeat_ms > member.session_timeout_ms:
         return True
     return (group.state == PREPARING and member.joined_generation <= group.generation
             and now - max(member.joined_ms, rebalance_started_ms) > member.rebalance_timeout_ms)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _matches(subscribed: str, topic: str) -> bool:

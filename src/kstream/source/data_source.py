@@ -185,6 +185,7 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._member: tuple[str, int] | None = None  # (member id, generation) in the group
         self._groups: ConsumerGroups | None = None
         self._group_committed: dict | None = None
+        self._group_committed_at = float("-inf")
         self._last_batch_at = time.monotonic()
 
     @property
@@ -232,7 +233,9 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now_end = planning.resolve(self.cluster, "latest", tps, LATEST, self.options.isolation_level)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        self._commit_group(start)
+        end = self._available_now_end
+        self._commit_group(start, final=end is not None and all(
+            start.get(t, {}).get(p, 0) >= o for t, ps in end.items() for p, o in ps.items()))
         start = {t: dict(ps) for t, ps in start.items()}
         latest = self._available(start)
         if self._available_now_end is not None:
@@ -268,16 +271,24 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict) -> None:
         self._commit_group(end)
 
-    def _commit_group(self, offsets: dict) -> None:
+    def _commit_group(self, offsets: dict, final: bool = False) -> None:
         """With group.id: commit a finished batch's end offsets for the group (FencedError,
-        failing this query, if a newer query of the same group has taken it over)."""
+        failing this query, if a newer query of the same group has taken it over). With
+        ``auto.commit.interval.ms``, at most one commit per interval (and the final offsets
+        of an AvailableNow run): the group may trail the query by up to the interval.
+        (Spark does not reliably call stop(), so nothing waits for it.)"""
         if self.options.group_id is None or offsets == self._group_committed:
+            return
+        now = time.monotonic()
+        interval_s = self.options.group_commit_interval_ms / 1000.0
+        if interval_s and not final and now - self._group_committed_at < interval_s:
             return
         groups, member_id, generation = self._group_member()
         groups.commit(self.options.group_id,
                       {(t, int(p)): o for t, ps in offsets.items() for p, o in ps.items()},
                       member_id=member_id, generation=generation)
         self._group_committed = {t: dict(ps) for t, ps in offsets.items()}
+        self._group_committed_at = now
 
     def stop(self) -> None:
         if self._groups is not None:

@@ -74,6 +74,7 @@ class ReaderOptions:
     group_id: str | None = None
     auto_offset_reset: str = "latest"
     avro_schema: str | None = None  # valueFormat=avro
+    group_commit_interval_ms: int = 0  # 0: commit the group after every finished batch
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], streaming: bool) -> ReaderOptions:
@@ -147,6 +148,8 @@ class ReaderOptions:
             group_id=group_id,
             auto_offset_reset=reset,
             avro_schema=avro_schema,
+            group_commit_interval_ms=_duration_ms("auto.commit.interval.ms",
+                                                  lower.get("auto.commit.interval.ms", "0")),
         )
 
 
