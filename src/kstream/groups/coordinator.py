@@ -125,7 +125,6 @@ class Coordinator:
         self.cluster = cluster
         self.metadata = cluster.metadata
         self._lock_dir = os.path.join(cluster.path, "groups")
-        self._schema_ready = False
 
     def _tx(self) -> sqlite3.Connection:
         self.metadata.ensure_schema("groups", _SCHEMA)

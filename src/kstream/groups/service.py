@@ -252,9 +252,3 @@ class ConsumerGroups:
             lock.close()
         self._hw_locks.clear()
 
-
-def clamp(offset: int, start: int, end: int) -> int:
-    return max(start, min(offset, end))
-
-
-
