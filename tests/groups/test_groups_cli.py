@@ -87,3 +87,19 @@ def test_reset_and_delete_refused_with_active_members(cluster_path, setup):
 def test_reset_needs_one_method(cluster_path, setup):
     result = CliRunner().invoke(cli, ["--cluster", cluster_path, "groups", "reset-offsets", "g", "--topic", "t"])
     assert result.exit_code != 0 and "exactly one" in result.output
+
+
+def test_console_consume_as_a_group_member(cluster_path, make_topic):
+    make_topic("c", partitions=2)
+    with Producer({"cluster": cluster_path}) as producer:
+        for i in range(4):
+            producer.produce("c", f"a{i}".encode(), partition=i % 2)
+    first = run(cluster_path, "consume", "c", "--group", "cg", "--from-beginning", "--timeout-ms", "1000")
+    printed = lambda result: sorted(line for line in result.output.splitlines() if not line.startswith("Processed"))  # noqa: E731
+    assert printed(first) == ["a0", "a1", "a2", "a3"]
+    with Producer({"cluster": cluster_path}) as producer:
+        producer.produce("c", b"b0", partition=0)
+    again = run(cluster_path, "consume", "c", "--group", "cg", "--from-beginning", "--timeout-ms", "1000")
+    assert printed(again) == ["b0"]  # resumed from the group's committed offsets
+    parts = json.loads(run(cluster_path, "groups", "describe", "cg", "--json").output)["partitions"]
+    assert {p["partition"]: p["lag"] for p in parts} == {0: 0, 1: 0}

@@ -57,22 +57,32 @@ def produce(ctx: click.Context, topic: str, key_separator: str | None, partition
 @click.option("--print-timestamp", is_flag=True)
 @click.option("--print-offset", is_flag=True, help="Print partition and offset.")
 @click.option("--key-separator", default="\t", show_default=True)
+@click.option("--group", help="Consume as a member of this consumer group: start at its committed "
+              "offsets (else --from-beginning / the end) and commit what was printed.")
 @click.option("--consumer-config", "configs", multiple=True, metavar="K=V", help="Consumer option.")
 @click.pass_context
 def consume(ctx: click.Context, topic: str, from_beginning: bool, offset: int | None,
             partition: int | None, max_messages: int | None, timeout_ms: int | None,
             print_key: bool, print_headers: bool, print_timestamp: bool, print_offset: bool,
-            key_separator: str, configs: tuple[str, ...]) -> None:
+            key_separator: str, group: str | None, configs: tuple[str, ...]) -> None:
     """Print records of TOPIC, one per line."""
     if offset is not None and partition is None:
         raise click.BadParameter("--offset needs --partition", param_hint="--offset")
+    if group is not None and (partition is not None or offset is not None):
+        raise click.BadParameter("--group takes whole topics; drop --partition/--offset", param_hint="--group")
     start = offset if offset is not None else (OFFSET_BEGINNING if from_beginning else OFFSET_END)
     out = sys.stdout.buffer
     seen = 0
-    with Consumer(cluster_options(ctx, **parse_pairs(configs, "--consumer-config"))) as consumer:
+    extra = parse_pairs(configs, "--consumer-config")
+    if group is not None:
+        extra = {"group.id": group, "auto.offset.reset": "earliest" if from_beginning else "latest", **extra}
+    with Consumer(cluster_options(ctx, **extra)) as consumer:
         info = consumer.cluster.topic(topic)
         partitions = [partition] if partition is not None else range(info.num_partitions)
-        consumer.assign([TopicPartition(topic, p, start) for p in partitions])
+        if group is not None:
+            consumer.subscribe([topic])
+        else:
+            consumer.assign([TopicPartition(topic, p, start) for p in partitions])
         timeout = None if timeout_ms is None else timeout_ms / 1000
         while max_messages is None or seen < max_messages:
             message = consumer.poll(timeout)
