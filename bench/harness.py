@@ -1,4 +1,5 @@
-"""What every benchmark script shares: a warmed scratch dir, timing rows, medians, output.
+"""What every benchmark script shares: a warmed scratch dir, clusters to measure, timing rows,
+medians, output.
 
 A *row* is one measurement: name, records, seconds, records/s, MB/s of values
 (plus anything a script adds). Scripts run named *sections*, each a function
@@ -16,6 +17,10 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import pyarrow as pa
+
+from kstream import Admin, NewTopic, Producer
 
 Row = dict[str, Any]
 
@@ -49,6 +54,36 @@ def median(rows: list[Row]) -> Row:
         best[key] = statistics.median(r[key] for r in rows)
     best["runs"] = [round(r["records_per_s"]) for r in rows]
     return best
+
+
+def medians(rows: Mapping[str, list[Row]]) -> list[Row]:
+    """One median row per measurement name (see :func:`median`)."""
+    return [dict(median(runs), name=name) for name, runs in rows.items()]
+
+
+def new_cluster(root: str, name: str, topics: dict[str, int]) -> str:
+    path = os.path.join(root, name)
+    shutil.rmtree(path, ignore_errors=True)
+    with Admin({"cluster": path}) as admin:
+        for topic, partitions in topics.items():
+            admin.create_topics([NewTopic(topic, partitions)])[topic].result()
+    return path
+
+
+def produce_batches(cluster: str, topic: str, batches: list[pa.RecordBatch], acks: str) -> float:
+    """Seconds from opening a producer until every batch is written (acks=all: fsynced).
+
+    Producer.close() fsyncs what it wrote (a clean shutdown, like a Kafka broker's)
+    and runs after the clock stops, as the raw no-fsync baseline never fsyncs.
+    """
+    start = time.perf_counter()
+    producer = Producer({"cluster": cluster, "acks": acks})
+    for batch in batches:
+        producer.produce_batch(topic, batch)
+    producer.flush()
+    seconds = time.perf_counter() - start
+    producer.close()
+    return seconds
 
 
 def markdown(rows: list[Row]) -> str:

@@ -23,38 +23,12 @@ import argparse
 import os
 import shutil
 import statistics
-import time
 
 import pyarrow as pa
 
 from bench import peers
-from bench.harness import Row, median, run_sections, timed, timed_seconds
-from kstream import OFFSET_BEGINNING, Admin, Consumer, NewTopic, Producer, TopicPartition, perf
-
-
-def new_cluster(root: str, name: str, topics: dict[str, int]) -> str:
-    path = os.path.join(root, name)
-    shutil.rmtree(path, ignore_errors=True)
-    with Admin({"cluster": path}) as admin:
-        for topic, partitions in topics.items():
-            admin.create_topics([NewTopic(topic, partitions)])[topic].result()
-    return path
-
-
-def produce_batches(cluster: str, topic: str, batches: list[pa.RecordBatch], acks: str) -> float:
-    """Seconds from opening a producer until every batch is written (acks=all: fsynced).
-
-    Producer.close() fsyncs what it wrote (a clean shutdown, like a Kafka broker's)
-    and runs after the clock stops, as the raw no-fsync baseline never fsyncs.
-    """
-    start = time.perf_counter()
-    producer = Producer({"cluster": cluster, "acks": acks})
-    for batch in batches:
-        producer.produce_batch(topic, batch)
-    producer.flush()
-    seconds = time.perf_counter() - start
-    producer.close()
-    return seconds
+from bench.harness import Row, median, medians, new_cluster, produce_batches, run_sections, timed, timed_seconds
+from kstream import OFFSET_BEGINNING, Consumer, Producer, TopicPartition, perf
 
 
 def poll_batches(cluster: str, topic: str, partitions: int, records: int, check_crcs: bool) -> None:
@@ -108,7 +82,7 @@ def per_record(root: str, records: int, value_size: int, repeats: int) -> list[R
                 rows.setdefault("confluent poll() <- Tansu", []).append(
                     peers.confluent_consume(bootstrap, "bench", records))
         shutil.rmtree(cluster, ignore_errors=True)
-    return [dict(median(runs), name=name) for name, runs in rows.items()]
+    return medians(rows)
 
 
 def arrow_batches(root: str, records: int, value_size: int, repeats: int) -> list[Row]:
@@ -142,7 +116,7 @@ def arrow_batches(root: str, records: int, value_size: int, repeats: int) -> lis
                       lambda crc=crc: poll_batches(cluster, "t", 6, records, crc)))
     shutil.rmtree(cluster, ignore_errors=True)
     os.unlink(raw)
-    return [dict(median(runs), name=name) for name, runs in rows.items()]
+    return medians(rows)
 
 
 def stored_volume(root: str, records: int, value_size: int, repeats: int, stored_gb: float) -> list[Row]:

@@ -22,8 +22,7 @@ import shutil
 import time
 
 from bench import peers
-from bench.harness import Row, median, run_sections, timed_seconds
-from bench.issue2 import produce_batches
+from bench.harness import Row, medians, produce_batches, run_sections, timed_seconds
 from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition, perf
 
 
@@ -60,7 +59,7 @@ def throughput(root: str, records: int, value_size: int, repeats: int) -> list[R
             rows.setdefault(f"produce() RF={rf} acks={acks}", []).append(
                 timed_seconds("record", records, value_size, result.seconds))
             drop(root, "tp")
-    return [dict(median(runs), name=name) for name, runs in rows.items()]
+    return medians(rows)
 
 
 def scale(root: str, partitions: int) -> list[Row]:

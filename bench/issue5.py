@@ -26,8 +26,8 @@ import time
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from bench.harness import Row, run_sections
-from kstream import Admin, Consumer, NewTopic, Producer
+from bench.harness import Row, new_cluster, run_sections
+from kstream import Consumer, Producer
 from kstream.groups import ConsumerGroups, OffsetsTable
 from kstream.groups.offsets_table import SCHEMA
 from kstream.log.cluster import Cluster
@@ -45,10 +45,7 @@ def latency_row(name: str, seconds: list[float], **extra: object) -> Row:
 
 
 def make_cluster(root: str, name: str, topics: dict[str, int], records_per_partition: int = 10) -> str:
-    path = os.path.join(root, name)
-    with Admin({"cluster": path}) as admin:
-        for topic, partitions in topics.items():
-            admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result()
+    path = new_cluster(root, name, topics)
     with Producer({"cluster": path, "acks": "1"}) as producer:
         for topic, partitions in topics.items():
             for p in range(partitions):

@@ -34,8 +34,9 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 
-from kstream import ConsumerGroups
 from kstream.log.cluster import Cluster, resolve_cluster_path
+from kstream.source.options import GroupPosition
+from kstream.source.planning import group_offsets
 
 OFFSETS_KEY = "kstream.offsets"
 COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp"]
@@ -53,13 +54,11 @@ def stored_offsets(table: str) -> dict[str, dict[str, int]]:
 
 def starting_offsets(cluster: str, group: str, table: str) -> dict[str, dict[str, int]]:
     """Per partition, the larger of the group's committed offset and the table's stored one."""
-    service = ConsumerGroups(Cluster.open(cluster))
+    opened = Cluster.open(cluster)
     try:
-        start: dict[str, dict[str, int]] = {}
-        for (topic, partition), row in service.committed(group).items():
-            start.setdefault(topic, {})[str(partition)] = row.offset
+        start = group_offsets(opened, group, GroupPosition())
     finally:
-        service.close()
+        opened.close()
     for topic, partitions in stored_offsets(table).items():
         for partition, offset in partitions.items():
             mine = start.setdefault(topic, {})
@@ -71,19 +70,22 @@ def batch_lander(table: str, app_id: Callable[[], str], start: dict[str, dict[st
                  ) -> Callable[[DataFrame, int], None]:
     """The foreachBatch function: append a batch with its app transaction and end offsets."""
     offsets = {t: dict(ps) for t, ps in start.items()}
+    apps: list[str] = []  # the app id, read once (the query id does not change while it runs)
 
     def land(frame: DataFrame, batch_id: int) -> None:
         data: pa.Table = frame.select(*COLUMNS).toArrow()
         ends = data.group_by(["topic", "partition"]).aggregate([("offset", "max")]).to_pylist()
         for row in ends:
             offsets.setdefault(row["topic"], {})[str(row["partition"])] = row["offset_max"] + 1
-        app = app_id()
+        if not apps:
+            apps.append(app_id())
+        app = apps[0]
         if DeltaTable.is_deltatable(table):
+            if data.num_rows == 0:
+                return
             done = DeltaTable(table).transaction_version(app)
             if done is not None and done >= batch_id:
                 return  # a replay of a batch already in the table
-        if data.num_rows == 0 and DeltaTable.is_deltatable(table):
-            return
         write_deltalake(table, data, mode="append", partition_by=["topic"],
                         commit_properties=CommitProperties(
                             app_transactions=[Transaction(app, batch_id)],

@@ -63,3 +63,41 @@ def consume_values(cluster_path: str, topic: str, partitions, level: str = "read
     finally:
         consumer.close()
     return values
+
+
+def produce_range(cluster_path: str, topic: str, start: int, count: int, *, prefix: str = "v",
+                  partitions: int | None = None, key_mod: int | None = None, config: dict | None = None) -> None:
+    """Values f"{prefix}{i}" for i in start..start+count-1, to partition i % partitions (else the
+    partitioner), keyed f"k{i % key_mod}" when key_mod is given."""
+    from kstream import Producer
+
+    with Producer({"cluster": cluster_path, **(config or {})}) as producer:
+        for i in range(start, start + count):
+            producer.produce(topic, f"{prefix}{i}".encode(),
+                             key=f"k{i % key_mod}".encode() if key_mod else None,
+                             partition=i % partitions if partitions else -1)
+
+
+def committed_offsets(cluster_path: str, group: str) -> dict[tuple[str, int], int]:
+    """A group's committed offsets, read from the offsets table."""
+    from kstream import ConsumerGroups
+    from kstream.log.cluster import Cluster
+
+    service = ConsumerGroups(Cluster.open(cluster_path))
+    try:
+        return {key: row.offset for key, row in service.committed(group).items()}
+    finally:
+        service.close()
+        service.cluster.close()
+
+
+def open_transaction(cluster_path: str, transactional_id: str, topic: str, value: bytes):
+    """A transactional producer holding one flushed record (partition 0) in an open transaction."""
+    from kstream import Producer
+
+    producer = Producer({"cluster": cluster_path, "transactional.id": transactional_id, "linger.ms": 0})
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.produce(topic, value, partition=0)
+    producer.flush()
+    return producer

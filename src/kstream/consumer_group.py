@@ -197,8 +197,16 @@ class GroupSession:
         elif self._auto_commit and self._consumer.assignment():
             self._commit_positions_quietly()
         if self._committer is not None:
+            self._committer.submit(self._close_thread_groups)
             self._committer.shutdown(wait=True)
         self._groups.close()
+
+    def _close_thread_groups(self) -> None:
+        """On the commit thread: close what it opened."""
+        groups = getattr(self._local, "groups", None)
+        if groups is not None:
+            groups.close()
+            groups.cluster.close()
 
 
 def _outcome(future: Future[list[TopicPartition]], partitions: list[TopicPartition]

@@ -35,6 +35,7 @@ from kstream.log.partition import Partition
 from kstream.log.partition_log import EncodedBatch
 from kstream.log.records import (
     HEADER_TYPE,
+    Payload,
     PayloadCodec,
     batch_from_records,
     timestamp_range,
@@ -48,6 +49,10 @@ from kstream.producer_transactions import ProducerTransactions
 _time = time.time
 DeliveryCallback = Callable[[KafkaError | None, Any], None]
 _RECORD_OVERHEAD_BYTES = 16  # offsets and timestamp per record in the Arrow batch
+
+
+# A piece of a stored batch that fits one frame, with its payload when cutting had to encode it.
+Piece = tuple[pa.RecordBatch, Payload | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +267,7 @@ class Producer:
         if "partition" in table.column_names:
             table = table.drop_columns(["partition"])
         now_ms = int(time.time() * 1000)
-        planned: list[tuple[int, pa.RecordBatch]] = []
+        planned: list[tuple[int, Piece]] = []
         for target, rows in routes:
             part = table.take(rows) if rows is not None else table
             for chunk in part.combine_chunks().to_batches():
@@ -274,8 +279,8 @@ class Producer:
             if state.batches[target] is not None:
                 self._send(state, target)
         results = []
-        for target, piece in planned:
-            base = self._append(state, target, self._encode(piece, now_ms),
+        for target, (piece, payload) in planned:
+            base = self._append(state, target, self._encode(piece, now_ms, payload),
                                 acks="1" if self._acks == "all" else self._acks)
             results.append(BatchResult(topic, target, base, piece.num_rows))
         if self._acks == "all":  # one fsync per partition for the whole call (group commit)
@@ -316,20 +321,23 @@ class Producer:
         targets = np.where(targets < 0, state.sticky, targets)
         return [(int(p), np.nonzero(targets == p)[0]) for p in np.unique(targets)]
 
-    def _pieces(self, state: _TopicState, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+    def _pieces(self, state: _TopicState, batch: pa.RecordBatch) -> list[Piece]:
         """Cut a stored batch into pieces whose frames fit the topic's message.max.bytes.
 
-        Sizes come from Arrow's exact IPC size computation, so nothing is
-        encoded twice; a single record that cannot fit raises RecordTooLargeError.
+        Sizes come from Arrow's exact IPC size computation; a compressed size is only known by
+        compressing, so that payload comes back with its piece and is not encoded again. A
+        single record that cannot fit raises RecordTooLargeError.
         """
         if batch.num_rows == 0:
             return []
+        payload = None
         if self._codec.compression == "none":
             frame_bytes = fmt.HEADER_SIZE + self._codec.encoded_size(batch)  # exact
-        else:  # compressed sizes are only known by compressing
-            frame_bytes = fmt.HEADER_SIZE + self._codec.encode(batch).size
+        else:
+            payload = self._codec.encode(batch)
+            frame_bytes = fmt.HEADER_SIZE + payload.size
         if frame_bytes <= state.max_frame_bytes:
-            return [batch]
+            return [(batch, payload)]
         if batch.num_rows == 1:
             raise RecordTooLargeError(
                 f"a record of {frame_bytes} bytes (stored) exceeds topic {state.info.name!r}'s "
@@ -365,9 +373,11 @@ class Producer:
             self._open_handles.move_to_end(key)
         return handle
 
-    def _encode(self, batch: pa.RecordBatch, now_ms: int) -> EncodedBatch:
+    def _encode(self, batch: pa.RecordBatch, now_ms: int, payload: Payload | None = None) -> EncodedBatch:
         low, high = timestamp_range(batch, now_ms)
-        return EncodedBatch(self._codec.encode(batch), batch.num_rows, low, high, self._attributes)
+        if payload is None:
+            payload = self._codec.encode(batch)
+        return EncodedBatch(payload, batch.num_rows, low, high, self._attributes)
 
     def _append(self, state: _TopicState, partition: int, encoded: EncodedBatch,
                 acks: str | None = None) -> int:
@@ -405,8 +415,8 @@ class Producer:
         error: KafkaError | None = None
         try:
             start = 0
-            for piece in self._pieces(state, stored):
-                offsets.append((start, self._append(state, partition, self._encode(piece, now_ms))))
+            for piece, payload in self._pieces(state, stored):
+                offsets.append((start, self._append(state, partition, self._encode(piece, now_ms, payload))))
                 start += piece.num_rows
         except KStreamError as err:
             if batch.callbacks is None:

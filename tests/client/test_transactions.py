@@ -7,7 +7,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from helpers import consume_values
+from helpers import consume_values, open_transaction
 from kstream import Admin, FencedError, KStreamError, NewTopic, Producer
 
 
@@ -38,11 +38,7 @@ def test_commit_abort_and_isolation_levels(cluster_path, make_topic):
 
 def test_open_transaction_holds_back_read_committed_readers(cluster_path, make_topic):
     make_topic("t", 1)
-    producer = Producer({"cluster": cluster_path, "transactional.id": "tx-open", "linger.ms": 0})
-    producer.init_transactions()
-    producer.begin_transaction()
-    producer.produce("t", b"pending", partition=0)
-    producer.flush()
+    producer = open_transaction(cluster_path, "tx-open", "t", b"pending")
     with Producer({"cluster": cluster_path}) as plain:
         plain.produce("t", b"after-the-open-one", partition=0)
     assert read(cluster_path, "read_committed", partitions=1) == []  # stopped at the LSO
@@ -54,11 +50,7 @@ def test_open_transaction_holds_back_read_committed_readers(cluster_path, make_t
 
 def test_new_instance_fences_the_old_and_aborts_its_open_transaction(cluster_path, make_topic):
     make_topic("t", 1)
-    zombie = Producer({"cluster": cluster_path, "transactional.id": "tx-z", "linger.ms": 0})
-    zombie.init_transactions()
-    zombie.begin_transaction()
-    zombie.produce("t", b"from-the-zombie", partition=0)
-    zombie.flush()
+    zombie = open_transaction(cluster_path, "tx-z", "t", b"from-the-zombie")
     successor = Producer({"cluster": cluster_path, "transactional.id": "tx-z", "linger.ms": 0})
     successor.init_transactions()  # bumps the epoch and aborts the zombie's transaction
     with pytest.raises(FencedError, match="fenced by a newer instance"):
@@ -88,11 +80,7 @@ def test_a_dead_producers_transaction_is_aborted_after_the_timeout(tmp_path):
     path = str(tmp_path / "c")
     with Admin({"cluster": path, "transaction.timeout.ms": 1000}) as admin:
         admin.create_topics([NewTopic("t", 1)])["t"].result()
-    dead = Producer({"cluster": path, "transactional.id": "will-die", "linger.ms": 0})
-    dead.init_transactions()
-    dead.begin_transaction()
-    dead.produce("t", b"never committed", partition=0)
-    dead.flush()  # ... and the process dies here, transaction open
+    open_transaction(path, "will-die", "t", b"never committed")  # ... and the process dies here
     with Producer({"cluster": path, "linger.ms": 0}) as plain:
         plain.produce("t", b"later", partition=0)
     assert read(path, "read_committed", partitions=1) == []  # held back by the open transaction

@@ -12,12 +12,10 @@ from collections import Counter
 
 import pytest
 
-from helpers import consume_values
-from kstream import Producer
+from helpers import consume_values, produce_range
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 SPARK_SUBMIT = os.path.join(os.path.dirname(sys.executable), "spark-submit")
-
 
 def etl(cluster, checkpoint, *extra):
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
@@ -28,14 +26,11 @@ def etl(cluster, checkpoint, *extra):
          "--max-offsets-per-trigger", "400", *extra],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
-
 @pytest.mark.slow
 def test_etl_killed_and_restarted_writes_each_record_exactly_once(cluster_path, make_topic, tmp_path):
     make_topic("in", 3)
     make_topic("out", 2)
-    with Producer({"cluster": cluster_path}) as producer:
-        for i in range(6000):
-            producer.produce("in", f"r{i}".encode(), key=f"k{i % 17}".encode())
+    produce_range(cluster_path, "in", 0, 6000, prefix="r", key_mod=17)
     checkpoint = str(tmp_path / "checkpoint")
     rng = random.Random(11)
     for _ in range(3):

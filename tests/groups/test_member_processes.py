@@ -18,7 +18,7 @@ import sys
 import time
 from collections import defaultdict
 
-from kstream import Producer
+from helpers import produce_range
 from kstream.groups import ConsumerGroups
 from kstream.log.cluster import Cluster
 
@@ -28,9 +28,8 @@ SESSION_TIMEOUT_S = 1.5
 
 
 def produce(cluster_path, start, count):
-    with Producer({"cluster": cluster_path, "acks": "1", "linger.ms": 0}) as producer:
-        for i in range(start, start + count):
-            producer.produce("work", f"r{i}".encode(), partition=i % PARTITIONS)
+    produce_range(cluster_path, "work", start, count, prefix="r", partitions=PARTITIONS,
+                  config={"acks": "1", "linger.ms": 0})
 
 
 def read_output(path):

@@ -11,8 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from kstream import ConsumerGroups, Producer
-from kstream.log.cluster import Cluster
+from helpers import committed_offsets, produce_range
 
 pytestmark = pytest.mark.spark
 
@@ -23,9 +22,7 @@ spec.loader.exec_module(job)
 
 
 def produce(cluster_path, start, count):
-    with Producer({"cluster": cluster_path, "acks": "1"}) as producer:
-        for i in range(start, start + count):
-            producer.produce("events", f"e{i}".encode(), partition=i % 3)
+    produce_range(cluster_path, "events", start, count, prefix="e", partitions=3, config={"acks": "1"})
 
 
 def landed(table):
@@ -35,11 +32,7 @@ def landed(table):
 
 
 def group_offsets(cluster_path):
-    service = ConsumerGroups(Cluster.open(cluster_path))
-    try:
-        return {p: r.offset for (_, p), r in service.committed("landing").items()}
-    finally:
-        service.close()
+    return {p: o for (_, p), o in committed_offsets(cluster_path, "landing").items()}
 
 
 def test_land_replay_crash_and_fresh_checkpoint(spark, cluster_path, make_topic, tmp_path):

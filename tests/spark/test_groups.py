@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from kstream import ConsumerGroups, Producer, query_lag
+from helpers import committed_offsets, produce_range
+from kstream import ConsumerGroups, query_lag
 from kstream.groups import MemberSpec
 from kstream.log.cluster import Cluster
 
@@ -17,17 +18,8 @@ pytestmark = pytest.mark.spark
 
 
 def produce(cluster_path, topic, start, count, partitions=2):
-    with Producer({"cluster": cluster_path, "acks": "1"}) as producer:
-        for i in range(start, start + count):
-            producer.produce(topic, f"v{i}".encode(), partition=i % partitions)
+    produce_range(cluster_path, topic, start, count, partitions=partitions, config={"acks": "1"})
 
-
-def committed(cluster_path, group):
-    service = ConsumerGroups(Cluster.open(cluster_path))
-    try:
-        return {k: v.offset for k, v in service.committed(group).items()}
-    finally:
-        service.close()
 
 
 def stream(spark, cluster_path, group, starting="earliest"):
@@ -50,14 +42,14 @@ def test_query_commits_and_a_new_query_starts_from_the_group(spark, cluster_path
 
     first, query = run(str(tmp_path / "c1"), "earliest")
     assert len(first) == 100
-    assert committed(cluster_path, "sg") == {("t", 0): 50, ("t", 1): 50}
+    assert committed_offsets(cluster_path, "sg") == {("t", 0): 50, ("t", 1): 50}
     lag = query_lag(query.lastProgress)
     assert {(r.topic, r.partition): r.lag for r in lag} == {("t", 0): 0, ("t", 1): 0}
 
     produce(cluster_path, "t", 100, 20)
     second, _ = run(str(tmp_path / "c2"), "group")  # a fresh checkpoint: resumes from the group
     assert second == sorted(f"v{i}" for i in range(100, 120))
-    assert committed(cluster_path, "sg") == {("t", 0): 60, ("t", 1): 60}
+    assert committed_offsets(cluster_path, "sg") == {("t", 0): 60, ("t", 1): 60}
 
 
 def test_second_query_on_a_group_fences_the_first(spark, cluster_path, make_topic, tmp_path):
@@ -66,7 +58,7 @@ def test_second_query_on_a_group_fences_the_first(spark, cluster_path, make_topi
     first = (stream(spark, cluster_path, "fg").writeStream.format("noop")
              .option("checkpointLocation", str(tmp_path / "a")).trigger(processingTime="200 milliseconds").start())
     deadline = time.monotonic() + 180  # generous: only a failing run waits this long
-    while committed(cluster_path, "fg") != {("t", 0): 5, ("t", 1): 5}:
+    while committed_offsets(cluster_path, "fg") != {("t", 0): 5, ("t", 1): 5}:
         assert time.monotonic() < deadline, "the first query never committed"
         time.sleep(0.1)
     second = (stream(spark, cluster_path, "fg", starting="group").writeStream.format("noop")
@@ -79,7 +71,7 @@ def test_second_query_on_a_group_fences_the_first(spark, cluster_path, make_topi
         with pytest.raises(Exception, match="no longer in group"):
             first.awaitTermination(180)
         assert not first.isActive
-        while committed(cluster_path, "fg") != {("t", 0): 10, ("t", 1): 10}:
+        while committed_offsets(cluster_path, "fg") != {("t", 0): 10, ("t", 1): 10}:
             assert time.monotonic() < deadline, "the second query did not take over"
             time.sleep(0.1)
         assert second.isActive
@@ -146,7 +138,7 @@ def test_commit_interval_coalesces_group_commits(spark, cluster_path, make_topic
     query.awaitTermination()
     assert len([p for p in query.recentProgress if p["numInputRows"]]) == 3
     # One commit (the first batch's start) within the hour, then the AvailableNow run's final offsets.
-    assert committed(cluster_path, "slow") == {("t", 0): 45, ("t", 1): 45}
+    assert committed_offsets(cluster_path, "slow") == {("t", 0): 45, ("t", 1): 45}
     commits = [c for c in service.table.history() if c.get("kstream.group") == "slow"]
 
     assert len(commits) == 2

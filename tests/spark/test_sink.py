@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from helpers import consume_values
+from helpers import consume_values, produce_range
 from kstream import Producer
 from kstream.log.cluster import Cluster
 from kstream.log.sink_transactions import SinkStore
@@ -33,9 +33,7 @@ def test_batch_write_round_trip_with_keys_and_topic_column(spark, cluster_path, 
 def test_streaming_etl_is_exactly_once_across_restarts(spark, cluster_path, make_topic, tmp_path):
     make_topic("in", 2)
     make_topic("out", 2)
-    with Producer({"cluster": cluster_path}) as producer:
-        for i in range(500):
-            producer.produce("in", f"r{i}".encode(), key=f"k{i % 13}".encode())
+    produce_range(cluster_path, "in", 0, 500, prefix="r", key_mod=13)
     checkpoint = str(tmp_path / "cp")
 
     def run():

@@ -5,11 +5,10 @@ from __future__ import annotations
 import time
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from kstream.admin import Admin
-from kstream.cli.common import cluster_options
+from kstream.cli.common import cluster_options, console
 
 
 @click.group("log-dirs")
@@ -26,7 +25,7 @@ def describe(ctx: click.Context) -> None:
         for d in admin.describe_log_dirs():
             table.add_row(str(d.id), d.path, "yes" if d.online else "NO", str(d.replicas), str(d.leaders),
                           f"{d.size_bytes:,}")
-        Console().print(table)
+        console().print(table)
 
 
 @log_dirs.command("shutdown")

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import click
 import pyarrow as pa
-from rich.console import Console
 from rich.table import Table
 
 from kstream.admin import Admin, NewPartitions, NewTopic
-from kstream.cli.common import cluster_options, parse_pairs, parse_schema
+from kstream.cli.common import cluster_options, console, parse_pairs, parse_schema
 from kstream.options import CLUSTER_OPTIONS
 
 
@@ -62,15 +61,15 @@ def list_(ctx: click.Context) -> None:
 @click.pass_context
 def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
     """Describe topics (all when none named): partitions, leaders, replicas, offsets."""
-    console = Console()
+    out = console()
     with Admin(cluster_options(ctx)) as admin:
         for name in names or admin.cluster.list_topics():
             d = admin.describe_topic(name)
             overrides = ",".join(f"{k}={v}" for k, v in sorted(d.config.items())) or "(none)"
-            console.print(f"Topic: [bold]{d.name}[/]  TopicId: {d.topic_id}  "
+            out.print(f"Topic: [bold]{d.name}[/]  TopicId: {d.topic_id}  "
                           f"PartitionCount: {len(d.partitions)}  Configs: {overrides}")
             if d.schema is not None:
-                console.print("Schema: " + ", ".join(f"{f.name}:{f.type}" for f in d.schema))
+                out.print("Schema: " + ", ".join(f"{f.name}:{f.type}" for f in d.schema))
             table = Table("Partition", "Leader", "Replicas", "Isr", "Epoch", "LogStart", "LEO", "HW",
                           "Replica LEOs", "Size")
             for p in d.partitions:
@@ -79,7 +78,7 @@ def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
                               str(p.log_end_offset), str(p.high_watermark),
                               " ".join(f"{r}:{e}" for r, e in p.replica_log_end_offsets.items()),
                               f"{p.size_bytes:,}")
-            console.print(table)
+            out.print(table)
 
 
 @topics.command("alter")

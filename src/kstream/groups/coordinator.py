@@ -109,6 +109,8 @@ class Group:
     protocol: str | None
     leader: str | None
     members: tuple[Member, ...]
+    rebalance_started_ms: int = 0
+    topics: str = "{}"  # JSON: partition counts the last assignment was computed for
 
     def member(self, member_id: str) -> Member | None:
         return next((m for m in self.members if m.member_id == member_id), None)
@@ -161,8 +163,8 @@ class Coordinator:
 
     @staticmethod
     def _read(tx: sqlite3.Connection, group: str) -> Group | None:
-        row = tx.execute("SELECT generation, state, protocol, leader FROM consumer_groups "
-                         "WHERE group_id = ?", (group,)).fetchone()
+        row = tx.execute("SELECT generation, state, protocol, leader, rebalance_started_ms, topics "
+                         "FROM consumer_groups WHERE group_id = ?", (group,)).fetchone()
         if row is None:
             return None
         members = tuple(
@@ -170,7 +172,7 @@ class Coordinator:
                    tuple((t, p) for t, p in json.loads(r[8])), r[9], r[10], r[11], r[12])
             for r in tx.execute(f"SELECT {_MEMBER_COLUMNS} FROM group_members WHERE group_id = ? "
                                 "ORDER BY joined_ms, member_id", (group,)))
-        return Group(group, row[0], row[1], row[2], row[3], members)
+        return Group(group, row[0], row[1], row[2], row[3], members, row[4], row[5])
 
     # -- membership ---------------------------------------------------------------------
 
@@ -204,12 +206,7 @@ class Coordinator:
                 tx.execute("UPDATE group_members SET subscription = ? WHERE group_id = ? "
                            "AND member_id = ?", (json.dumps(spec.subscription), group, member_id))
             else:
-                tx.execute(f"INSERT INTO group_members ({_MEMBER_COLUMNS}, group_id) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           (member_id, spec.instance_id, spec.client_id, socket.gethostname(),
-                            os.getpid(), spec.kind, json.dumps(spec.subscription),
-                            current.generation + 1, "[]", spec.session_timeout_ms,
-                            spec.rebalance_timeout_ms, now, now, group))
+                _insert_member(tx, group, member_id, spec, current.generation + 1, now)
             tx.execute("UPDATE consumer_groups SET protocol = ? WHERE group_id = ?",
                        (spec.assignor, group))
             self._prepare_rebalance(tx, group, now)
@@ -249,7 +246,7 @@ class Coordinator:
             return None
         grown = current.state == STABLE and current.leader == member_id \
             and self._topics_changed(tx, current)
-        if grown or self._anyone_expired(tx, current, now):
+        if grown or any(_expired(m, current, now) for m in current.members):
             with self._locked(group) as locked:
                 self._expire(locked, group, now)
                 current = self._read(locked, group)
@@ -273,10 +270,9 @@ class Coordinator:
                     "it: use another group.id or stop those consumers")
             tx.execute("DELETE FROM group_members WHERE group_id = ?", (group,))
             generation = current.generation + 1
-            tx.execute(f"INSERT INTO group_members ({_MEMBER_COLUMNS}, group_id) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (member_id, None, client_id, socket.gethostname(), os.getpid(), SPARK,
-                        "[]", generation, "[]", 0, 0, now, now, group))
+            _insert_member(tx, group, member_id, MemberSpec(client_id, (), session_timeout_ms=0,
+                                                            rebalance_timeout_ms=0, kind=SPARK),
+                           generation, now)
             tx.execute("UPDATE consumer_groups SET generation = ?, state = ?, leader = ?, "
                        "protocol = NULL, updated_ms = ? WHERE group_id = ?",
                        (generation, STABLE, member_id, now, group))
@@ -353,19 +349,7 @@ class Coordinator:
     def _expire(self, tx: sqlite3.Connection, group: str, now: int) -> None:
         current = self._read(tx, group)
         if current is not None:
-            started = self._rebalance_started(tx, group)
-            self._remove(tx, group, [m.member_id for m in current.members
-                                     if _expired(m, current, started, now)], now)
-
-    def _anyone_expired(self, tx: sqlite3.Connection, group: Group, now: int) -> bool:
-        started = self._rebalance_started(tx, group.group_id)
-        return any(_expired(m, group, started, now) for m in group.members)
-
-    @staticmethod
-    def _rebalance_started(tx: sqlite3.Connection, group: str) -> int:
-        row = tx.execute("SELECT rebalance_started_ms FROM consumer_groups WHERE group_id = ?",
-                         (group,)).fetchone()
-        return int(row[0]) if row else 0
+            self._remove(tx, group, [m.member_id for m in current.members if _expired(m, current, now)], now)
 
     def _try_complete(self, tx: sqlite3.Connection, group: str) -> None:
         current = self._read(tx, group)
@@ -389,10 +373,8 @@ class Coordinator:
 
     def _topics_changed(self, tx: sqlite3.Connection, group: Group) -> bool:
         """Did a subscribed topic appear, vanish or grow since the last assignment?"""
-        row = tx.execute("SELECT topics FROM consumer_groups WHERE group_id = ?",
-                         (group.group_id,)).fetchone()
         wanted = self._partition_counts(tx, {t for m in group.members for t in m.subscription})
-        return row is not None and bool(json.loads(row[0]) != wanted)
+        return bool(json.loads(group.topics) != wanted)
 
     @staticmethod
     def _partition_counts(tx: sqlite3.Connection, subscription: set[str]) -> dict[str, int]:
@@ -401,7 +383,16 @@ class Coordinator:
                 if any(_matches(s, t) for s in subscription)}
 
 
-def _expired(member: Member, group: Group, rebalance_started_ms: int, now: int) -> bool:
+def _insert_member(tx: sqlite3.Connection, group: str, member_id: str, spec: MemberSpec,
+                   joined_generation: int, now: int) -> None:
+    tx.execute(f"INSERT INTO group_members ({_MEMBER_COLUMNS}, group_id) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               (member_id, spec.instance_id, spec.client_id, socket.gethostname(), os.getpid(), spec.kind,
+                json.dumps(spec.subscription), joined_generation, "[]", spec.session_timeout_ms,
+                spec.rebalance_timeout_ms, now, now, group))
+
+
+def _expired(member: Member, group: Group, now: int) -> bool:
     """Missed heartbeats for session.timeout.ms, or has not rejoined a rebalance in time; a
     Spark query (no heartbeats: Spark does not always call a source's stop()) when the driver
     worker process that claimed the group is gone."""
@@ -410,7 +401,7 @@ def _expired(member: Member, group: Group, rebalance_started_ms: int, now: int) 
     if member.session_timeout_ms and now - member.last_heartbeat_ms > member.session_timeout_ms:
         return True
     return (group.state == PREPARING and member.joined_generation <= group.generation
-            and now - max(member.joined_ms, rebalance_started_ms) > member.rebalance_timeout_ms)
+            and now - max(member.joined_ms, group.rebalance_started_ms) > member.rebalance_timeout_ms)
 
 
 def _alive(pid: int) -> bool:

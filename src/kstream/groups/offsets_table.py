@@ -57,8 +57,7 @@ SCHEMA = pa.schema([
     pa.field("committer", pa.string()),
     pa.field("commit_time", pa.timestamp("us", tz="UTC"), nullable=False),
 ])
-_FILE_SCHEMA = pa.schema([f for f in SCHEMA if f.name != "group"])
-FILE_SCHEMA = _FILE_SCHEMA
+FILE_SCHEMA = pa.schema([f for f in SCHEMA if f.name != "group"])  # the group is the partition value
 
 
 class OffsetsHistoryError(KStreamError):
@@ -95,13 +94,13 @@ class OffsetsTable:
         self.path = os.path.join(cluster_path, TABLE_DIR)
         self._retention_ms = history_retention_ms
         self._table: DeltaTable | None = None
-        self._created = False
+        self.created = False
 
     # -- creating and loading ---------------------------------------------------------
 
     def ensure_created(self) -> None:
         """Create the table if it does not exist (callers hold the cluster's groups lock)."""
-        if self._created:
+        if self.created:
             return
         if not DeltaTable.is_deltatable(self.path):
             retention = f"interval {max(1, self._retention_ms // 1000)} seconds"
@@ -110,7 +109,7 @@ class OffsetsTable:
                               configuration={"delta.checkpointInterval": "100",
                                              "delta.logRetentionDuration": retention,
                                              "delta.deletedFileRetentionDuration": retention})
-        self._created = True
+        self.created = True
 
     def _latest(self) -> DeltaTable | None:
         """The newest snapshot, cached. Delta versions are contiguous, so one stat of the next
@@ -121,7 +120,7 @@ class OffsetsTable:
             if not DeltaTable.is_deltatable(self.path):
                 return None
             table = self._table = DeltaTable(self.path)
-            self._created = True
+            self.created = True
         elif os.path.exists(os.path.join(self.path, "_delta_log", f"{table.version() + 1:020d}.json")):
             table.update_incremental()
         return table
@@ -146,19 +145,19 @@ class OffsetsTable:
         """A group's rows (without the ``group`` column) as one Arrow table."""
         table = self._at(version, timestamp)
         if table is None:
-            return _FILE_SCHEMA.empty_table()
+            return FILE_SCHEMA.empty_table()
         parts = []
         for path in table.file_uris(file_pruning_predicate=[("group", "=", group)]):
             # One small file per group; pyarrow without threads (and without delta-rs's
             # dataset layer, whose threads abort the interpreter at exit in deltalake 1.6).
             try:
-                parts.append(pq.read_table(_local(path), use_threads=False, schema=_FILE_SCHEMA))
+                parts.append(pq.read_table(_local(path), use_threads=False, schema=FILE_SCHEMA))
             except FileNotFoundError as exc:
                 raise OffsetsHistoryError(
                     f"the group offsets table at version {table.version()} needs {path}, which "
                     f"vacuum removed (history is kept for offsets.history.retention.ms="
                     f"{self._retention_ms})") from exc
-        return pa.concat_tables(parts) if parts else _FILE_SCHEMA.empty_table()
+        return pa.concat_tables(parts) if parts else FILE_SCHEMA.empty_table()
 
     def _at(self, version: int | None, timestamp: dt.datetime | None) -> DeltaTable | None:
         if version is None and timestamp is None:
@@ -208,8 +207,8 @@ class OffsetsTable:
         if not isinstance(offsets, pa.Table):
             now = dt.datetime.now(dt.UTC)
             offsets = pa.Table.from_pylist([{**vars(o), "commit_time": o.commit_time or now} for o in offsets],
-                                           schema=_FILE_SCHEMA)
-        data = offsets.select(_FILE_SCHEMA.names).add_column(0, SCHEMA.field("group"),
+                                           schema=FILE_SCHEMA)
+        data = offsets.select(FILE_SCHEMA.names).add_column(0, SCHEMA.field("group"),
                                                                pa.array([group] * offsets.num_rows, pa.string()))
         properties = CommitProperties(
             custom_metadata={"kstream.group": group, **(custom_metadata or {})},

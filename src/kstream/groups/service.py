@@ -112,8 +112,9 @@ class ConsumerGroups:
             "member_id": pa.array([member_id] * n, pa.string()), "committer": [self.identity] * n,
             "commit_time": pa.array([dt.datetime.now(dt.UTC)] * n, pa.timestamp("us", tz="UTC")),
         }, schema=FILE_SCHEMA)
-        with self.coordinator.lock("\x00offsets-table"):
-            self.table.ensure_created()
+        if not self.table.created:
+            with self.coordinator.lock("\x00offsets-table"):  # one creator at a time
+                self.table.ensure_created()
         with self.coordinator.lock(group):
             if not force:
                 self.coordinator.check_commit(group, member_id, generation)
@@ -171,7 +172,7 @@ class ConsumerGroups:
 
     def ends(self, topic: str, partition: int) -> tuple[int, int, int]:
         """(log start offset, high watermark, log end offset) of a partition's leader."""
-        info = self.cluster.topic(topic)
+        info = self._topic(topic)
         placement = info.partitions[partition]
         reader = LogReader(self.cluster.replica_dirs(info, placement)[placement.leader],
                            check_crcs=False)
@@ -196,12 +197,13 @@ class ConsumerGroups:
         committed = self.table.read(group)
         keys = set(committed)
         for topic in topics or ():
-            keys |= {(topic, p) for p in range(self.cluster.topic(topic).num_partitions)}
+            keys |= {(topic, p) for p in range(self._topic(topic).num_partitions)}
+        existing = set(self.cluster.list_topics())
         current = self.coordinator.describe(group)
         owners = {tp: m.member_id for m in (current.members if current else ()) for tp in m.assignment}
         result = []
         for topic, partition in sorted(keys):
-            if topic not in self.cluster.list_topics():
+            if topic not in existing:
                 continue
             start, hw, end = self.ends(topic, partition)
             row = committed.get((topic, partition))

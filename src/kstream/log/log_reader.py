@@ -221,7 +221,9 @@ class LogReader:
         return position
 
     def _frame_at(self, view: _SegmentView, position: int, offset: int, sealed: bool) -> Frame | None:
-        size = view.size()
+        size = view.mapped_size  # fstat (view.size()) only when reading past what is mapped
+        if position + fmt.HEADER_SIZE > size:
+            size = view.size()
         if position + fmt.HEADER_SIZE > size:
             if sealed and position != size:
                 raise CorruptBatchError("sealed segment ends inside a frame header",
@@ -232,6 +234,8 @@ class LogReader:
         if position + fmt.HEADER_SIZE <= size and header.length == 0 and not sealed:
             return None  # zeros past the end of a torn or preallocated tail
         problem = fmt.header_problem(raw, header)
+        if problem is None and position + header.frame_size > size:
+            size = view.size()
         if problem is None and position + header.frame_size > size:
             if not sealed:
                 return None  # a writer is mid-frame, or a torn tail
@@ -286,7 +290,7 @@ class LogReader:
         None when no record is that late. The caller filters records inside the frame.
         """
         bases = self.refresh()
-        for _i, base in enumerate(bases):
+        for base in bases:
             view = self._view(base)
             offset = view.time_index.lookup(timestamp_ms)
             for _, header in self._headers(view, self._seek(view, offset), offset):

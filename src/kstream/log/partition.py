@@ -58,17 +58,22 @@ class Partition:
         self._lock = PartitionLock(lock_path)
         self.replica_dirs: dict[int, str] = {}
         self.logs: dict[int, PartitionLog] = {}
-        self._add_replicas()
-
-    def _add_replicas(self) -> None:
-        """Open handles for replicas we have not seen (a reassignment added some)."""
-        for replica in self.info.replicas:
-            if replica not in self.logs:
-                self.replica_dirs[replica] = self._replica_dir(replica)
-                self.logs[replica] = PartitionLog(self.replica_dirs[replica], self.config, self._lock)
         self._metadata_version = -1
         self._flushers: ThreadPoolExecutor | None = None
         self._flushers_pid = 0
+        self._add_replicas()
+
+    def _add_replicas(self) -> None:
+        """Open handles for replicas we have not seen (a reassignment added some); the fsync
+        pool, sized by the replica count, is then made anew."""
+        added = [r for r in self.info.replicas if r not in self.logs]
+        for replica in added:
+            self.replica_dirs[replica] = self._replica_dir(replica)
+            self.logs[replica] = PartitionLog(self.replica_dirs[replica], self.config, self._lock)
+        if added and self._flushers is not None:
+            if self._flushers_pid == os.getpid():
+                self._flushers.shutdown(wait=False)
+            self._flushers = None
 
     @property
     def topic(self) -> str:

@@ -54,14 +54,12 @@ class TxnWriter:
 def write_markers(cluster: Cluster, store: TransactionStore, partitions: list[tuple[str, int]],
                   producer_id: int, epoch: int, commit: bool) -> None:
     """A COMMIT/ABORT control frame on each partition, fsynced, then the partition is released."""
-    codec = PayloadCodec()
-    marker = COMMIT_MARKER if commit else ABORT_MARKER
-    stored = batch_from_records([marker], None, None, None)
+    marker = batch_from_records([COMMIT_MARKER if commit else ABORT_MARKER], None, None, None)
+    frame = EncodedBatch(PayloadCodec().encode(marker), 1, 0, 0, fmt.CONTROL | fmt.TRANSACTIONAL,
+                         producer_id, epoch)  # the same bytes on every partition
     for topic, number in partitions:
         handle = cluster.partition(topic, number)
         try:
-            frame = EncodedBatch(codec.encode(stored), 1, 0, 0, fmt.CONTROL | fmt.TRANSACTIONAL,
-                                 producer_id, epoch)
             result = handle.append(frame, acks="all")
             store.end_partition(topic, number, producer_id, result.base_offset, aborted=not commit)
         finally:

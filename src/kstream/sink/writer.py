@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -58,14 +59,13 @@ def check_sink_schema(columns: list[str], options: Mapping[str, str]) -> None:
 
 def write_task(options: SinkOptions, sink_id: str, batches: Iterator[pa.RecordBatch]) -> TaskCommit:
     """Executor side: write one task's rows as one transactional producer."""
-    cluster = Cluster.open(options.cluster)
-    store = SinkStore(cluster)
-    store.abort_expired(cluster.config["transaction.timeout.ms"])
-    writer = SinkTaskWriter(store, sink_id)
     producer = Producer({"cluster": options.cluster, "acks": "1", "enable.idempotence": False})
-    producer.bind_sink_transaction(writer)
     records = 0
     try:
+        store = SinkStore(producer.cluster)
+        store.abort_expired(producer.cluster.config["transaction.timeout.ms"])
+        writer = SinkTaskWriter(store, sink_id)
+        producer.bind_sink_transaction(writer)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -75,7 +75,6 @@ def write_task(options: SinkOptions, sink_id: str, batches: Iterator[pa.RecordBa
         producer.flush()
     finally:
         producer.close()
-        cluster.close()
     return TaskCommit(TaskWrites(writer.producer_id, tuple(sorted(writer.partitions)), records))
 
 
@@ -106,10 +105,12 @@ class KStreamBatchWriter(DataSourceArrowWriter):
         return write_task(self.options, self.sink_id, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        _store(self.options).commit(self.sink_id, 0, _writes(messages))
+        with _store(self.options) as store:
+            store.commit(self.sink_id, 0, _writes(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        _store(self.options).abort(self.sink_id, _writes(messages))
+        with _store(self.options) as store:
+            store.abort(self.sink_id, _writes(messages))
 
 
 class KStreamStreamWriter(DataSourceStreamArrowWriter):
@@ -130,14 +131,22 @@ class KStreamStreamWriter(DataSourceStreamArrowWriter):
         return write_task(self.options, self.sink_id, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
-        _store(self.options).commit(self.sink_id, batchId, _writes(messages))
+        with _store(self.options) as store:
+            store.commit(self.sink_id, batchId, _writes(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
-        _store(self.options).abort(self.sink_id, _writes(messages))
+        with _store(self.options) as store:
+            store.abort(self.sink_id, _writes(messages))
 
 
-def _store(options: SinkOptions) -> SinkStore:
-    return SinkStore(Cluster.open(options.cluster))
+@contextmanager
+def _store(options: SinkOptions) -> Iterator[SinkStore]:
+    """The sink's transaction rows, on a cluster opened for one driver-side call."""
+    cluster = Cluster.open(options.cluster)
+    try:
+        yield SinkStore(cluster)
+    finally:
+        cluster.close()
 
 
 def _writes(messages: list[WriterCommitMessage | None]) -> list[TaskWrites]:

@@ -120,16 +120,17 @@ class KStreamBatchReader(DataSourceReader):
         cluster = Cluster.open(self.cluster_path)
         try:
             tps = planning.topic_partitions(cluster, self.options)
-            start = self._resolve(cluster, self.options.starting_offsets, tps, EARLIEST)
-            end = self._resolve(cluster, self.options.ending_offsets, tps, LATEST)
+            known: dict[tuple[str, int], tuple[int, int]] = {}  # each partition's bounds, read once
+
+            def resolve(spec: OffsetSpec, missing: int) -> planning.Offsets:
+                return planning.resolve(cluster, spec, tps, missing, self.options.isolation_level,
+                                        self.options.group_id, _fallback(self.options), known)
+
+            start = resolve(self.options.starting_offsets, EARLIEST)
+            end = resolve(self.options.ending_offsets, LATEST)
+            return _splits(cluster, self.options, start, end)
         finally:
             cluster.close()
-        return _splits(self.cluster_path, self.options, start, end)
-
-    def _resolve(self, cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]], missing: int
-                 ) -> planning.Offsets:
-        return planning.resolve(cluster, spec, tps, missing, self.options.isolation_level,
-                                self.options.group_id, _fallback(self.options))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from _read(partition, self.schema)
@@ -142,18 +143,13 @@ def _read(partition: InputPartition, schema: StructType) -> Iterator[pa.RecordBa
         yield from read_range(partition.split, _arrow_schema(schema))
 
 
-def _splits(cluster_path: str, options: ReaderOptions, start: planning.Offsets, end: planning.Offsets
+def _splits(cluster: Cluster, options: ReaderOptions, start: planning.Offsets, end: planning.Offsets
             ) -> list[InputPartition]:
     """One split per partition range, cut further by maxRecordsPerPartition / minPartitions."""
-    splits = planning.ranges(cluster_path, start, end, options.fail_on_data_loss, options.isolation_level,
+    splits = planning.ranges(cluster.path, start, end, options.fail_on_data_loss, options.isolation_level,
                              options.avro_schema)
     if options.max_records_per_partition or options.min_partitions:
-        cluster = Cluster.open(cluster_path)
-        try:
-            splits = planning.split_large(cluster, splits, options.max_records_per_partition,
-                                          options.min_partitions)
-        finally:
-            cluster.close()
+        splits = planning.split_large(cluster, splits, options.max_records_per_partition, options.min_partitions)
     return [_Split(s) for s in splits]
 
 
@@ -182,6 +178,7 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.cluster_path = resolve_cluster_path(self.options.cluster)
         self._cluster: Cluster | None = None
         self._available_now_end: planning.Offsets | None = None
+        self._reported_latest: planning.Offsets | None = None
         self._member: tuple[str, int] | None = None  # (member id, generation) in the group
         self._groups: ConsumerGroups | None = None
         self._group_committed: dict | None = None
@@ -219,9 +216,13 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMinRows(self.options.min_offsets_per_trigger)
         return ReadAllAvailable()
 
-    def _available(self, start: dict) -> planning.Offsets:
+    def _latest(self) -> planning.Offsets:
+        """The end each selected partition may be read to now (new partitions included)."""
         tps = planning.topic_partitions(self.cluster, self.options)
-        latest = planning.resolve(self.cluster, "latest", tps, LATEST, self.options.isolation_level)
+        return planning.resolve(self.cluster, "latest", tps, LATEST, self.options.isolation_level)
+
+    def _available(self, start: dict) -> planning.Offsets:
+        latest = self._reported_latest = self._latest()
         for topic, partitions in latest.items():
             for partition in partitions:
                 start.setdefault(topic, {}).setdefault(partition, 0)  # new partitions: from the start
@@ -229,8 +230,7 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Trigger.AvailableNow: read what exists now (in batches of the read limit), then stop."""
-        tps = planning.topic_partitions(self.cluster, self.options)
-        self._available_now_end = planning.resolve(self.cluster, "latest", tps, LATEST, self.options.isolation_level)
+        self._available_now_end = self._latest()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         end = self._available_now_end
@@ -238,12 +238,11 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             start.get(t, {}).get(p, 0) >= o for t, ps in end.items() for p, o in ps.items()))
         start = {t: dict(ps) for t, ps in start.items()}
         latest = self._available(start)
-        if self._available_now_end is not None:
-            latest = {t: {p: min(o, self._available_now_end.get(t, {}).get(p, 0)) for p, o in ps.items()}
-                      for t, ps in latest.items()}
+        if end is not None:
+            latest = {t: {p: min(o, end.get(t, {}).get(p, 0)) for p, o in ps.items()} for t, ps in latest.items()}
         options = self.options
         now = time.monotonic()
-        if options.min_offsets_per_trigger and self._available_now_end is None:
+        if options.min_offsets_per_trigger and end is None:
             new = sum(o - start.get(t, {}).get(p, 0) for t, ps in latest.items() for p, o in ps.items())
             if new < options.min_offsets_per_trigger and \
                     (now - self._last_batch_at) * 1000 < options.max_trigger_delay_ms:
@@ -259,11 +258,11 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return latest
 
     def reportLatestOffset(self) -> dict | None:
-        tps = planning.topic_partitions(self.cluster, self.options)
-        return planning.resolve(self.cluster, "latest", tps, LATEST, self.options.isolation_level)
+        """The log end offsets latestOffset just saw (as the Kafka connector reports them)."""
+        return self._reported_latest if self._reported_latest is not None else self._latest()
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        return _splits(self.cluster_path, self.options, start, end)
+        return _splits(self.cluster, self.options, start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from _read(partition, self.schema)

@@ -121,11 +121,13 @@ def timestamp_offsets(cluster: Cluster, spec: TimestampPosition, tps: list[tuple
 
 def resolve(cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]],
             missing: int, isolation_level: str = "read_committed", group: str | None = None,
-            group_fallback: int = LATEST) -> Offsets:
+            group_fallback: int = LATEST, known_bounds: dict[tuple[str, int], tuple[int, int]] | None = None
+            ) -> Offsets:
     """Concrete offsets for ``tps``: 'earliest'/'latest', JSON with -2/-1 per partition, or a
     group's committed offsets. Partitions the JSON leaves out take ``missing`` (EARLIEST or
     LATEST); partitions a group never committed take ``group_fallback`` now, and EARLIEST in a
-    historical position (the group had read nothing of them by then)."""
+    historical position (the group had read nothing of them by then). ``known_bounds`` keeps
+    each partition's bounds between calls that plan one read (its start and its end)."""
     if isinstance(spec, GroupPosition):
         assert group is not None
         missing = EARLIEST if spec.historical else group_fallback
@@ -138,7 +140,12 @@ def resolve(cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]],
             wanted = EARLIEST if spec == "earliest" else LATEST
         else:
             wanted = spec.get(topic, {}).get(str(partition), missing)
-        start, end = bounds(cluster, topic, partition, isolation_level)
+        found = known_bounds.get((topic, partition)) if known_bounds is not None else None
+        if found is None:
+            found = bounds(cluster, topic, partition, isolation_level)
+            if known_bounds is not None:
+                known_bounds[(topic, partition)] = found
+        start, end = found
         if wanted < 0:
             wanted = start if wanted == EARLIEST else end
         elif wanted > end:
