@@ -96,17 +96,9 @@ class _OpenBatch:
         if headers is not None:
             if self.headers is None:
                 self.headers = [None] * index
-            self.headers.append(_headers_list(headers))
+            self.headers.append(headers)
         elif self.headers is not None:
             self.headers.append(None)
-
-    def pad_extras(self) -> None:
-        """Bring the sparse lists up to one entry per record."""
-        n = len(self.values)
-        for name in ("keys", "headers"):
-            items = getattr(self, name)
-            if items is not None and len(items) < n:
-                items.extend([None] * (n - len(items)))
 
 
 class _TopicState:
@@ -191,6 +183,8 @@ class Producer:
         elif partition >= state.num_partitions:
             raise PartitionNotFoundError(
                 f"topic {topic!r} has partitions 0..{state.num_partitions - 1}; got {partition}")
+        if headers is not None:
+            headers = _headers_list(headers)  # before the batch changes: a bad header queues nothing
         if size > self._max_record_bytes:
             raise RecordTooLargeError(
                 f"record of {size} bytes to topic {topic!r} exceeds message.max.bytes "
@@ -280,12 +274,11 @@ class Producer:
                 self._send(state, target)
         results = []
         for target, (piece, payload) in planned:
-            base = self._append(state, target, self._encode(piece, now_ms, payload),
-                                acks="1" if self._acks == "all" else self._acks)
+            base = self._append(state, target, self._encode(piece, now_ms, payload), defer_fsync=True)
             results.append(BatchResult(topic, target, base, piece.num_rows))
         if self._acks == "all":  # one fsync per partition for the whole call (group commit)
             for target in touched:
-                self._partition(state, target).flush()
+                self._partition(state, target).flush_acked()
         if partition < 0 and planned:
             self._sticky.batch_sent(topic, state.num_partitions, state.sticky)
             state.sticky = self._sticky.partition(topic, state.num_partitions)
@@ -380,27 +373,27 @@ class Producer:
         return EncodedBatch(payload, batch.num_rows, low, high, self._attributes)
 
     def _append(self, state: _TopicState, partition: int, encoded: EncodedBatch,
-                acks: str | None = None) -> int:
+                defer_fsync: bool = False) -> int:
         # A Spark sink task's transaction (decided by the driver), or this producer's own.
         txn = self._sink_txn or (self._transactions.current() if self._transactions is not None else None)
         if txn is not None:
             encoded = dataclasses.replace(encoded, attributes=encoded.attributes | fmt.TRANSACTIONAL,
                                           producer_id=txn.producer_id, producer_epoch=txn.epoch)
-            return self._partition(state, partition).append(encoded, acks or self._acks, txn=txn).base_offset
+            return self._partition(state, partition).append(encoded, self._acks, txn=txn,
+                                                            defer_fsync=defer_fsync).base_offset
         if self._producer_id != fmt.NO_PRODUCER_ID:
             key = (state.info.name, partition)
             sequence = self._sequences.get(key, 0)
             encoded = dataclasses.replace(encoded, producer_id=self._producer_id,
                                           producer_epoch=self._producer_epoch, base_sequence=sequence)
             self._sequences[key] = (sequence + encoded.record_count) & 0x7FFFFFFF
-        return self._partition(state, partition).append(encoded, acks or self._acks).base_offset
+        return self._partition(state, partition).append(encoded, self._acks, defer_fsync=defer_fsync).base_offset
 
     def _send(self, state: _TopicState, partition: int) -> None:
         batch = state.batches[partition]
         assert batch is not None
         state.batches[partition] = None
         del self._lingering[(state.info.name, partition)]
-        batch.pad_extras()
         if partition == state.sticky:
             self._sticky.batch_sent(state.info.name, state.num_partitions, partition)
             state.sticky = self._sticky.partition(state.info.name, state.num_partitions)

@@ -8,9 +8,11 @@ import pyarrow as pa
 import pytest
 
 from kstream import (
+    OFFSET_BEGINNING,
     Admin,
     ClusterError,
     ConfigError,
+    Consumer,
     InvalidRecordError,
     NewTopic,
     PartitionNotFoundError,
@@ -19,6 +21,7 @@ from kstream import (
     SchemaError,
     TopicExistsError,
     TopicNotFoundError,
+    TopicPartition,
 )
 
 
@@ -66,6 +69,20 @@ def test_oversize_record_is_refused_and_nothing_written(cluster_path, make_topic
         with pytest.raises(RecordTooLargeError, match="message.max.bytes"):
             producer.produce_batch("t", pa.table({"value": [b"x" * 5000]}))
     assert stored_bytes(cluster_path) == 0
+
+
+def test_a_refused_record_is_not_queued(cluster_path, make_topic):
+    make_topic("t", 1)
+    with Producer({"cluster": cluster_path, "linger.ms": 1000}) as producer:
+        producer.produce("t", b"first", headers=[("h", b"1")])
+        with pytest.raises(InvalidRecordError, match="header value must be bytes or str"):
+            producer.produce("t", b"refused", headers=[("h", 42)])
+        producer.produce("t", b"second")
+    consumer = Consumer({"cluster": cluster_path})
+    consumer.assign([TopicPartition("t", 0, OFFSET_BEGINNING)])
+    got = [(m.value(), m.headers()) for m in consumer.consume(10, timeout=1)]
+    consumer.close()
+    assert got == [(b"first", [("h", b"1")]), (b"second", None)]
 
 
 def test_wrong_columns_in_produce_batch(cluster_path, make_topic):

@@ -38,6 +38,8 @@ def test_acks_all_needs_min_insync_replicas(replicated):
     with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer:
         with pytest.raises(NotEnoughReplicasError, match="min.insync.replicas=2; nothing was written"):
             producer.produce("t", b"refused", partition=0)
+        with pytest.raises(NotEnoughReplicasError, match="nothing was written"):  # the batch path too
+            producer.produce_batch("t", pa.table({"value": [b"refused too"]}), partition=0)
     with Producer({"cluster": path, "acks": "1", "linger.ms": 0}) as producer:
         producer.produce("t", b"accepted", partition=0)
     assert consume_all(path) == [b"accepted"]

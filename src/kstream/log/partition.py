@@ -93,15 +93,17 @@ class Partition:
 
     # -- appending ----------------------------------------------------------------------------
 
-    def append(self, batch: EncodedBatch, acks: str = "all", txn: TxnWriter | None = None) -> AppendResult:
+    def append(self, batch: EncodedBatch, acks: str = "all", txn: TxnWriter | None = None,
+               defer_fsync: bool = False) -> AppendResult:
         """Append to the leader and the in-sync followers; see the module docstring for acks.
 
         With ``txn``, the batch belongs to that open transaction: the producer's
         epoch is checked under the lock (a fenced producer gets FencedError and
         writes nothing) and the partition joins the transaction before its first frame.
+        With ``defer_fsync`` an acks=all append is checked against min.insync.replicas
+        but not yet fsynced: the caller acknowledges it after :meth:`flush_acked`.
         """
         self.leader_log.check_size(batch)
-        minimum = self.config.min_insync_replicas
         with self._lock:
             self._refresh_locked()
             if txn is not None:
@@ -111,12 +113,8 @@ class Partition:
             self._lock.write_high_watermark(result.base_offset + batch.record_count)
             in_sync = list(self.info.isr)
         if acks == "all":
-            in_sync = self._flush_all(in_sync)
-            if len(in_sync) < minimum:
-                raise NotEnoughReplicasError(
-                    f"{self.topic}-{self.partition}: the batch at offset {result.base_offset} is "
-                    f"written but only {len(in_sync)} replica(s) {in_sync} have it fsynced, fewer than "
-                    f"min.insync.replicas={minimum}; it is not acknowledged")
+            if not defer_fsync:
+                self._require_fsynced(in_sync, f"the batch at offset {result.base_offset}")
         else:
             for replica in in_sync:
                 self.logs[replica].maybe_flush()
@@ -322,6 +320,19 @@ class Partition:
     def flush(self) -> None:
         """fsync every in-sync replica (a clean shutdown)."""
         self._flush_all(list(self.info.isr))
+
+    def flush_acked(self) -> None:
+        """fsync deferred acks=all appends on the in-sync replicas (a group commit);
+        NotEnoughReplicasError when fewer than min.insync.replicas have them."""
+        self._require_fsynced(list(self.info.isr), "the batches written since the last fsync")
+
+    def _require_fsynced(self, in_sync: list[int], what: str) -> None:
+        in_sync = self._flush_all(in_sync)
+        minimum = self.config.min_insync_replicas
+        if len(in_sync) < minimum:
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.partition}: {what} are written but only {len(in_sync)} replica(s) "
+                f"{in_sync} have them fsynced, fewer than min.insync.replicas={minimum}; not acknowledged")
 
     # -- reading ----------------------------------------------------------------------------------
 
