@@ -34,6 +34,7 @@ from kstream.fetcher import Fetcher, PartitionFetch
 from kstream.log.change_notifier import ChangeNotifier
 from kstream.log.cluster import Cluster
 from kstream.log.isolation import Isolation
+from kstream.log.metadata import DataVersion
 from kstream.log.output import (
     StoredBatch,
     decode_frame,
@@ -68,9 +69,10 @@ class Consumer:
         options, self._cluster = open_client(CONSUMER_OPTIONS, config, kwargs, "a Consumer")
         self._options = options
         self._codec = PayloadCodec()
-        self._metadata_version = -1
+        self._metadata_version: DataVersion | None = None
         self._transaction_store: TransactionStore | None = None
-        self._fetcher = Fetcher(options["fetch.max.bytes"], options["max.partition.fetch.bytes"])
+        self._fetcher = Fetcher(options["fetch.max.bytes"], options["max.partition.fetch.bytes"],
+                                options["check.crcs"])
         self._assigned: dict[tuple[str, int], PartitionFetch] = {}
         self._order: list[tuple[str, int]] = []
         self._next = 0
@@ -376,7 +378,7 @@ class Consumer:
             for key in self._order:
                 self._assigned[key].follow_leader(self._options["check.crcs"])
                 self._notifier.watch(self._assigned[key].handle.leader_dir)
-        return self._fetcher.fetch([self._assigned[key] for key in self._order])
+        return self._fetcher.fetch([self._assigned[key] for key in self._order], version)
 
     def _eof_event(self) -> Message | None:
         if not self._options["enable.partition.eof"]:

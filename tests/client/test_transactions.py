@@ -89,3 +89,35 @@ def test_a_dead_producers_transaction_is_aborted_after_the_timeout(tmp_path):
     other.init_transactions()  # expires the dead one's transaction
     assert read(path, "read_committed", partitions=1) == [b"later"]
     other.close()
+
+
+def test_long_lived_reader_follows_transactions_that_end_between_its_rounds(cluster_path, make_topic):
+    """A consumer caches the LSO and the aborted list per metadata version: every commit or
+    abort made after its last round must still show on its next one."""
+    from kstream import Consumer, TopicPartition
+    make_topic("t", 1)
+    consumer = Consumer({"cluster": cluster_path, "isolation.level": "read_committed"})
+    consumer.assign([TopicPartition("t", 0, 0)])
+
+    def drain():
+        out = []
+        while (message := consumer.poll(0.2)) is not None:
+            out.append(message.value())
+        return out
+
+    producer = open_transaction(cluster_path, "tx-a", "t", b"pending")
+    with Producer({"cluster": cluster_path}) as plain:
+        plain.produce("t", b"after-open", partition=0)
+    assert drain() == []
+    producer.commit_transaction()
+    assert drain() == [b"pending", b"after-open"]
+    producer.begin_transaction()
+    producer.produce("t", b"doomed", partition=0)
+    producer.flush()
+    assert drain() == []
+    producer.abort_transaction()
+    with Producer({"cluster": cluster_path}) as plain:
+        plain.produce("t", b"after-abort", partition=0)
+    assert drain() == [b"after-abort"]
+    producer.close()
+    consumer.close()

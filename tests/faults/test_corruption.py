@@ -106,3 +106,40 @@ def test_consumer_raises_rather_than_returning_a_corrupt_batch(cluster_path, mak
             got.append(message.value())
     assert got == [b"value-0" * 10, b"value-1" * 10]
     consumer.close()
+
+
+def test_round_over_partitions_hands_out_good_partitions_then_raises_for_the_bad_one(
+        cluster_path, make_topic, monkeypatch):
+    """A fetch round checks all partitions' frames at once (split over threads here): a bad
+    frame in one partition stops only that partition, at that frame."""
+    from kstream.log import checksums
+    monkeypatch.setattr(checksums, "SPLIT_MIN_BYTES", 64)
+    make_topic("t", 3)
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        for i in range(4):
+            for p in range(3):
+                producer.produce("t", f"{p}-{i}".encode() * 50, partition=p)
+            producer.flush()
+    consumer = Consumer({"cluster": cluster_path})
+    directory = consumer.cluster.partition("t", 1).leader_dir
+    path = os.path.join(directory, fmt.segment_file_name(0))
+    segment = Segment(directory, 0, 4096)
+    frames = [(pos, h) for pos, h, _ in segment.scan(0, os.path.getsize(path), True)]
+    segment.close()
+    position, header = frames[2]  # partition 1's third record
+    with open(path, "r+b") as f:
+        f.seek(position + fmt.HEADER_SIZE + 5)
+        byte = f.read(1)[0]
+        f.seek(position + fmt.HEADER_SIZE + 5)
+        f.write(bytes([byte ^ 0x10]))
+    consumer.assign([TopicPartition("t", p, 0) for p in range(3)])
+    got: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+    with pytest.raises(CorruptBatchError, match="payload checksum mismatch") as caught:
+        while (message := consumer.poll(0.2)) is not None:
+            got[message.partition()].append(message.value())
+    assert caught.value.path == path and caught.value.position == position
+    assert caught.value.offset == header.base_offset == 2
+    assert got[1] == [f"1-{i}".encode() * 50 for i in range(2)]
+    assert got[0] == [f"0-{i}".encode() * 50 for i in range(4)]
+    assert got[2] == [f"2-{i}".encode() * 50 for i in range(4)]
+    consumer.close()

@@ -35,8 +35,7 @@ when both checksums match and its fields are in range.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 import crc32c as _crc32c
 
@@ -101,9 +100,8 @@ def replica_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
-@dataclass(frozen=True, slots=True)
-class FrameHeader:
-    """The decoded fixed header of one frame."""
+class FrameHeader(NamedTuple):
+    """The decoded fixed header of one frame (a named tuple: readers decode one per frame)."""
 
     length: int
     header_crc: int
@@ -187,7 +185,10 @@ def pack_header(
 
 def unpack_header(data: bytes | memoryview) -> FrameHeader:
     """Decode a header without checking it (see :func:`header_problem`)."""
-    return FrameHeader(*HEADER.unpack_from(data))
+    return _make_header(HEADER.unpack_from(data))
+
+
+_make_header = FrameHeader._make
 
 
 def repack_header(header: FrameHeader) -> bytes:

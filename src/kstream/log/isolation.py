@@ -5,11 +5,16 @@ no user record. ``read_uncommitted`` reads up to the high watermark;
 ``read_committed`` reads up to the last stable offset (the first offset of the
 oldest open transaction, else the high watermark) and skips the frames of
 aborted transactions.
+
+What a reader asks the transaction tables is cached against the metadata's
+data version (:meth:`Metadata.data_version`), which a fetch round reads once:
+while nobody commits, a round asks SQLite nothing per partition.
 """
 
 from __future__ import annotations
 
 from kstream.log import format as fmt
+from kstream.log.metadata import DataVersion
 from kstream.log.transactions import TransactionStore
 
 READ_COMMITTED = "read_committed"
@@ -25,19 +30,31 @@ class Isolation:
         self.topic = topic
         self.partition = partition
         self._aborted: list[tuple[int, int, int]] = []
+        self._first_open: tuple[DataVersion, int | None] | None = None
+        self._aborted_from: tuple[DataVersion, int] | None = None
 
-    def end_offset(self, high_watermark: int) -> int:
-        """How far this reader may read now (and refresh what was aborted below it)."""
+    def end_offset(self, high_watermark: int, version: DataVersion | None = None) -> int:
+        """How far this reader may read now. With ``version`` (the metadata's data version),
+        the open transactions are looked up only when it changed."""
         if not self.committed_only or self.store is None:
             return high_watermark
-        first_open = self.store.first_open_offset(self.topic, self.partition)
-        end = high_watermark if first_open is None else min(high_watermark, first_open)
-        return end
+        if version is None or self._first_open is None or self._first_open[0] != version:
+            first_open = self.store.first_open_offset(self.topic, self.partition)
+            self._first_open = None if version is None else (version, first_open)
+        else:
+            first_open = self._first_open[1]
+        return high_watermark if first_open is None else min(high_watermark, first_open)
 
-    def prepare(self, from_offset: int) -> None:
-        """Load the aborted transactions that may cover frames from ``from_offset`` on."""
-        if self.committed_only and self.store is not None:
-            self._aborted = self.store.aborted(self.topic, self.partition, from_offset)
+    def prepare(self, from_offset: int, version: DataVersion | None = None) -> None:
+        """Load the aborted transactions that may cover frames from ``from_offset`` on
+        (kept while ``version`` is unchanged: a list loaded from an earlier offset covers more)."""
+        if not self.committed_only or self.store is None:
+            return
+        cached = self._aborted_from
+        if version is not None and cached is not None and cached[0] == version and cached[1] <= from_offset:
+            return
+        self._aborted = self.store.aborted(self.topic, self.partition, from_offset)
+        self._aborted_from = None if version is None else (version, from_offset)
 
     def visible(self, header: fmt.FrameHeader) -> bool:
         if header.attributes & fmt.CONTROL:

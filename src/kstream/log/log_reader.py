@@ -2,7 +2,8 @@
 
 Contract:
 
-* Returns only whole frames whose checksums match (``check_crcs``); a frame
+* Returns only whole frames whose checksums match (``check_crcs``; payloads
+  are checked on several threads when a read returns several frames); a frame
   that does not fit in the file yet is not returned (a writer is mid-write, or
   a killed writer left a torn tail for the next writer to truncate).
 * A bad frame raises :class:`CorruptBatchError` naming file, position and
@@ -24,6 +25,7 @@ import pyarrow as pa
 
 from kstream.errors import CorruptBatchError, OffsetOutOfRangeError
 from kstream.log import format as fmt
+from kstream.log.checksums import payloads_good
 from kstream.log.index import OffsetIndex, TimeIndex
 from kstream.log.retention import list_segment_bases
 from kstream.log.segment import Frame
@@ -130,12 +132,18 @@ class LogReader:
 
     # -- reading ----------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, end_offset: int | None = None) -> list[Frame]:
+    def read(self, offset: int, max_bytes: int, end_offset: int | None = None,
+             verify: bool = True) -> list[Frame]:
         """Frames holding offsets from ``offset`` on, about ``max_bytes`` of them.
 
         The first frame is returned even when larger than ``max_bytes`` (so a
         consumer always progresses). Stops at ``end_offset`` (exclusive; the
         high watermark) and at the end of what is fully written.
+
+        Headers are always checked. Payload checksums (``check_crcs``) are
+        checked here unless ``verify`` is False: then the caller must pass the
+        frames through :meth:`keep_good` before using them (a fetch round checks
+        many partitions' frames at once that way; see kstream.log.checksums).
         """
         frames: list[Frame] = []
         total = 0
@@ -143,7 +151,7 @@ class LogReader:
             if end_offset is not None and offset >= end_offset:
                 break
             try:
-                frame, next_position_base = self._next_frame(offset)
+                frame, next_position_base = self._next_frame(offset, check_payload=False)
             except CorruptBatchError:
                 if frames:
                     break  # hand out the good frames; the next read starts at the bad one
@@ -152,7 +160,7 @@ class LogReader:
                 # Retention deleted a segment under us: re-list and retry once.
                 self.refresh()
                 self._cursor = None
-                frame, next_position_base = self._next_frame(offset)
+                frame, next_position_base = self._next_frame(offset, check_payload=False)
             if frame is None:
                 break
             if frames and total + frame.header.frame_size > max_bytes:
@@ -161,16 +169,38 @@ class LogReader:
             total += frame.header.frame_size
             offset = frame.header.next_offset
             self._cursor = (offset, *next_position_base)
+        if verify and self.check_crcs and frames:
+            return self.keep_good(frames, payloads_good(frames))
         return frames
 
-    def _next_frame(self, offset: int) -> tuple[Frame | None, tuple[int, int]]:
+    def keep_good(self, frames: list[Frame], good: list[bool]) -> list[Frame]:
+        """``frames`` (from :meth:`read` with ``verify=False``) up to the first whose payload
+        checksum failed (``good``: one verdict per frame, see checksums.payloads_good).
+
+        When the very first frame is bad it is read again, checked: that raises
+        :class:`CorruptBatchError` naming file, position and offset, unless a
+        writer had replaced the file (cut a torn tail) and the new file's frame is good.
+        """
+        if not self.check_crcs or all(good):
+            return frames
+        first_bad = good.index(False)
+        self._cursor = None  # the next read starts at the bad frame
+        if first_bad:
+            return frames[:first_bad]
+        frame, next_position_base = self._next_frame(frames[0].header.base_offset, check_payload=True)
+        if frame is None:
+            return []
+        self._cursor = (frame.header.next_offset, *next_position_base)
+        return [frame]
+
+    def _next_frame(self, offset: int, check_payload: bool) -> tuple[Frame | None, tuple[int, int]]:
         """The frame holding ``offset`` and where the next one starts (segment base, position)."""
         if self._cursor is not None and self._cursor[0] == offset:
             _, base, position = self._cursor
             index = bisect.bisect_left(self._bases, base)
             if index >= len(self._bases) or self._bases[index] != base:
                 self._cursor = None
-                return self._next_frame(offset)
+                return self._next_frame(offset, check_payload)
         else:
             if not (self._bases or self.refresh()):
                 return None, (0, 0)  # an empty log: nothing written yet
@@ -183,7 +213,7 @@ class LogReader:
             try:
                 if position < 0:
                     position = self._seek(view, offset)
-                frame = self._frame_at(view, position, offset, sealed)
+                frame = self._frame_at(view, position, offset, sealed, check_payload)
             except CorruptBatchError:
                 if not view.replaced():
                     raise
@@ -220,7 +250,8 @@ class LogReader:
             position += header.frame_size
         return position
 
-    def _frame_at(self, view: _SegmentView, position: int, offset: int, sealed: bool) -> Frame | None:
+    def _frame_at(self, view: _SegmentView, position: int, offset: int, sealed: bool,
+                  check_payload: bool) -> Frame | None:
         size = view.mapped_size  # fstat (view.size()) only when reading past what is mapped
         if position + fmt.HEADER_SIZE > size:
             size = view.size()
@@ -248,7 +279,7 @@ class LogReader:
                 f"frame holds offsets {header.base_offset}..{header.last_offset}, expected {offset}",
                 path=view.path, position=position, offset=offset)
         payload = view.read(position + fmt.HEADER_SIZE, header.payload_size)
-        if self.check_crcs and fmt.crc32c(payload) != header.payload_crc:
+        if check_payload and fmt.crc32c(payload) != header.payload_crc:
             raise CorruptBatchError("payload checksum mismatch", path=view.path,
                                     position=position, offset=header.base_offset)
         return Frame(header, position, payload)

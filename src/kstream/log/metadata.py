@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 
 from kstream.errors import TopicExistsError, TopicNotFoundError
 
+DataVersion = tuple[int, int, int]
+"""What :meth:`Metadata.data_version` returns; compare for equality only."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS log_dirs (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, online INTEGER NOT NULL DEFAULT 1);
@@ -71,11 +74,14 @@ class Metadata:
         self._connection: sqlite3.Connection | None = None
         self._pid = 0
         self._schemas_made: set[str] = set()
+        self._own_commits = 0  # PRAGMA data_version does not count this connection's commits
+        self._connections = 0  # ...and starts afresh with each connection
 
     @property
     def connection(self) -> sqlite3.Connection:
         if self._connection is None or self._pid != os.getpid():
             self._pid = os.getpid()
+            self._connections += 1
             connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
@@ -94,6 +100,7 @@ class Metadata:
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
+        self._own_commits += 1
 
     def close(self) -> None:
         if self._connection is not None and self._pid == os.getpid():
@@ -108,9 +115,11 @@ class Metadata:
             self.connection.executescript(ddl)
             self._schemas_made.add(name)
 
-    def data_version(self) -> int:
-        """Changes when another connection commits: a cheap staleness check for caches."""
-        return int(self.connection.execute("PRAGMA data_version").fetchone()[0])
+    def data_version(self) -> DataVersion:
+        """Changes whenever anyone commits (another connection, or this one through
+        :meth:`transaction`): a cheap staleness check for caches."""
+        others = int(self.connection.execute("PRAGMA data_version").fetchone()[0])
+        return (self._connections, others, self._own_commits)
 
     # -- log dirs ----------------------------------------------------------------
 

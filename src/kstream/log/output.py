@@ -85,12 +85,14 @@ def _timestamps(stored: StoredBatch) -> pa.Array:
 
 
 class OutputBuilder:
-    """Builds output batches of one partition; reuses its constant columns.
+    """Builds output batches of one partition; reuses what does not change per batch.
 
     Arrow arrays are immutable, so the topic, partition and timestampType
-    columns, the same for every record of the partition, are built once (at
-    the largest length seen) and handed out as zero-copy slices. Not
-    thread-safe; one per assigned partition.
+    columns, the same for every record of the partition, and the all-null
+    columns of fields a stored batch lacks, are built once (at the largest
+    length seen) and handed out as zero-copy slices. Which output column comes
+    from where is worked out once per stored schema. Not thread-safe; one per
+    assigned partition.
     """
 
     def __init__(self, topic: str, partition: int, schema: pa.Schema):
@@ -99,6 +101,7 @@ class OutputBuilder:
         self.schema = schema
         self._constants: dict[str, pa.Array] = {}
         self._capacity = 0
+        self._plans: dict[tuple[str, ...], list[tuple[int, Any]]] = {}
 
     def _constant(self, name: str, n: int) -> pa.Array:
         if n > self._capacity:
@@ -111,31 +114,54 @@ class OutputBuilder:
                 "partition": _filled(pa.int32(), np.int32, self.partition, count),
                 "create": _filled(pa.int32(), np.int32, CREATE_TIME, count),
                 "append": _filled(pa.int32(), np.int32, LOG_APPEND_TIME, count),
+                **{f"null:{f.name}": pa.nulls(count, f.type) for f in self.schema},
             }
         return self._constants[name].slice(0, n)
+
+    def _plan(self, names: tuple[str, ...]) -> list[tuple[int, Any]]:
+        """Per output field: (kind, argument): a stored column's index, or what to make."""
+        plan: list[tuple[int, Any]] = []
+        for field in self.schema:
+            name = field.name
+            if name in ("topic", "partition"):
+                plan.append((_CONSTANT, name))
+            elif name == "offset":
+                plan.append((_OFFSET, None))
+            elif name == "timestamp":
+                plan.append((_TIMESTAMP, None))
+            elif name == "timestampType":
+                plan.append((_TIMESTAMP_TYPE, None))
+            elif name in names:
+                plan.append((_STORED, names.index(name)))
+            else:  # absent in this batch (no key/headers, or an older schema version)
+                plan.append((_CONSTANT, f"null:{name}"))
+        self._plans[names] = plan
+        return plan
 
     def build(self, stored: StoredBatch) -> pa.RecordBatch:
         """One stored batch as an output batch of :attr:`schema` (see :func:`output_schema`)."""
         batch = stored.batch
         n = batch.num_rows
-        names = batch.schema.names
+        names = tuple(batch.schema.names)
+        plan = self._plans.get(names) or self._plan(names)
         columns: list[pa.Array] = []
-        for field in self.schema:
-            name = field.name
-            if name == "topic" or name == "partition":
-                columns.append(self._constant(name, n))
-            elif name == "offset":
+        for kind, argument in plan:
+            if kind == _STORED:
+                columns.append(batch.column(argument))
+            elif kind == _CONSTANT:
+                columns.append(self._constant(argument, n))
+            elif kind == _OFFSET:
                 offsets = np.arange(stored.base_offset, stored.base_offset + n, dtype=np.int64)
-                columns.append(pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]))
-            elif name == "timestamp":
+                columns.append(pa.Array.from_buffers(_INT64, n, [None, pa.py_buffer(offsets)]))
+            elif kind == _TIMESTAMP:
                 columns.append(_timestamps(stored))
-            elif name == "timestampType":
+            else:
                 columns.append(self._constant("append" if stored.log_append_time else "create", n))
-            elif name in names:
-                columns.append(batch.column(name))
-            else:  # absent in this batch (no key/headers, or an older schema version)
-                columns.append(pa.nulls(n, field.type))
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+
+_STORED, _CONSTANT, _OFFSET, _TIMESTAMP, _TIMESTAMP_TYPE = range(5)
+_INT64 = pa.int64()
 
 
 def to_python_records(stored: StoredBatch, typed: bool) -> tuple[Any, Any, Any, Any]:

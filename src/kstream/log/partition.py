@@ -34,7 +34,7 @@ from kstream.log import format as fmt
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
 from kstream.log.log_reader import LogReader
-from kstream.log.metadata import Metadata, PartitionInfo
+from kstream.log.metadata import DataVersion, Metadata, PartitionInfo
 from kstream.log.partition_log import AppendResult, EncodedBatch, PartitionLog
 from kstream.log.records import Payload
 from kstream.log.replica_sync import sync_followers
@@ -58,7 +58,7 @@ class Partition:
         self._lock = PartitionLock(lock_path)
         self.replica_dirs: dict[int, str] = {}
         self.logs: dict[int, PartitionLog] = {}
-        self._metadata_version = -1
+        self._metadata_version: DataVersion | None = None
         self._flushers: ThreadPoolExecutor | None = None
         self._flushers_pid = 0
         self._add_replicas()
