@@ -4,7 +4,9 @@
 
 1. Throughput: RF=3 acks=all (fsync on every ISR replica) vs RF=1 acks=1, with
    produce_batch() and with produce(); 100-byte values, 6 partitions. The three
-   log dirs are directories on the same disk here (no JBOD on this machine).
+   log dirs are directories on the same disk here (no JBOD on this machine), so
+   the same run also writes the same batches as raw Arrow IPC files, one copy
+   and three (fsync per batch on all three, or on two): the floor under kstream.
 2. Scale: a topic of --partitions partitions on 4 log dirs with R=2: time to
    create; the first record to every partition (files created lazily) and the
    open files and memory of that producer; produce and consume still working;
@@ -45,10 +47,25 @@ def drop(root: str, name: str) -> None:
             shutil.rmtree(os.path.join(root, entry), ignore_errors=True)
 
 
+def raw_copies(root: str, batches: list, copies: int, fsync_copies: int) -> Row:
+    """The same bytes as raw Arrow IPC files, one per log dir: the floor under kstream."""
+    dirs = [os.path.join(root, f"raw-disk{i}") for i in range(copies)]
+    for d in dirs:
+        os.makedirs(d, exist_ok=True)
+    paths = [os.path.join(d, "raw.arrow") for d in dirs]
+    row = peers.raw_ipc_write_copies(paths, batches, fsync_copies)
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+    return row
+
+
 def throughput(root: str, records: int, value_size: int, repeats: int) -> list[Row]:
     batches = peers.make_batches(records, value_size)
     rows: dict[str, list[Row]] = {}
     for _ in range(repeats):
+        rows.setdefault("raw IPC, 1 file, no fsync", []).append(raw_copies(root, batches, 1, 0))
+        rows.setdefault("raw IPC, 3 files, fsync all 3 per batch", []).append(raw_copies(root, batches, 3, 3))
+        rows.setdefault("raw IPC, 3 files, fsync 2 per batch", []).append(raw_copies(root, batches, 3, 2))
         for rf, acks in ((1, "1"), (3, "all")):
             path = cluster_with(root, "tp", 3, {"t": (6, rf)})
             rows.setdefault(f"produce_batch() RF={rf} acks={acks}", []).append(
@@ -131,6 +148,10 @@ def main() -> None:
         rf3, rf1 = by_name.get(f"{api} RF=3 acks=all"), by_name.get(f"{api} RF=1 acks=1")
         if rf3 and rf1:
             print(f"{api}: RF=3 acks=all / RF=1 acks=1 = {rf3['records_per_s'] / rf1['records_per_s']:.2f}")
+    raw1 = by_name.get("raw IPC, 1 file, no fsync")
+    for name in ("raw IPC, 3 files, fsync all 3 per batch", "raw IPC, 3 files, fsync 2 per batch"):
+        if raw1 and name in by_name:
+            print(f"{name} / 1 file no fsync = {by_name[name]['records_per_s'] / raw1['records_per_s']:.2f}")
 
 
 if __name__ == "__main__":

@@ -187,6 +187,46 @@ def raw_ipc_write(
     return _measurement(name, records, nbytes, seconds, batches=len(batches), fsync_each_batch=fsync_each_batch)
 
 
+def raw_ipc_write_copies(
+    paths: Sequence[str | os.PathLike[str]], batches: Sequence[pa.RecordBatch], fsync_copies: int
+) -> Measurement:
+    """Time appending ``batches`` to one Arrow IPC *file* per path, in parallel threads.
+
+    The floor for replicated kstream ``produce_batch`` (RF = ``len(paths)``):
+    each batch is serialized once and written to every file at the same time,
+    then the first ``fsync_copies`` files are fsynced in parallel before the next
+    batch, as an acks=all append waits for fsyncs on the in-sync replicas. No
+    framing, no offsets, no locks, no metadata: only the copies and the syncs.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    schema = batches[0].schema if batches else VALUE_SCHEMA
+    records = sum(b.num_rows for b in batches)
+    nbytes = sum(_value_bytes(b) for b in batches)
+    sinks = [pa.OSFile(os.fspath(p), "wb") for p in paths]
+    writers = [pa.ipc.new_file(sink, schema) for sink in sinks]
+
+    def sync(i: int) -> None:
+        sinks[i].flush()
+        os.fsync(sinks[i].fileno())
+
+    with ThreadPoolExecutor(len(paths)) as pool:
+        t0 = time.perf_counter()
+        for batch in batches:
+            list(pool.map(lambda w: w.write_batch(batch), writers))  # noqa: B023 (used at once)
+            if fsync_copies:
+                list(pool.map(sync, range(fsync_copies)))
+        for writer in writers:
+            writer.close()
+        if fsync_copies:
+            list(pool.map(sync, range(fsync_copies)))
+        seconds = time.perf_counter() - t0
+    for sink in sinks:
+        sink.close()
+    return _measurement("raw_ipc_write_copies", records, nbytes, seconds, copies=len(paths),
+                        fsync_copies=fsync_copies)
+
+
 def raw_ipc_read(path: str | os.PathLike[str]) -> Measurement:
     """Time reading every batch of the Arrow IPC file at ``path`` back.
 
