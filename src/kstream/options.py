@@ -200,6 +200,9 @@ PRODUCER_OPTIONS = _table(
            minimum=1),
     Option("transactional.id", "str", None,
            "Makes the producer transactional: init_transactions(), begin/commit/abort_transaction()."),
+    Option("max.in.flight.requests.per.connection", "int", 5,
+           "acks=all batches written whose fsyncs may still be running (in the background) while "
+           "produce() goes on; their reports wait for them. 1: wait for each batch's fsync.", minimum=1),
     Option("open.partitions.max", "int", 1000,
            "Partition handles a producer keeps open (least recently used closed beyond).", minimum=1),
     Option("partitioner", "enum", "murmur2_random",

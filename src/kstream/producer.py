@@ -2,11 +2,15 @@
 
 Records collect per partition in an open batch; a batch goes to the log when
 it reaches ``batch.size`` bytes, when ``linger.ms`` has passed (noticed by the
-next produce(), poll() or flush()), or on flush(). There is no background I/O
-thread: as with confluent-kafka, call poll() regularly and flush() before
-exit. Delivery reports (``on_delivery(err, msg)``) are served by poll() and
-flush(). With ``acks=all`` a record is reported delivered only after its batch
-is fsynced on the partition's in-sync replicas.
+next produce(), poll() or flush()), or on flush(). Batches are written in the
+calling thread; as with confluent-kafka, call poll() regularly and flush()
+before exit. Delivery reports (``on_delivery(err, msg)``) are served by poll()
+and flush(). With ``acks=all`` a record is reported delivered only after its
+batch is fsynced on the partition's in-sync replicas (at least
+``min.insync.replicas`` of them). Those fsyncs run on background threads
+while produce() goes on, up to ``max.in.flight.requests.per.connection``
+batches (a transactional producer waits for each); reports keep the order
+of the batches.
 
 A Producer is meant for one thread (its produce() takes no lock); use one per
 thread. Any number of producers in any number of processes may write to the
@@ -17,9 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +130,23 @@ class _TopicState:
         self.max_frame_bytes = max_frame_bytes
 
 
+@dataclass(slots=True)
+class _InFlight:
+    """An acks=all batch written to its partition, its replicas' fsyncs still running."""
+
+    handle: Partition
+    in_sync: list[int]
+    syncs: list[Future[bool]]
+    topic: str
+    partition: int
+    batch: _OpenBatch
+    offsets: list[tuple[int, int]]
+    timestamps_ms: np.ndarray
+
+    def done(self) -> bool:
+        return all(sync.done() for sync in self.syncs)
+
+
 class Producer:
     """Writes records to topics of a cluster. See the module docstring for the contract."""
 
@@ -148,6 +171,10 @@ class Producer:
         self._max_open = options["open.partitions.max"]
         self._transactions: ProducerTransactions | None = None
         self._sink_txn: Any = None
+        self._in_flight: deque[_InFlight] = deque()
+        self._max_in_flight = options["max.in.flight.requests.per.connection"]
+        self._syncers: ThreadPoolExecutor | None = None
+        self._syncers_pid = 0
         if options["transactional.id"]:
             self._transactions = ProducerTransactions(self._cluster, options["transactional.id"])
         elif options["enable.idempotence"]:
@@ -218,6 +245,7 @@ class Producer:
         """
         now = time.time()
         self._send_expired(now)
+        self._settle(wait=False)
         if not self._reports and timeout:
             end = now + timeout
             if self._next_deadline < end:
@@ -233,13 +261,15 @@ class Producer:
             (_, partition), state = next(iter(self._lingering.items()))
             self._send(state, partition)
         self._next_deadline = float("inf")
+        self._settle(wait=True)
         self._serve_reports()
         return 0
 
     def __len__(self) -> int:
         """Records not yet sent or not yet reported."""
         waiting = sum(len(b.values) for s in self._topics.values() for b in s.batches if b is not None)
-        return waiting + sum(len(callbacks) for callbacks, _, _ in self._reports)
+        syncing = sum(len(f.batch.values) for f in self._in_flight)
+        return waiting + syncing + sum(len(callbacks) for callbacks, _, _ in self._reports)
 
     # -- Arrow API ---------------------------------------------------------------------
 
@@ -357,6 +387,7 @@ class Producer:
             handle = state.partitions[partition] = self._cluster.partition(state.info, partition)
             self._open_handles[key] = state
             while len(self._open_handles) > self._max_open:  # bound open files
+                self._settle(wait=True)  # no fsync may still run on a handle we close
                 (_topic, evicted), owner = self._open_handles.popitem(last=False)
                 old = owner.partitions[evicted]
                 owner.partitions[evicted] = None
@@ -406,17 +437,63 @@ class Producer:
         now_ms = int(time.time() * 1000)
         offsets: list[tuple[int, int]] = []
         error: KafkaError | None = None
+        pipelined = self._acks == "all" and self._transactions is None and self._sink_txn is None
         try:
             start = 0
             for piece, payload in self._pieces(state, stored):
-                offsets.append((start, self._append(state, partition, self._encode(piece, now_ms, payload))))
+                encoded = self._encode(piece, now_ms, payload)
+                offsets.append((start, self._append(state, partition, encoded, defer_fsync=pipelined)))
                 start += piece.num_rows
         except KStreamError as err:
             if batch.callbacks is None:
                 raise
             error = KafkaError(_error_code(err), str(err), err)
-        if batch.callbacks is not None:
+        if pipelined and error is None:
+            self._sync_in_background(state, partition, batch, offsets, timestamps_ms)
+        elif batch.callbacks is not None:
+            self._settle(wait=True)  # reports keep the order of the batches
             self._queue_reports(state.info.name, partition, batch, offsets, timestamps_ms, error)
+
+    # -- acks=all: fsyncs in the background ----------------------------------------------------
+
+    def _sync_in_background(self, state: _TopicState, partition: int, batch: _OpenBatch,
+                            offsets: list[tuple[int, int]], timestamps_ms: np.ndarray) -> None:
+        """Start fsyncing the batch just written on its in-sync replicas; its reports (or its
+        NotEnoughReplicas error) come when :meth:`_settle` finds the fsyncs done."""
+        if self._syncers is None or self._syncers_pid != os.getpid():
+            self._syncers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kstream-ack")
+            self._syncers_pid = os.getpid()
+        handle = self._partition(state, partition)
+        in_sync = list(handle.info.isr)
+        syncs = [self._syncers.submit(handle.sync_replica, replica) for replica in in_sync]
+        self._in_flight.append(_InFlight(handle, in_sync, syncs, state.info.name, partition, batch,
+                                         offsets, timestamps_ms))
+        if len(self._in_flight) > self._max_in_flight:
+            self._settle(wait=True, keep=self._max_in_flight)
+
+    def _settle(self, wait: bool, keep: int = 0) -> None:
+        """Acknowledge in-flight batches, oldest first, whose fsyncs finished (``wait``: wait
+        for them, leaving at most ``keep`` in flight). A replica whose fsync failed takes its
+        log dir offline; too few fsynced replicas make the batch's error NotEnoughReplicas."""
+        while len(self._in_flight) > keep:
+            head = self._in_flight[0]
+            if not wait and not head.done():
+                return
+            self._in_flight.popleft()
+            failed = [r for r, sync in zip(head.in_sync, head.syncs, strict=True) if not sync.result()]
+            error: KafkaError | None = None
+            try:
+                head.handle.take_failed_offline(failed)
+                base = head.offsets[0][1]
+                head.handle.require_synced([r for r in head.in_sync if r not in failed],
+                                           f"the batch at offset {base}")
+            except KStreamError as err:
+                if head.batch.callbacks is None:
+                    raise
+                error = KafkaError(_error_code(err), str(err), err)
+            if head.batch.callbacks is not None:
+                self._queue_reports(head.topic, head.partition, head.batch, head.offsets,
+                                    head.timestamps_ms, error)
 
     def _queue_reports(self, topic: str, partition: int, batch: _OpenBatch,
                        offsets: list[tuple[int, int]], timestamps_ms: np.ndarray,
@@ -508,6 +585,9 @@ class Producer:
                     handle.flush()
                     handle.close()
         self._topics.clear()
+        if self._syncers is not None and self._syncers_pid == os.getpid():
+            self._syncers.shutdown(wait=True)
+        self._syncers = None
         self._cluster.close()
 
     def __enter__(self) -> Producer:

@@ -207,3 +207,37 @@ def test_compression_round_trip(cluster_path, make_topic, codec):
     consumer = consumer_for(cluster_path, "t", 1)
     assert [m.value() for m in drain(consumer)] == values
     consumer.close()
+
+
+def test_acks_all_reports_wait_for_background_fsyncs_and_keep_batch_order(cluster_path, make_topic,
+                                                                         monkeypatch):
+    """acks=all batches are fsynced on background threads while produce() goes on; a record
+    is reported only once its batch's fsyncs returned, and reports come in batch order."""
+    import threading
+
+    from kstream.log.partition import Partition
+    make_topic("t", 3)
+    gate = threading.Event()
+    real_sync = Partition.sync_replica
+
+    def gated_sync(self, replica):
+        gate.wait(10)
+        return real_sync(self, replica)
+
+    monkeypatch.setattr(Partition, "sync_replica", gated_sync)
+    delivered = []
+    producer = Producer({"cluster": cluster_path, "acks": "all", "linger.ms": 0, "batch.size": 200,
+                         "max.in.flight.requests.per.connection": 50})
+    for i in range(30):
+        producer.produce("t", f"r{i}".encode() * 20, partition=i % 3,
+                         on_delivery=lambda err, msg: delivered.append((err, msg)))
+    assert producer.poll(0.05) == 0 and delivered == []  # written, not yet fsynced: no report
+    assert len(producer) == 30
+    gate.set()
+    producer.flush()
+    assert len(delivered) == 30 and all(err is None for err, _ in delivered)
+    for p in range(3):
+        offsets = [msg.offset() for _, msg in delivered if msg.partition() == p]
+        assert offsets == list(range(10))
+    assert [msg.value() for _, msg in delivered] == [f"r{i}".encode() * 20 for i in range(30)]
+    producer.close()

@@ -89,10 +89,12 @@ def test_two_failed_dirs_refuse_acks_all(replicated):
     _leader, second, third = info.partitions[0].replicas
     with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer:
         producer.produce("t", b"ok", partition=0)
+        producer.flush()  # acknowledged before the dirs fail
         faults.inject(log_dirs[second])
         faults.inject(log_dirs[third])
-        with pytest.raises(NotEnoughReplicasError):
+        with pytest.raises(NotEnoughReplicasError):  # written, then too few fsyncs: from flush()
             producer.produce("t", b"not acknowledged", partition=0)
+            producer.flush()
         with pytest.raises(NotEnoughReplicasError, match="nothing was written"):
             producer.produce("t", b"refused", partition=0)
     assert consume_all(path)[0] == b"ok"

@@ -293,22 +293,28 @@ class Partition:
     def _flush_all(self, replicas: list[int]) -> list[int]:
         """fsync the replicas in parallel; returns those that succeeded. A failed one goes offline."""
         if len(replicas) == 1:
-            results = [self._try_flush(replicas[0])]
+            results = [self.sync_replica(replicas[0])]
         else:
-            results = list(self._pool().map(self._try_flush, replicas))
-        failed = {replica for replica, ok in zip(replicas, results, strict=True) if not ok}
-        if failed:
-            with self._lock:
-                for replica in failed:
-                    self._take_offline_locked(replica)
+            results = list(self._pool().map(self.sync_replica, replicas))
+        failed = [replica for replica, ok in zip(replicas, results, strict=True) if not ok]
+        self.take_failed_offline(failed)
         return [replica for replica in replicas if replica not in failed]
 
-    def _try_flush(self, replica: int) -> bool:
+    def sync_replica(self, replica: int) -> bool:
+        """fsync one replica's log; False when its log dir failed. Safe on any thread (no
+        metadata access: the caller takes failed replicas offline, see take_failed_offline)."""
         try:
             self.logs[replica].flush()
             return True
         except LogDirOfflineError:
             return False
+
+    def take_failed_offline(self, failed: list[int]) -> None:
+        """Take the log dirs of replicas whose fsync failed offline (never retried)."""
+        if failed:
+            with self._lock:
+                for replica in failed:
+                    self._take_offline_locked(replica)
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._flushers is None or self._flushers_pid != os.getpid():
@@ -327,7 +333,11 @@ class Partition:
         self._require_fsynced(list(self.info.isr), "the batches written since the last fsync")
 
     def _require_fsynced(self, in_sync: list[int], what: str) -> None:
-        in_sync = self._flush_all(in_sync)
+        self.require_synced(self._flush_all(in_sync), what)
+
+    def require_synced(self, synced: list[int], what: str) -> None:
+        """NotEnoughReplicasError unless ``synced`` (replicas that fsynced) reaches min.insync.replicas."""
+        in_sync = synced
         minimum = self.config.min_insync_replicas
         if len(in_sync) < minimum:
             raise NotEnoughReplicasError(
