@@ -71,8 +71,7 @@ class Consumer:
         self._codec = PayloadCodec()
         self._metadata_version: DataVersion | None = None
         self._transaction_store: TransactionStore | None = None
-        self._fetcher = Fetcher(options["fetch.max.bytes"], options["max.partition.fetch.bytes"],
-                                options["check.crcs"])
+        self._fetcher = Fetcher(options["fetch.max.bytes"], options["max.partition.fetch.bytes"])
         self._assigned: dict[tuple[str, int], PartitionFetch] = {}
         self._order: list[tuple[str, int]] = []
         self._next = 0

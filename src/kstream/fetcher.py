@@ -15,6 +15,7 @@ when nothing else was read, otherwise on a later round.
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 
 import pyarrow as pa
 
@@ -94,10 +95,9 @@ class PartitionFetch:
 class Fetcher:
     """Runs fetch rounds for one consumer. Not thread-safe."""
 
-    def __init__(self, fetch_max_bytes: int, partition_max_bytes: int, check_crcs: bool = True):
+    def __init__(self, fetch_max_bytes: int, partition_max_bytes: int):
         self.fetch_max_bytes = fetch_max_bytes
         self.partition_max_bytes = partition_max_bytes
-        self.check_crcs = check_crcs
         self._codec = PayloadCodec()
 
     def fetch(self, partitions: list[PartitionFetch], version: DataVersion | None = None) -> bool:
@@ -120,13 +120,13 @@ class Fetcher:
                 continue
             budget -= sum(frame.header.frame_size for frame in frames)
             reads.append((fetch, end, frames))
-        verdicts = payloads_good([frame for _, _, frames in reads for frame in frames]) if self.check_crcs else []
+        verdicts = iter(payloads_good([frame for fetch, _, frames in reads if fetch.reader.check_crcs
+                                       for frame in frames]))
         got = False
         for fetch, end, frames in reads:
-            if self.check_crcs:
-                good, verdicts = verdicts[:len(frames)], verdicts[len(frames):]
+            if fetch.reader.check_crcs:
                 try:
-                    frames = fetch.reader.keep_good(frames, good)
+                    frames = fetch.reader.keep_good(frames, list(islice(verdicts, len(frames))))
                 except KStreamError as err:
                     failure = failure or err
                     continue

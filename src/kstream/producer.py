@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import os
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +46,7 @@ from kstream.log.records import (
     timestamp_range,
     to_stored_batch,
 )
+from kstream.log.thread_pool import LazyThreadPool
 from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, make_message
 from kstream.options import PRODUCER_OPTIONS
 from kstream.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
@@ -55,6 +55,7 @@ from kstream.producer_transactions import ProducerTransactions
 _time = time.time
 DeliveryCallback = Callable[[KafkaError | None, Any], None]
 _RECORD_OVERHEAD_BYTES = 16  # offsets and timestamp per record in the Arrow batch
+_SYNC_THREADS = 4  # a producer's background acks=all fsyncs (replicas x batches in flight share them)
 
 
 # A piece of a stored batch that fits one frame, with its payload when cutting had to encode it.
@@ -93,18 +94,18 @@ class _OpenBatch:
     def add_extras(self, key: bytes | None, headers: Any) -> None:
         """Record the key/headers of the record just appended."""
         index = len(self.values) - 1
-        if key is not None:
-            if self.keys is None:
-                self.keys = [None] * index
-            self.keys.append(key)
-        elif self.keys is not None:
-            self.keys.append(None)
-        if headers is not None:
-            if self.headers is None:
-                self.headers = [None] * index
-            self.headers.append(headers)
-        elif self.headers is not None:
-            self.headers.append(None)
+        self.keys = _sparse_append(self.keys, key, index)
+        self.headers = _sparse_append(self.headers, headers, index)
+
+
+def _sparse_append(column: list[Any] | None, value: Any, index: int) -> list[Any] | None:
+    """Append ``value`` as item ``index`` of a column kept only once some value is not None."""
+    if column is None:
+        if value is None:
+            return None
+        column = [None] * index
+    column.append(value)
+    return column
 
 
 class _TopicState:
@@ -173,8 +174,7 @@ class Producer:
         self._sink_txn: Any = None
         self._in_flight: deque[_InFlight] = deque()
         self._max_in_flight = options["max.in.flight.requests.per.connection"]
-        self._syncers: ThreadPoolExecutor | None = None
-        self._syncers_pid = 0
+        self._syncers = LazyThreadPool(_SYNC_THREADS, "kstream-ack")
         if options["transactional.id"]:
             self._transactions = ProducerTransactions(self._cluster, options["transactional.id"])
         elif options["enable.idempotence"]:
@@ -460,12 +460,9 @@ class Producer:
                             offsets: list[tuple[int, int]], timestamps_ms: np.ndarray) -> None:
         """Start fsyncing the batch just written on its in-sync replicas; its reports (or its
         NotEnoughReplicas error) come when :meth:`_settle` finds the fsyncs done."""
-        if self._syncers is None or self._syncers_pid != os.getpid():
-            self._syncers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kstream-ack")
-            self._syncers_pid = os.getpid()
         handle = self._partition(state, partition)
         in_sync = list(handle.info.isr)
-        syncs = [self._syncers.submit(handle.sync_replica, replica) for replica in in_sync]
+        syncs = [self._syncers.get().submit(handle.sync_replica, replica) for replica in in_sync]
         self._in_flight.append(_InFlight(handle, in_sync, syncs, state.info.name, partition, batch,
                                          offsets, timestamps_ms))
         if len(self._in_flight) > self._max_in_flight:
@@ -480,13 +477,11 @@ class Producer:
             if not wait and not head.done():
                 return
             self._in_flight.popleft()
-            failed = [r for r, sync in zip(head.in_sync, head.syncs, strict=True) if not sync.result()]
+            synced = [sync.result() for sync in head.syncs]
             error: KafkaError | None = None
             try:
-                head.handle.take_failed_offline(failed)
-                base = head.offsets[0][1]
-                head.handle.require_synced([r for r in head.in_sync if r not in failed],
-                                           f"the batch at offset {base}")
+                head.handle.require_synced(head.handle.settle_syncs(head.in_sync, synced),
+                                           f"the batch at offset {head.offsets[0][1]}")
             except KStreamError as err:
                 if head.batch.callbacks is None:
                     raise
@@ -585,9 +580,7 @@ class Producer:
                     handle.flush()
                     handle.close()
         self._topics.clear()
-        if self._syncers is not None and self._syncers_pid == os.getpid():
-            self._syncers.shutdown(wait=True)
-        self._syncers = None
+        self._syncers.shutdown(wait=True)
         self._cluster.close()
 
     def __enter__(self) -> Producer:

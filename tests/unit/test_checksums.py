@@ -11,6 +11,7 @@ import pytest
 from kstream.log import checksums
 from kstream.log import format as fmt
 from kstream.log.segment import Frame
+from kstream.log.thread_pool import LazyThreadPool
 
 
 def _frame(payload: bytes, good: bool) -> Frame:
@@ -27,7 +28,7 @@ def _frame(payload: bytes, good: bool) -> Frame:
 def test_split_check_gives_each_frames_own_verdict(monkeypatch, threads, seed):
     monkeypatch.setattr(checksums, "SPLIT_MIN_BYTES", 64)  # split even these small frames
     monkeypatch.setattr(checksums, "_threads", lambda: threads)
-    monkeypatch.setattr(checksums, "_pool", None)
+    monkeypatch.setattr(checksums, "_workers", LazyThreadPool(max(1, threads - 1), "test-crc"))
     rng = random.Random(seed)
     random.seed(seed)
     expected = [rng.random() > 0.2 for _ in range(rng.randrange(1, 40))]

@@ -15,32 +15,24 @@ frame on (see :meth:`kstream.log.log_reader.LogReader.keep_good`).
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 
 import crc32c as _crc32c
 
 from kstream.log.segment import Frame
+from kstream.log.thread_pool import LazyThreadPool
 
 SPLIT_MIN_BYTES = 2 << 20
 """Below this many payload bytes in one call, checking stays in the calling thread."""
 
 _MAX_THREADS = 4
-_pool: ThreadPoolExecutor | None = None
-_pool_pid = 0
 
 
 def _threads() -> int:
     return max(1, min(_MAX_THREADS, os.cpu_count() or 1))
 
 
-def _workers() -> ThreadPoolExecutor:
-    """The process's checksum workers (made anew in a forked child)."""
-    global _pool, _pool_pid
-    if _pool is None or _pool_pid != os.getpid():
-        _pool = ThreadPoolExecutor(max_workers=_threads() - 1, thread_name_prefix="kstream-crc")
-        _pool_pid = os.getpid()
-    return _pool
+_workers = LazyThreadPool(max(1, _threads() - 1), "kstream-crc")
 
 
 def _check(frames: list[Frame]) -> list[bool]:
@@ -62,7 +54,7 @@ def payloads_good(frames: list[Frame]) -> list[bool]:
             cuts.append(i + 1)
     cuts.append(len(frames))
     runs = [frames[a:b] for a, b in pairwise(cuts) if b > a]
-    futures = [_workers().submit(_check, run) for run in runs[1:]]
+    futures = [_workers.get().submit(_check, run) for run in runs[1:]]
     verdicts = _check(runs[0])
     for future in futures:
         verdicts += future.result()

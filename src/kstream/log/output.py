@@ -106,17 +106,21 @@ class OutputBuilder:
     def _constant(self, name: str, n: int) -> pa.Array:
         if n > self._capacity:
             self._capacity = max(n, 2 * self._capacity, 1024)
+            self._constants = {}
+        column = self._constants.get(name)
+        if column is None:
+            column = self._constants[name] = self._make_constant(name, self._capacity)
+        return column.slice(0, n)
+
+    def _make_constant(self, name: str, count: int) -> pa.Array:
+        if name == "topic":
             data = self.topic.encode("utf-8")
-            count = self._capacity
             offsets = np.arange(count + 1, dtype=np.int32) * np.int32(len(data))
-            self._constants = {
-                "topic": pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data * count)),
-                "partition": _filled(pa.int32(), np.int32, self.partition, count),
-                "create": _filled(pa.int32(), np.int32, CREATE_TIME, count),
-                "append": _filled(pa.int32(), np.int32, LOG_APPEND_TIME, count),
-                **{f"null:{f.name}": pa.nulls(count, f.type) for f in self.schema},
-            }
-        return self._constants[name].slice(0, n)
+            return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data * count))
+        if name.startswith("null:"):
+            return pa.nulls(count, self.schema.field(name[len("null:"):]).type)
+        value = {"partition": self.partition, "create": CREATE_TIME, "append": LOG_APPEND_TIME}[name]
+        return _filled(pa.int32(), np.int32, value, count)
 
     def _plan(self, names: tuple[str, ...]) -> list[tuple[int, Any]]:
         """Per output field: (kind, argument): a stored column's index, or what to make."""

@@ -24,7 +24,6 @@ Thread-safe for appends; any number of processes may append at once.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
@@ -38,6 +37,7 @@ from kstream.log.metadata import DataVersion, Metadata, PartitionInfo
 from kstream.log.partition_log import AppendResult, EncodedBatch, PartitionLog
 from kstream.log.records import Payload
 from kstream.log.replica_sync import sync_followers
+from kstream.log.thread_pool import LazyThreadPool
 
 if TYPE_CHECKING:
     from kstream.log.txn_writer import TxnWriter
@@ -59,8 +59,7 @@ class Partition:
         self.replica_dirs: dict[int, str] = {}
         self.logs: dict[int, PartitionLog] = {}
         self._metadata_version: DataVersion | None = None
-        self._flushers: ThreadPoolExecutor | None = None
-        self._flushers_pid = 0
+        self._flushers = LazyThreadPool(1, "kstream-fsync")  # sized by _add_replicas
         self._add_replicas()
 
     def _add_replicas(self) -> None:
@@ -70,10 +69,9 @@ class Partition:
         for replica in added:
             self.replica_dirs[replica] = self._replica_dir(replica)
             self.logs[replica] = PartitionLog(self.replica_dirs[replica], self.config, self._lock)
-        if added and self._flushers is not None:
-            if self._flushers_pid == os.getpid():
-                self._flushers.shutdown(wait=False)
-            self._flushers = None
+        if added:
+            self._flushers.shutdown(wait=False)
+            self._flushers = LazyThreadPool(len(self.logs), "kstream-fsync")
 
     @property
     def topic(self) -> str:
@@ -290,42 +288,38 @@ class Partition:
 
     # -- durability ------------------------------------------------------------------------------
 
-    def _flush_all(self, replicas: list[int]) -> list[int]:
-        """fsync the replicas in parallel; returns those that succeeded. A failed one goes offline."""
+    def _sync_all(self, replicas: list[int]) -> list[bool]:
+        """fsync the replicas in parallel; whether each succeeded."""
         if len(replicas) == 1:
-            results = [self.sync_replica(replicas[0])]
-        else:
-            results = list(self._pool().map(self.sync_replica, replicas))
-        failed = [replica for replica, ok in zip(replicas, results, strict=True) if not ok]
-        self.take_failed_offline(failed)
-        return [replica for replica in replicas if replica not in failed]
+            return [self.sync_replica(replicas[0])]
+        return list(self._pool().map(self.sync_replica, replicas))
 
     def sync_replica(self, replica: int) -> bool:
         """fsync one replica's log; False when its log dir failed. Safe on any thread (no
-        metadata access: the caller takes failed replicas offline, see take_failed_offline)."""
+        metadata access: pass the verdicts to :meth:`settle_syncs` on the owning thread)."""
         try:
             self.logs[replica].flush()
             return True
         except LogDirOfflineError:
             return False
 
-    def take_failed_offline(self, failed: list[int]) -> None:
-        """Take the log dirs of replicas whose fsync failed offline (never retried)."""
+    def settle_syncs(self, replicas: list[int], synced: list[bool]) -> list[int]:
+        """Take the log dirs of replicas whose fsync failed offline (never retried); returns
+        the replicas that fsynced."""
+        failed = [replica for replica, ok in zip(replicas, synced, strict=True) if not ok]
         if failed:
             with self._lock:
                 for replica in failed:
                     self._take_offline_locked(replica)
+        return [replica for replica, ok in zip(replicas, synced, strict=True) if ok]
 
     def _pool(self) -> ThreadPoolExecutor:
-        if self._flushers is None or self._flushers_pid != os.getpid():
-            self._flushers = ThreadPoolExecutor(max_workers=len(self.logs),
-                                                thread_name_prefix="kstream-fsync")
-            self._flushers_pid = os.getpid()
-        return self._flushers
+        return self._flushers.get()
 
     def flush(self) -> None:
         """fsync every in-sync replica (a clean shutdown)."""
-        self._flush_all(list(self.info.isr))
+        in_sync = list(self.info.isr)
+        self.settle_syncs(in_sync, self._sync_all(in_sync))
 
     def flush_acked(self) -> None:
         """fsync deferred acks=all appends on the in-sync replicas (a group commit);
@@ -333,11 +327,10 @@ class Partition:
         self._require_fsynced(list(self.info.isr), "the batches written since the last fsync")
 
     def _require_fsynced(self, in_sync: list[int], what: str) -> None:
-        self.require_synced(self._flush_all(in_sync), what)
+        self.require_synced(self.settle_syncs(in_sync, self._sync_all(in_sync)), what)
 
-    def require_synced(self, synced: list[int], what: str) -> None:
-        """NotEnoughReplicasError unless ``synced`` (replicas that fsynced) reaches min.insync.replicas."""
-        in_sync = synced
+    def require_synced(self, in_sync: list[int], what: str) -> None:
+        """NotEnoughReplicasError unless ``in_sync`` (replicas that fsynced) reaches min.insync.replicas."""
         minimum = self.config.min_insync_replicas
         if len(in_sync) < minimum:
             raise NotEnoughReplicasError(
@@ -364,7 +357,5 @@ class Partition:
     def close(self) -> None:
         for log in self.logs.values():
             log.close()
-        if self._flushers is not None and self._flushers_pid == os.getpid():
-            self._flushers.shutdown(wait=True)
-        self._flushers = None
+        self._flushers.shutdown(wait=True)
         self._lock.close()
