@@ -13,6 +13,7 @@ Picklable as configuration only (the path).
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import uuid
@@ -225,7 +226,7 @@ class Cluster:
         paths = self.log_dir_paths()
         for p, placement in enumerate(placements):
             for log_dir in placement:
-                _refuse_leftovers(os.path.join(paths[log_dir], fmt.replica_dir_name(name, p)))
+                _refuse_leftovers(_replica_dir(paths, name, p, log_dir))
         info = self.metadata.create_topic(name, replicas, topic_config, placements, schema_bytes)
         self._make_replica_dirs(info, info.partitions)
         return info
@@ -332,8 +333,8 @@ class Cluster:
 
     def replica_dirs(self, info: TopicInfo, partition: PartitionInfo) -> dict[int, str]:
         paths = self.log_dir_paths()
-        name = fmt.replica_dir_name(info.name, partition.partition)
-        return {log_dir: os.path.join(paths[log_dir], name) for log_dir in partition.replicas}
+        return {log_dir: _replica_dir(paths, info.name, partition.partition, log_dir)
+                for log_dir in partition.replicas}
 
     def partition(self, topic: str | TopicInfo, partition: int) -> Partition:
         """A handle to append to and read one partition."""
@@ -343,18 +344,17 @@ class Cluster:
                 f"topic {info.name!r} has partitions 0..{info.num_partitions - 1}; "
                 f"partition {partition} does not exist"
             )
-        placement = info.partitions[partition]
-        paths = self.log_dir_paths()
-        name = fmt.replica_dir_name(info.name, partition)
-
-        def replica_dir(log_dir: int) -> str:
-            return os.path.join(paths[log_dir], name)
-
-        return Partition(placement, replica_dir, self.log_config(info), self.lock_path(info, partition),
-                         self.metadata)
+        replica_dir = functools.partial(_replica_dir, self.log_dir_paths(), info.name, partition)
+        return Partition(info.partitions[partition], replica_dir, self.log_config(info),
+                         self.lock_path(info, partition), self.metadata)
 
     def close(self) -> None:
         self.metadata.close()
+
+
+def _replica_dir(paths: Mapping[int, str], topic: str, partition: int, log_dir: int) -> str:
+    """Where a partition's replica on ``log_dir`` lives (``paths``: log dir id -> path)."""
+    return os.path.join(paths[log_dir], fmt.replica_dir_name(topic, partition))
 
 
 def _refuse_leftovers(directory: str) -> None:

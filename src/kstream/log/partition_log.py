@@ -196,14 +196,15 @@ class PartitionLog:
         fsynced up to ``point``. Losing the file costs a longer scan at the next
         open, never data; a bad frame below it is corruption, not a torn tail.
         """
-        current = self._read_recovery_point()
-        if current is not None and (current[0], current[1]) >= (point[0], point[1]):
-            return
-        self._write_point(point)
+        self._write_point(point, only_forward=True)
 
-    def _write_point(self, point: tuple[int, int, int]) -> None:
-        fd = os.open(self._recovery_point_path(), os.O_WRONLY | os.O_CREAT, 0o644)
+    def _write_point(self, point: tuple[int, int, int], only_forward: bool = False) -> None:
+        fd = os.open(self._recovery_point_path(), os.O_RDWR | os.O_CREAT, 0o644)
         try:
+            if only_forward:
+                raw = os.pread(fd, _RECOVERY_POINT.size, 0)
+                if len(raw) == _RECOVERY_POINT.size and _RECOVERY_POINT.unpack(raw)[:2] >= point[:2]:
+                    return
             os.pwrite(fd, _RECOVERY_POINT.pack(*point), 0)
         finally:
             os.close(fd)
