@@ -9,7 +9,8 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: install run run-cli test test-slow bench lint clean
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg pyproject.toml scripts/ensure-java.sh
+	bash scripts/ensure-java.sh
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
