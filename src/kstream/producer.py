@@ -33,13 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kstream.client_config import open_client
-from kstream.errors import (
-    InvalidRecordError,
-    KStreamError,
-    PartitionNotFoundError,
-    RecordTooLargeError,
-    SchemaError,
-)
+from kstream.errors import InvalidRecordError, KStreamError, PartitionNotFoundError, RecordTooLargeError
 from kstream.log import format as fmt
 from kstream.log.cluster import Cluster
 from kstream.log.metadata import TopicInfo
@@ -58,6 +52,7 @@ from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, make_message
 from kstream.options import PRODUCER_OPTIONS
 from kstream.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
 from kstream.producer_transactions import ProducerTransactions
+from kstream.typed_values import TypedValues
 
 _time = time.time
 DeliveryCallback = Callable[[KafkaError | None, Any], None]
@@ -126,12 +121,14 @@ class _TopicState:
         "partitions",
         "schema",
         "sticky",
+        "typed",
     )
 
     def __init__(self, info: TopicInfo, schema: pa.Schema | None, max_frame_bytes: int):
         self.info = info
         self.num_partitions = info.num_partitions
         self.schema = schema
+        self.typed = None if schema is None else TypedValues(info.name, schema)
         self.partitions: list[Partition | None] = [None] * info.num_partitions
         self.batches: list[_OpenBatch | None] = [None] * info.num_partitions
         self.sticky = 0
@@ -206,8 +203,8 @@ class Producer:
         """
         # The hot path of the per-record API: keep it to a few dozen bytecodes.
         state = self._topics.get(topic) or self._open_topic(topic)
-        if state.schema is not None:
-            value, size = _typed_value(value, state.schema, topic)
+        if state.typed is not None:
+            size = state.typed.check(value)  # a record that does not fit is refused here, alone
         elif value.__class__ is bytes:
             size = len(value)
         elif value is None:
@@ -631,36 +628,6 @@ def _bad_partition(topic: str, count: int, partition: Any, where: str = "") -> P
     return PartitionNotFoundError(
         f"partition {partition!r}{where} is not a partition of topic {topic!r}, which has "
         f"partitions 0..{count - 1}; give one of those, or -1 (or None) to let the partitioner choose")
-
-
-def _typed_value(value: Any, schema: pa.Schema, topic: str) -> tuple[Any, int]:
-    """A typed topic's record checked against its schema, and its approximate size in bytes.
-
-    Each column converts as the batch will (Arrow's Python conversion), so a record that
-    passes here cannot fail its batch later and take the other records down with it.
-    """
-    if not isinstance(value, Mapping):
-        raise InvalidRecordError(f"a record of typed topic {topic!r} is a dict of its columns "
-                                 f"{schema.names}, got {type(value).__name__}")
-    unknown = [name for name in value if name not in schema.names]
-    if unknown:
-        raise SchemaError(f"columns {unknown} are not in topic {topic!r}'s schema {schema.names}; "
-                          "alter the topic's schema to add them (nullable) first")
-    size = 0
-    for field in schema:
-        item = value.get(field.name)
-        if item is None:
-            if not field.nullable:
-                raise SchemaError(f"column {field.name!r} of topic {topic!r} is not nullable; "
-                                  "the record has no value for it")
-            continue
-        try:
-            pa.scalar(item, field.type)
-        except (pa.ArrowException, TypeError, ValueError, OverflowError) as err:
-            raise SchemaError(f"column {field.name!r} of topic {topic!r} is {field.type}; "
-                              f"{item!r} does not convert: {err}") from err
-        size += len(item) if isinstance(item, (str, bytes)) else 8
-    return value, size
 
 
 def _headers_list(headers: Any) -> list[tuple[str, bytes | None]]:
