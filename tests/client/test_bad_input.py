@@ -274,6 +274,14 @@ def test_topic_counts_have_limits(admin, cluster_path, make_topic, partitions, r
     assert replica_dirs(cluster_path) == ["other-0"]
 
 
+def test_a_cluster_default_partition_count_has_a_limit(tmp_path):
+    path = str(tmp_path / "c")
+    with Admin({"cluster": path, "num.partitions": 10_001}) as admin:
+        with pytest.raises(ConfigError, match="option 'num.partitions' must be an integer from 1 to 10000"):
+            admin.create_topics([NewTopic("t")])["t"].result()
+    assert os.listdir(tmp_path) == []  # no cluster, no staging dir left
+
+
 def test_create_partitions_has_a_limit(admin, cluster_path, make_topic):
     make_topic("t", 2)
     for total in (10_001, 10**9):

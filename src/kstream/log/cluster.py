@@ -172,6 +172,7 @@ class Cluster:
         os.makedirs(staging)
         try:
             config = parse_options(CLUSTER_OPTIONS, options, what="a new cluster")
+            check_partition_count(config["num.partitions"], "option 'num.partitions'")
             # Relative log dirs (and the default) live inside the cluster dir, whatever the
             # working directory: they are stored as given and resolved against it on open.
             log_dirs = tuple(os.path.normpath(d) for d in config["log.dirs"]) or ("logs",)
@@ -246,7 +247,8 @@ class Cluster:
         partitions = self.config["num.partitions"] if num_partitions in (None, -1) else num_partitions
         replicas = (self.config["default.replication.factor"] if replication_factor in (None, -1)
                     else replication_factor)
-        check_partition_count(partitions, "num_partitions")
+        check_partition_count(partitions, "num_partitions" if num_partitions not in (None, -1)
+                              else "the cluster's num.partitions")
         log_dirs = [i for i, _, online in self.metadata.log_dirs() if online]
         if not isinstance(replicas, int) or isinstance(replicas, bool) or not 1 <= replicas <= len(log_dirs):
             raise ConfigError(
