@@ -3,12 +3,21 @@
 The public API mirrors confluent-kafka (Producer, Consumer, Admin, Message,
 TopicPartition) with Arrow-native additions (``Producer.produce_batch``,
 ``Consumer.poll_batch``). See README.md and docs/.
+
+Importing the package loads only the error classes: every other name here is
+imported on first use (module ``__getattr__``), so ``import kstream.log.segment``
+(or a Spark worker unpickling a storage-engine object) does not pull in the
+clients, consumer groups and their Delta table (deltalake), or Spark.
 """
 
-from kstream.admin import Admin, NewPartitions, NewTopic, TopicDescription
-from kstream.consumer import Consumer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from kstream.errors import (
     ClusterError,
+    ClusterNotFoundError,
     ConfigError,
     CorruptBatchError,
     FencedError,
@@ -24,20 +33,60 @@ from kstream.errors import (
     TopicExistsError,
     TopicNotFoundError,
 )
-from kstream.groups import ConsumerGroups, OffsetCommit
-from kstream.message import (
-    OFFSET_BEGINNING,
-    OFFSET_END,
-    OFFSET_INVALID,
-    OFFSET_STORED,
-    KafkaError,
-    Message,
-    TopicPartition,
-)
-from kstream.producer import BatchResult, Producer
-from kstream.source.lag import QueryPartitionLag, query_lag
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
+    from kstream.admin import Admin, NewPartitions, NewTopic, TopicDescription
+    from kstream.consumer import Consumer
+    from kstream.groups import ConsumerGroups, OffsetCommit
+    from kstream.message import (
+        OFFSET_BEGINNING,
+        OFFSET_END,
+        OFFSET_INVALID,
+        OFFSET_STORED,
+        KafkaError,
+        Message,
+        TopicPartition,
+    )
+    from kstream.producer import BatchResult, Producer
+    from kstream.source.lag import QueryPartitionLag, query_lag
 
 __version__ = "0.1.0"
+
+# Public name -> the module that defines it (imported on first use).
+_LAZY = {
+    "Admin": "kstream.admin",
+    "BatchResult": "kstream.producer",
+    "Consumer": "kstream.consumer",
+    "ConsumerGroups": "kstream.groups",
+    "KafkaError": "kstream.message",
+    "Message": "kstream.message",
+    "NewPartitions": "kstream.admin",
+    "NewTopic": "kstream.admin",
+    "OFFSET_BEGINNING": "kstream.message",
+    "OFFSET_END": "kstream.message",
+    "OFFSET_INVALID": "kstream.message",
+    "OFFSET_STORED": "kstream.message",
+    "OffsetCommit": "kstream.groups",
+    "Producer": "kstream.producer",
+    "QueryPartitionLag": "kstream.source.lag",
+    "TopicDescription": "kstream.admin",
+    "TopicPartition": "kstream.message",
+    "query_lag": "kstream.source.lag",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kstream' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "OFFSET_BEGINNING",
@@ -47,6 +96,7 @@ __all__ = [
     "Admin",
     "BatchResult",
     "ClusterError",
+    "ClusterNotFoundError",
     "ConfigError",
     "Consumer",
     "ConsumerGroups",

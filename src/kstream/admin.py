@@ -3,8 +3,10 @@
 Calls return ``{name: Future}`` like confluent-kafka's AdminClient; the work is
 done before they return (the metadata store is local), so ``f.result()``
 never waits, and raises the call's :class:`KStreamError` if it failed.
-The Admin that first opens a cluster path creates the cluster with the
-broker-side settings in its config (``log.dirs``, ``num.partitions``, ...).
+Only :meth:`Admin.create_topics` creates a cluster: the first one on a new
+path creates it with the broker-side settings in the Admin's config
+(``log.dirs``, ``num.partitions``, ...). Every other call on a path that holds
+no cluster raises :class:`ClusterNotFoundError` and writes nothing.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from kstream.client_config import open_client
-from kstream.errors import KStreamError
+from kstream.client_config import client_options
+from kstream.errors import ClusterNotFoundError, KStreamError
 from kstream.log import replica_ops
-from kstream.log.cluster import Cluster
+from kstream.log.cluster import Cluster, check_partition_count, check_topic_name
 from kstream.log.log_reader import LogReader
 from kstream.log.metadata import PartitionInfo, TopicInfo
 from kstream.options import Option
@@ -101,50 +103,66 @@ class Admin:
     """Topic administration on one cluster."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
-        _, self._cluster = open_client(_ADMIN_OPTIONS, config, kwargs, "an Admin")
+        options, self._broker = client_options(_ADMIN_OPTIONS, config, kwargs, "an Admin")
+        self._path: str | None = options["cluster"]
+        self._opened: Cluster | None = None
+        try:
+            self._opened = Cluster.open(self._path, self._broker)
+        except ClusterNotFoundError:
+            pass  # create_topics may create it; any other call raises (see `cluster`)
 
     @property
     def cluster(self) -> Cluster:
-        return self._cluster
+        """The open cluster; ClusterNotFoundError if there is none (yet) at the path."""
+        if self._opened is None:
+            self._opened = Cluster.open(self._path, self._broker)
+        return self._opened
 
     def create_topics(self, new_topics: list[NewTopic], **_: Any) -> dict[str, Future[TopicInfo]]:
-        return {
-            t.topic: _done(lambda t=t: self._cluster.create_topic(
-                t.topic, t.num_partitions, t.replication_factor, t.config, t.schema))
-            for t in new_topics
-        }
+        """Create topics (and the cluster, with this Admin's broker-side settings, if the
+        path holds none and a topic passes the checks that need no cluster)."""
+        return {t.topic: _done(lambda t=t: self._create_topic(t)) for t in new_topics}
+
+    def _create_topic(self, new: NewTopic) -> TopicInfo:
+        if self._opened is None:
+            check_topic_name(new.topic)  # refuse what needs no cluster to refuse before making one
+            if new.num_partitions not in (None, -1):
+                check_partition_count(new.num_partitions, "num_partitions")
+            self._opened = Cluster.open(self._path, self._broker, create=True)
+        return self._opened.create_topic(new.topic, new.num_partitions, new.replication_factor,
+                                         new.config, new.schema)
 
     def delete_topics(self, topics: list[str], **_: Any) -> dict[str, Future[None]]:
-        return {name: _done(lambda name=name: self._cluster.delete_topic(name)) for name in topics}
+        return {name: _done(lambda name=name: self.cluster.delete_topic(name)) for name in topics}
 
     def create_partitions(self, new_partitions: list[NewPartitions], **_: Any
                           ) -> dict[str, Future[TopicInfo]]:
         return {
-            p.topic: _done(lambda p=p: self._cluster.create_partitions(p.topic, p.new_total_count))
+            p.topic: _done(lambda p=p: self.cluster.create_partitions(p.topic, p.new_total_count))
             for p in new_partitions
         }
 
     def alter_topic_config(self, topic: str, config: Mapping[str, Any]) -> TopicInfo:
         """Set topic overrides; a value of None removes one (back to the cluster default)."""
-        return self._cluster.alter_topic_config(topic, config)
+        return self.cluster.alter_topic_config(topic, config)
 
     def evolve_schema(self, topic: str, schema: pa.Schema) -> TopicInfo:
         """Add nullable columns at the end of a typed topic's schema."""
-        return self._cluster.evolve_schema(topic, schema)
+        return self.cluster.evolve_schema(topic, schema)
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> dict[str, TopicInfo]:
         """Topic name -> stored metadata (all topics, or the one named)."""
-        names = [topic] if topic else self._cluster.list_topics()
-        return {name: self._cluster.topic(name) for name in names}
+        names = [topic] if topic else self.cluster.list_topics()
+        return {name: self.cluster.topic(name) for name in names}
 
     def describe_topics(self, topics: list[str]) -> dict[str, Future[TopicDescription]]:
         return {name: _done(lambda name=name: self.describe_topic(name)) for name in topics}
 
     def describe_topic(self, name: str) -> TopicDescription:
-        info = self._cluster.topic(name)
+        info = self.cluster.topic(name)
         partitions = []
         for placement in info.partitions:
-            handle = self._cluster.partition(info, placement.partition)
+            handle = self.cluster.partition(info, placement.partition)
             ends = {}
             for replica, directory in handle.replica_dirs.items():
                 replica_reader = LogReader(directory, check_crcs=False)
@@ -171,39 +189,40 @@ class Admin:
     def describe_log_dirs(self) -> list[LogDirDescription]:
         replicas: dict[int, int] = {}
         leaders: dict[int, int] = {}
-        for name in self._cluster.list_topics():
-            for placement in self._cluster.topic(name).partitions:
+        for name in self.cluster.list_topics():
+            for placement in self.cluster.topic(name).partitions:
                 leaders[placement.leader] = leaders.get(placement.leader, 0) + 1
                 for replica in placement.replicas:
                     replicas[replica] = replicas.get(replica, 0) + 1
-        paths = self._cluster.log_dir_paths()
+        paths = self.cluster.log_dir_paths()
         return [LogDirDescription(i, paths[i], online, replicas.get(i, 0), leaders.get(i, 0),
                                   _tree_bytes(paths[i]))
-                for i, _, online in self._cluster.metadata.log_dirs()]
+                for i, _, online in self.cluster.metadata.log_dirs()]
 
     def take_log_dir_offline(self, log_dir_id: int) -> int:
         """Controlled shutdown of a log dir; returns partitions moved off it."""
-        return self._cluster.take_log_dir_offline(log_dir_id)
+        return self.cluster.take_log_dir_offline(log_dir_id)
 
     def set_log_dir_online(self, log_dir_id: int) -> None:
-        self._cluster.set_log_dir_online(log_dir_id)
+        self.cluster.set_log_dir_online(log_dir_id)
 
     def elect_leaders(self, topics: list[str] | None = None) -> int:
         """Preferred leader election; returns partitions whose leader changed."""
-        return replica_ops.elect_preferred_leaders(self._cluster, topics)
+        return replica_ops.elect_preferred_leaders(self.cluster, topics)
 
     def sync_replicas(self, topics: list[str] | None = None) -> dict[str, int]:
         """Catch up out-of-sync replicas on online log dirs (what `kstream replicator` runs)."""
-        return replica_ops.sync_all(self._cluster, topics)
+        return replica_ops.sync_all(self.cluster, topics)
 
     def reassign_partition(self, topic: str, partition: int, replicas: list[int]) -> PartitionInfo:
-        return replica_ops.reassign(self._cluster, topic, partition, replicas)
+        return replica_ops.reassign(self.cluster, topic, partition, replicas)
 
     def verify_replicas(self, topics: list[str] | None = None) -> list[replica_ops.ReplicaMismatch]:
-        return replica_ops.verify_replicas(self._cluster, topics)
+        return replica_ops.verify_replicas(self.cluster, topics)
 
     def close(self) -> None:
-        self._cluster.close()
+        if self._opened is not None:
+            self._opened.close()
 
     def __enter__(self) -> Admin:
         return self

@@ -2,9 +2,10 @@
 
 Producer, Consumer and Admin take one dict, as confluent-kafka's do. Besides
 their own options it may hold broker-side settings (``log.dirs``, ...): they
-are used when this client creates the cluster and checked against the
-cluster's stored values afterwards. Where a name means both (Kafka has the
-same overlap, e.g. ``compression.type``), the client's meaning wins.
+are used when the cluster is created (only Admin.create_topics creates one)
+and checked against the cluster's stored values afterwards. Where a name
+means both (Kafka has the same overlap, e.g. ``compression.type``), the
+client's meaning wins.
 """
 
 from __future__ import annotations
@@ -16,11 +17,19 @@ from kstream.log.cluster import Cluster
 from kstream.options import CLUSTER_OPTIONS, Option, parse_options
 
 
-def open_client(table: Mapping[str, Option], config: Mapping[str, Any] | None,
-                kwargs: Mapping[str, Any], what: str) -> tuple[dict[str, Any], Cluster]:
-    """Parse a client's options (config dict plus keyword overrides) and open its cluster."""
+def client_options(table: Mapping[str, Option], config: Mapping[str, Any] | None,
+                   kwargs: Mapping[str, Any], what: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A client's parsed options (config dict plus keyword overrides) and the broker-side
+    settings among them (unparsed: the cluster parses and checks them)."""
     given = {**(config or {}), **kwargs}
     broker = {k: v for k, v in given.items() if k in CLUSTER_OPTIONS and k not in table}
     own = {k: v for k, v in given.items() if k not in broker}
-    options = parse_options(table, own, what=what)
+    return parse_options(table, own, what=what), broker
+
+
+def open_client(table: Mapping[str, Option], config: Mapping[str, Any] | None,
+                kwargs: Mapping[str, Any], what: str) -> tuple[dict[str, Any], Cluster]:
+    """Parse a client's options and open its cluster, which must exist
+    (:class:`ClusterNotFoundError` otherwise: clients that read or write never create one)."""
+    options, broker = client_options(table, config, kwargs, what)
     return options, Cluster.open(options.get("cluster"), broker)

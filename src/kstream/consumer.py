@@ -27,10 +27,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from kstream.client_config import open_client
+from kstream.client_config import client_options
 from kstream.consumer_group import GroupSession, RebalanceCallback
 from kstream.errors import ConfigError, OffsetOutOfRangeError
 from kstream.fetcher import Fetcher, PartitionFetch
+from kstream.group_names import check_group_name
 from kstream.log.change_notifier import ChangeNotifier
 from kstream.log.cluster import Cluster
 from kstream.log.isolation import Isolation
@@ -66,7 +67,10 @@ class Consumer:
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
         config = dict(config or {})
         on_commit = config.pop("on_commit", None) or kwargs.pop("on_commit", None)
-        options, self._cluster = open_client(CONSUMER_OPTIONS, config, kwargs, "a Consumer")
+        options, broker = client_options(CONSUMER_OPTIONS, config, kwargs, "a Consumer")
+        if options["group.id"] is not None:
+            check_group_name(options["group.id"], "option 'group.id'")
+        self._cluster = Cluster.open(options.get("cluster"), broker)  # never creates one
         self._options = options
         self._codec = PayloadCodec()
         self._metadata_version: DataVersion | None = None
@@ -81,7 +85,7 @@ class Consumer:
         self._messages_owner: PartitionFetch | None = None
         self._messages_chunk: StoredBatch | None = None
         self._closed = False
-        self._group = GroupSession(self, options, on_commit) if options["group.id"] else None
+        self._group = GroupSession(self, options, on_commit) if options["group.id"] is not None else None
         self._hold_group = False
 
     @property

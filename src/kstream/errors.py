@@ -20,6 +20,10 @@ class ClusterError(KStreamError):
     """The cluster path is missing, not a kstream cluster, or of another format version."""
 
 
+class ClusterNotFoundError(ClusterError):
+    """No kstream cluster at the path given (and the call may not create one)."""
+
+
 class TopicNotFoundError(KStreamError):
     """The topic does not exist (the message lists the topics that do)."""
 

@@ -116,7 +116,8 @@ _DAY_MS = 24 * 3600 * 1000
 
 # Broker-side settings: chosen when a cluster is created, stored in it.
 CLUSTER_OPTIONS = _table(
-    Option("log.dirs", "list", (), "Log dirs, one per disk (JBOD). Default: <cluster>/logs."),
+    Option("log.dirs", "list", (),
+           "Log dirs, one per disk (JBOD); relative ones are inside the cluster dir. Default: <cluster>/logs."),
     Option("num.partitions", "int", 1, "Partitions of a topic created without a count.", minimum=1),
     Option("default.replication.factor", "int", 1, "Replicas of a topic created without a factor.",
            minimum=1),

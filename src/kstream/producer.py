@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kstream.client_config import open_client
 from kstream.errors import InvalidRecordError, KStreamError, PartitionNotFoundError, RecordTooLargeError
@@ -51,6 +52,7 @@ from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, make_message
 from kstream.options import PRODUCER_OPTIONS
 from kstream.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
 from kstream.producer_transactions import ProducerTransactions
+from kstream.typed_values import TypedValues
 
 _time = time.time
 DeliveryCallback = Callable[[KafkaError | None, Any], None]
@@ -119,12 +121,14 @@ class _TopicState:
         "partitions",
         "schema",
         "sticky",
+        "typed",
     )
 
     def __init__(self, info: TopicInfo, schema: pa.Schema | None, max_frame_bytes: int):
         self.info = info
         self.num_partitions = info.num_partitions
         self.schema = schema
+        self.typed = None if schema is None else TypedValues(info.name, schema)
         self.partitions: list[Partition | None] = [None] * info.num_partitions
         self.batches: list[_OpenBatch | None] = [None] * info.num_partitions
         self.sticky = 0
@@ -187,29 +191,38 @@ class Producer:
 
     # -- per-record API -----------------------------------------------------------
 
-    def produce(self, topic: str, value: Any = None, key: Any = None, partition: int = -1,
+    def produce(self, topic: str, value: Any = None, key: Any = None, partition: int | None = -1,
                 on_delivery: DeliveryCallback | None = None, timestamp: int = 0,
                 headers: Any = None, callback: DeliveryCallback | None = None) -> None:
-        """Queue one record; it is sent with its partition's batch (see module docstring)."""
+        """Queue one record; it is sent with its partition's batch (see module docstring).
+
+        ``partition`` -1 (confluent-kafka's PARTITION_UA) or None lets the partitioner
+        choose; any other value outside the topic's partitions raises PartitionNotFoundError.
+        A typed topic's value is checked against its schema here: a record that does not fit
+        is refused and the records queued with it are unaffected.
+        """
         # The hot path of the per-record API: keep it to a few dozen bytecodes.
         state = self._topics.get(topic) or self._open_topic(topic)
-        if value.__class__ is bytes:
+        if state.typed is not None:
+            size = state.typed.check(value)  # a record that does not fit is refused here, alone
+        elif value.__class__ is bytes:
             size = len(value)
         elif value is None:
             size = 0
         else:
-            value, size = _coerce_value(value, state.schema)
-        if key is not None:
-            if key.__class__ is not bytes:
-                key = _to_bytes(key, "key")
-            size += len(key)
-            if partition < 0:
+            value = _to_bytes(value, "value")
+            size = len(value)
+        if key is not None and key.__class__ is not bytes:
+            key = _to_bytes(key, "key")
+        if partition == -1 or partition is None:
+            if key is None:
+                partition = state.sticky
+            else:
                 partition = partition_for_key(key, state.num_partitions)
-        if partition < 0:
-            partition = state.sticky
-        elif partition >= state.num_partitions:
-            raise PartitionNotFoundError(
-                f"topic {topic!r} has partitions 0..{state.num_partitions - 1}; got {partition}")
+        elif partition.__class__ is not int or not 0 <= partition < state.num_partitions:
+            partition = _checked_partition(topic, state.num_partitions, partition)
+        if key is not None:
+            size += len(key)
         if headers is not None:
             headers = _headers_list(headers)  # before the batch changes: a bad header queues nothing
         if size > self._max_record_bytes:
@@ -274,13 +287,15 @@ class Producer:
     # -- Arrow API ---------------------------------------------------------------------
 
     def produce_batch(self, topic: str, data: pa.Table | pa.RecordBatch,
-                      partition: int = -1) -> list[BatchResult]:
+                      partition: int | None = -1) -> list[BatchResult]:
         """Append a table's rows (columns key/value/headers/timestamp/partition, or a typed
         topic's columns); returns where each stored batch landed.
 
         Rows go to ``partition`` if given, else to their ``partition`` column, else to
-        the murmur2 partition of their key, else to the sticky partition. The whole
-        input is checked before anything is written.
+        the murmur2 partition of their key, else to the sticky partition (-1 or None, as
+        the argument or in the column, lets the partitioner choose; any other value outside
+        the topic's partitions raises PartitionNotFoundError). The whole input is checked
+        before anything is written.
         """
         state = self._topics.get(topic) or self._open_topic(topic)
         table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
@@ -309,18 +324,16 @@ class Producer:
         if self._acks == "all":  # one fsync per partition for the whole call (group commit)
             for target in touched:
                 self._partition(state, target).flush_acked()
-        if partition < 0 and planned:
+        if (partition is None or partition == -1) and planned:
             self._sticky.batch_sent(topic, state.num_partitions, state.sticky)
             state.sticky = self._sticky.partition(topic, state.num_partitions)
         return results
 
-    def _route(self, state: _TopicState, table: pa.Table, partition: int
+    def _route(self, state: _TopicState, table: pa.Table, partition: int | None
                ) -> list[tuple[int, np.ndarray | None]]:
         n = state.num_partitions
-        if partition >= 0:
-            if partition >= n:
-                raise PartitionNotFoundError(f"topic {state.info.name!r} has partitions 0..{n - 1}")
-            return [(partition, None)]
+        if partition is not None and partition != -1:
+            return [(_checked_partition(state.info.name, n, partition), None)]
         if "partition" not in table.column_names and "key" not in table.column_names:
             return [(state.sticky, None)]
         targets = np.full(table.num_rows, -1, dtype=np.int32)
@@ -328,11 +341,12 @@ class Producer:
             column = table.column("partition")
             if not pa.types.is_integer(column.type):
                 raise InvalidRecordError(f"column 'partition' has type {column.type}; expected an integer")
+            # Range-check in the column's own type: a cast first would wrap 2**32+1 to 1.
+            low, high = pc.min_max(column).values()
+            for value in (low.as_py(), high.as_py()):
+                if value is not None and not -1 <= value < n:
+                    raise _bad_partition(state.info.name, n, value, " (column 'partition')")
             targets = column.fill_null(-1).to_numpy().astype(np.int32)
-            if (targets >= n).any():
-                raise PartitionNotFoundError(
-                    f"column 'partition' names partition {int(targets.max())}; topic "
-                    f"{state.info.name!r} has partitions 0..{n - 1}")
         if "key" in table.column_names and (targets < 0).any():
             keys = table.column("key").combine_chunks()
             if keys.type not in (pa.binary(), pa.string(), pa.large_binary(), pa.large_string()):
@@ -600,16 +614,20 @@ def _to_bytes(value: Any, what: str) -> bytes:
     raise InvalidRecordError(f"record {what} must be bytes or str, got {type(value).__name__}")
 
 
-def _coerce_value(value: Any, schema: pa.Schema | None) -> tuple[Any, int]:
-    """A non-bytes value as stored, and its approximate size in bytes."""
-    if schema is None:
-        data = _to_bytes(value, "value")
-        return data, len(data)
-    if not isinstance(value, Mapping):
-        raise InvalidRecordError(
-            f"a typed topic's value is a dict of its columns {schema.names}, got {type(value).__name__}")
-    size = sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in value.values())
-    return value, size
+def _checked_partition(topic: str, count: int, partition: Any) -> int:
+    """An explicit partition number (an int, or a NumPy integer) of the topic, else
+    PartitionNotFoundError. -1 and None (the partitioner chooses) are handled by callers."""
+    if isinstance(partition, bool) or not isinstance(partition, (int, np.integer)):
+        raise _bad_partition(topic, count, partition)
+    if not 0 <= partition < count:
+        raise _bad_partition(topic, count, partition)
+    return int(partition)
+
+
+def _bad_partition(topic: str, count: int, partition: Any, where: str = "") -> PartitionNotFoundError:
+    return PartitionNotFoundError(
+        f"partition {partition!r}{where} is not a partition of topic {topic!r}, which has "
+        f"partitions 0..{count - 1}; give one of those, or -1 (or None) to let the partitioner choose")
 
 
 def _headers_list(headers: Any) -> list[tuple[str, bytes | None]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -14,6 +15,8 @@ from kstream import (
     ConfigError,
     Consumer,
     InvalidRecordError,
+    KStreamError,
+    NewPartitions,
     NewTopic,
     PartitionNotFoundError,
     Producer,
@@ -23,6 +26,7 @@ from kstream import (
     TopicNotFoundError,
     TopicPartition,
 )
+from kstream.log.cluster import Cluster
 
 
 def stored_bytes(cluster_path):
@@ -129,12 +133,12 @@ def test_a_path_that_is_not_a_cluster(tmp_path):
 def test_broker_settings_are_fixed_at_creation(tmp_path):
     path = str(tmp_path / "c")
     dirs = ",".join(str(tmp_path / d) for d in ("d1", "d2"))
-    Admin({"cluster": path, "log.dirs": dirs}).close()
+    with Admin({"cluster": path, "log.dirs": dirs}) as admin:  # creating a topic creates the cluster
+        admin.create_topics([NewTopic("t", 4, 2)])["t"].result()
     Admin({"cluster": path}).close()  # later entry points read them from the cluster
     with pytest.raises(ConfigError, match="already has log.dirs"):
         Admin({"cluster": path, "log.dirs": str(tmp_path / "d3")})
     with Admin({"cluster": path}) as admin:
-        admin.create_topics([NewTopic("t", 4, 2)])["t"].result()
         placements = [p.replicas for p in admin.cluster.topic("t").partitions]
     assert all(len(set(r)) == 2 for r in placements)
     assert sorted(r[0] for r in placements) == [1, 1, 2, 2]  # leaders spread evenly
@@ -143,6 +147,7 @@ def test_broker_settings_are_fixed_at_creation(tmp_path):
 def test_cluster_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("KSTREAM_CLUSTER", str(tmp_path / "env-cluster"))
     with Admin() as admin:
+        admin.create_topics([NewTopic("t", 1)])["t"].result()
         assert admin.cluster.path == str(tmp_path / "env-cluster")
     assert os.path.exists(tmp_path / "env-cluster" / "cluster.properties")
 
@@ -155,3 +160,196 @@ def test_deleted_topic_fences_open_producers(admin, cluster_path, make_topic):
     with pytest.raises(TopicNotFoundError, match="deleted"):
         producer.produce("t", b"after")
     assert admin.cluster.list_topics() == []
+
+
+# -- issue 10, defect 12: a partition outside the topic is an error, never routing -------------
+
+@pytest.mark.parametrize("partition", [-7, -3, -2, 3, 2**32 + 1, 2**63, "1", 1.0, True])
+def test_produce_to_a_partition_outside_the_topic(cluster_path, make_topic, partition):
+    make_topic("t", 3)
+    with Producer({"cluster": cluster_path}) as producer:
+        with pytest.raises(PartitionNotFoundError, match=r"is not a partition of topic 't'.*0\.\.2.*-1"):
+            producer.produce("t", b"x", partition=partition)
+        with pytest.raises(PartitionNotFoundError, match=r"is not a partition of topic 't'.*0\.\.2"):
+            producer.produce("t", b"x", key=b"k", partition=partition)
+        with pytest.raises(PartitionNotFoundError, match=r"is not a partition of topic 't'.*0\.\.2"):
+            producer.produce_batch("t", pa.table({"value": [b"x"]}), partition=partition)
+        assert len(producer) == 0
+    assert stored_bytes(cluster_path) == 0
+
+
+@pytest.mark.parametrize("column", [
+    pa.array([0, 2**32 + 1], pa.int64()),  # was cast to int32 first: landed in partition 1
+    pa.array([1, -3], pa.int64()),  # went to the sticky partition
+    pa.array([-2], pa.int8()),
+    pa.array([2**64 - 1], pa.uint64()),
+    pa.array([3, None], pa.int32()),
+])
+def test_partition_column_outside_the_topic(cluster_path, make_topic, column):
+    make_topic("t", 3)
+    table = pa.table({"value": [b"x"] * len(column), "partition": column})
+    with Producer({"cluster": cluster_path}) as producer:
+        with pytest.raises(PartitionNotFoundError, match=r"\(column 'partition'\) is not a partition of topic 't'"):
+            producer.produce_batch("t", table)
+    assert stored_bytes(cluster_path) == 0
+
+
+def test_minus_one_and_none_let_the_partitioner_choose(cluster_path, make_topic):
+    make_topic("t", 3)
+    with Producer({"cluster": cluster_path}) as producer:
+        producer.produce("t", b"a", partition=-1)
+        producer.produce("t", b"b", partition=None)
+        producer.produce("t", b"c", partition=np.int64(2))
+        results = producer.produce_batch("t", pa.table({"value": [b"d", b"e", b"f"],
+                                                        "partition": pa.array([-1, None, 1], pa.int64())}))
+        results += producer.produce_batch("t", pa.table({"value": [b"g"]}), partition=None)
+    assert sum(r.record_count for r in results) == 4
+    assert {r.partition for r in results} <= {0, 1, 2}
+
+
+def test_the_spark_sink_refuses_a_partition_outside_the_topic(cluster_path, make_topic):
+    from kstream.sink.writer import SinkOptions, write_task
+
+    make_topic("t", 3)
+    batch = pa.record_batch({"value": [b"x", b"y"], "partition": pa.array([0, 2**32 + 1], pa.int64())})
+    with pytest.raises(PartitionNotFoundError, match="4294967297"):
+        write_task(SinkOptions(cluster_path, "t"), "batch:test", iter([batch]))
+    assert stored_bytes(cluster_path) == 0
+
+
+# -- issue 10, defect 13: a bad typed record is refused at produce(), the others are delivered ---
+
+TYPED = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
+
+
+@pytest.mark.parametrize("bad", [
+    {"id": "not a number"},
+    {"id": 2**70},
+    {"id": None, "name": "x"},
+    {"name": "no id"},
+    {"id": 1, "extra": 2},
+    {"id": True},
+    None,
+    b"raw bytes",
+])
+def test_a_bad_typed_record_does_not_drop_the_good_ones(cluster_path, make_topic, bad):
+    make_topic("typed", 1, schema=TYPED)
+    reports = []
+    with Producer({"cluster": cluster_path, "linger.ms": 60_000}) as producer:
+        for i in range(3):
+            producer.produce("typed", {"id": i, "name": f"n{i}"}, on_delivery=lambda e, m: reports.append((e, m)))
+        with pytest.raises(InvalidRecordError, match="typed"):
+            producer.produce("typed", bad, on_delivery=lambda e, m: reports.append((e, m)))
+        for i in range(3, 5):
+            producer.produce("typed", {"id": i}, on_delivery=lambda e, m: reports.append((e, m)))
+        producer.flush()
+    assert [e for e, _ in reports] == [None] * 5
+    assert [m.offset() for _, m in reports] == [0, 1, 2, 3, 4]
+    consumer = Consumer({"cluster": cluster_path})
+    consumer.assign([TopicPartition("typed", 0, OFFSET_BEGINNING)])
+    try:
+        rows = consumer.poll_batch(timeout=1)
+    finally:
+        consumer.close()
+    assert rows.column("id").to_pylist() == [0, 1, 2, 3, 4]
+    assert rows.column("name").to_pylist() == ["n0", "n1", "n2", None, None]
+
+
+# -- issue 10, defect 14: limits on names, counts and producer ids ----------------------------
+
+def replica_dirs(cluster_path):
+    logs = os.path.join(cluster_path, "logs")
+    return sorted(d for d in os.listdir(logs) if os.path.isdir(os.path.join(logs, d)))
+
+
+@pytest.mark.parametrize(("partitions", "replicas"), [
+    (10**9, 1), (10_001, 1), (0, 1), (-2, 1), ("3", 1), (1, 10**9), (1, 2), (1, 0), (1, True),
+])
+def test_topic_counts_have_limits(admin, cluster_path, make_topic, partitions, replicas):
+    make_topic("other")
+    with pytest.raises(ConfigError, match=r"num_partitions must be an integer from 1 to 10000|"
+                                          r"replication_factor .* needs that many online log dirs"):
+        admin.create_topics([NewTopic("t", partitions, replicas)])["t"].result()
+    assert admin.cluster.list_topics() == ["other"]
+    assert replica_dirs(cluster_path) == ["other-0"]
+
+
+def test_a_cluster_default_partition_count_has_a_limit(tmp_path):
+    path = str(tmp_path / "c")
+    with Admin({"cluster": path, "num.partitions": 10_001}) as admin:
+        with pytest.raises(ConfigError, match="option 'num.partitions' must be an integer from 1 to 10000"):
+            admin.create_topics([NewTopic("t")])["t"].result()
+    assert os.listdir(tmp_path) == []  # no cluster, no staging dir left
+
+
+def test_create_partitions_has_a_limit(admin, cluster_path, make_topic):
+    make_topic("t", 2)
+    for total in (10_001, 10**9):
+        with pytest.raises(ConfigError, match=f"new partition count must be an integer from 1 to 10000, got {total}"):
+            admin.create_partitions([NewPartitions("t", total)])["t"].result()
+    assert admin.cluster.topic("t").num_partitions == 2
+    assert replica_dirs(cluster_path) == ["t-0", "t-1"]
+
+
+def test_topic_names_past_the_file_name_limit_are_refused(admin, cluster_path, make_topic):
+    make_topic("other")
+    for length in (211, 214, 249, 250):
+        name = "t" * length
+        with pytest.raises(ConfigError, match="illegal topic name.*1-210 characters"):
+            admin.create_topics([NewTopic(name, 1)])[name].result()
+    assert admin.cluster.list_topics() == ["other"]
+    assert replica_dirs(cluster_path) == ["other-0"]
+
+
+def test_the_longest_topic_name_works_end_to_end(admin, cluster_path):
+    from kstream.log import format as fmt
+    from kstream.log.cluster import MAX_PARTITIONS
+
+    name = "n" * 210
+    for _ in range(2):  # created, produced to, read, deleted, and created again
+        info = admin.create_topics([NewTopic(name, 2)])[name].result()
+        with Producer({"cluster": cluster_path}) as producer:
+            producer.produce(name, b"v", partition=1)
+        consumer = Consumer({"cluster": cluster_path})
+        consumer.assign([TopicPartition(name, 1, OFFSET_BEGINNING)])
+        try:
+            assert [m.value() for m in consumer.consume(5, timeout=1)] == [b"v"]
+        finally:
+            consumer.close()
+        admin.delete_topics([name])[name].result()
+        assert admin.cluster.list_topics() == []
+        assert replica_dirs(cluster_path) == []
+    # The names made from it for the highest partition number fit a 255-byte file name too.
+    highest = MAX_PARTITIONS - 1
+    deleted_dir = f"{fmt.replica_dir_name(name, highest)}.{info.topic_id}-delete"
+    lock_file = os.path.basename(admin.cluster.lock_path(info, highest))
+    assert len(deleted_dir) == 255 and len(lock_file) < 255
+
+
+def test_transactional_producer_ids_grow_by_one(cluster_path, make_topic):
+    make_topic("t")
+    ids = []
+    for i in range(3):
+        with Producer({"cluster": cluster_path, "transactional.id": f"tx-{i}"}) as producer:
+            producer.init_transactions()
+            producer.begin_transaction()
+            producer.produce("t", b"x")
+            producer.commit_transaction()
+            ids.append(producer._transactions.writer.producer_id)
+    assert ids == [ids[0], ids[0] + 1, ids[0] + 2]
+    assert ids[0] == (1 << 40) + 1  # above every idempotent producer id
+
+
+def test_transactional_producer_ids_stop_at_the_i64_maximum(cluster_path, make_topic):
+    from kstream.log.transactions import TransactionStore
+
+    make_topic("t")
+    cluster = Cluster.open(cluster_path)
+    store = TransactionStore(cluster.metadata)
+    with cluster.metadata.transaction() as tx:
+        tx.execute("INSERT INTO transactions VALUES ('last', ?, 0, 'Empty', '[]', 0)", ((1 << 63) - 1,))
+    with pytest.raises(KStreamError, match="producer ids are used up"):
+        store.init("one-too-many")
+    with pytest.raises(KStreamError, match="unknown"):
+        store.get("one-too-many")
+    cluster.close()

@@ -64,7 +64,8 @@ def test_perf_produce_and_consume_json(cluster_path):
     assert json.loads(consumed.output.strip().splitlines()[-1])["records"] == 5000
 
 
-def test_errors_are_one_line_messages(cluster_path):
+def test_errors_are_one_line_messages(cluster_path, make_topic):
+    make_topic("other")
     result = subprocess.run([sys.executable, "-c", "from kstream.cli import main; main()",
                              "--cluster", cluster_path, "produce", "missing"],
                             input=b"x\n", capture_output=True)

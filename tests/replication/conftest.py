@@ -9,6 +9,7 @@ import pytest
 from helpers import consume_values
 from kstream import Admin, NewTopic
 from kstream.log import faults
+from kstream.log.cluster import Cluster
 
 
 @pytest.fixture(autouse=True)
@@ -22,9 +23,12 @@ def replicated(tmp_path):
     """(cluster path, {log dir id: path}) with three log dirs and min.insync.replicas=2."""
     path = str(tmp_path / "cluster")
     dirs = [str(tmp_path / f"disk{i}") for i in range(3)]
-    with Admin({"cluster": path, "log.dirs": ",".join(dirs), "min.insync.replicas": 2,
-                "default.replication.factor": 3}) as admin:
-        log_dirs = admin.cluster.log_dir_paths()
+    cluster = Cluster.open(path, {"log.dirs": ",".join(dirs), "min.insync.replicas": 2,
+                                  "default.replication.factor": 3}, create=True)
+    try:
+        log_dirs = cluster.log_dir_paths()
+    finally:
+        cluster.close()
     return path, log_dirs
 
 

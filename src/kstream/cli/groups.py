@@ -19,6 +19,7 @@ from rich.table import Table
 from kstream.cli.common import cluster_options, console
 from kstream.consumer import Consumer
 from kstream.errors import ConfigError
+from kstream.group_names import check_group_name
 from kstream.groups import ConsumerGroups
 from kstream.log.cluster import Cluster
 from kstream.message import TopicPartition
@@ -33,6 +34,11 @@ def _groups(ctx: click.Context) -> Iterator[ConsumerGroups]:
     finally:
         service.close()
         cluster.close()
+
+
+def _group_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """GROUP checked before the cluster is opened: a bad name is refused, nothing written."""
+    return check_group_name(value, "GROUP")
 
 
 @click.group()
@@ -50,7 +56,7 @@ def list_(ctx: click.Context) -> None:
 
 
 @groups.command("describe")
-@click.argument("group")
+@click.argument("group", callback=_group_name)
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of tables.")
 @click.pass_context
 def describe(ctx: click.Context, group: str, as_json: bool) -> None:
@@ -144,7 +150,7 @@ def _plan(service: ConsumerGroups, ctx: click.Context, group: str, scope: list[t
 
 
 @groups.command("reset-offsets")
-@click.argument("group")
+@click.argument("group", callback=_group_name)
 @click.option("--topic", "topics", multiple=True, metavar="T[:P,...]", help="Partitions to reset.")
 @click.option("--all-topics", is_flag=True, help="Every partition the group has committed.")
 @click.option("--to-earliest", "how", flag_value="to-earliest", help="To the log start offset.")
@@ -181,7 +187,7 @@ def reset_offsets(ctx: click.Context, group: str, topics: tuple[str, ...], all_t
 
 
 @groups.command("delete")
-@click.argument("group")
+@click.argument("group", callback=_group_name)
 @click.option("--force", is_flag=True, help="Delete even with active members (they are fenced).")
 @click.pass_context
 def delete(ctx: click.Context, group: str, force: bool) -> None:

@@ -9,6 +9,7 @@ import click
 from kstream import perf as runs
 from kstream.admin import Admin, NewTopic
 from kstream.cli.common import cluster_options, parse_pairs
+from kstream.errors import TopicExistsError
 
 
 @click.group()
@@ -18,8 +19,10 @@ def perf() -> None:
 
 def _ensure_topic(ctx: click.Context, topic: str, partitions: int | None) -> None:
     with Admin(cluster_options(ctx)) as admin:
-        if topic not in admin.cluster.list_topics():
+        try:  # (and the cluster, if the path holds none)
             admin.create_topics([NewTopic(topic, partitions or 1)])[topic].result()
+        except TopicExistsError:
+            pass
 
 
 def _report(result: runs.PerfResult, as_json: bool) -> None:

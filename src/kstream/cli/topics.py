@@ -8,6 +8,7 @@ from rich.table import Table
 
 from kstream.admin import Admin, NewPartitions, NewTopic
 from kstream.cli.common import cluster_options, console, parse_pairs, parse_schema
+from kstream.errors import TopicExistsError
 from kstream.options import CLUSTER_OPTIONS
 
 
@@ -37,12 +38,15 @@ def create(ctx: click.Context, topic: str, partitions: int, replication_factor: 
     if unknown:
         raise click.BadParameter(f"unknown broker-side settings {unknown}", param_hint="--cluster-config")
     with Admin(cluster_options(ctx, **broker, **{"log.dirs": log_dirs})) as admin:
-        if if_not_exists and topic in admin.cluster.list_topics():
-            click.echo(f"Topic {topic} already exists.")
-            return
         new = NewTopic(topic, partitions, replication_factor, parse_pairs(configs, "--config"),
                        parse_schema(schema) if schema else None)
-        info = admin.create_topics([new])[topic].result()
+        try:  # creates the cluster too if there is none at the path: the one command that does
+            info = admin.create_topics([new])[topic].result()
+        except TopicExistsError:
+            if not if_not_exists:
+                raise
+            click.echo(f"Topic {topic} already exists.")
+            return
         click.echo(f"Created topic {topic} with {info.num_partitions} partition(s), "
                    f"replication factor {info.replication_factor}.")
 

@@ -1,10 +1,11 @@
 """Consumer groups of one cluster: committing and reading offsets, lag, describe, reset, delete.
 
 The one place that writes the group offsets table. A commit is checked
-before anything is written (topic and partition exist, offset between 0 and
-the log end offset), then, under the group's lock, fenced (the member and
-generation must be current, see :mod:`kstream.groups.coordinator`) and
-written as one Delta commit for all its partitions, so it is atomic. A
+before anything is written (a legal group name, see :mod:`kstream.group_names`;
+topic and partition exist, offset between 0 and the log end offset), then,
+under the group's lock, fenced (the member and generation must be current,
+see :mod:`kstream.groups.coordinator`) and written as one Delta commit for
+all its partitions, so it is atomic. A
 commit that carries an app transaction (app id, version) already in the
 table, or that changes no offset, writes nothing: re-commits are idempotent.
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from kstream.errors import GroupBusyError, OffsetOutOfRangeError, PartitionNotFoundError
+from kstream.group_names import check_group_name
 from kstream.groups.coordinator import Coordinator, Group, Member
 from kstream.groups.offsets_table import FILE_SCHEMA, Offsets, OffsetsTable
 from kstream.log.cluster import Cluster
@@ -94,6 +96,7 @@ class ConsumerGroups:
         transaction already committed, or no offset changed). Raises FencedError for a stale
         member/generation, and TopicNotFound/PartitionNotFound/OffsetOutOfRange for bad input;
         in every failure the table is unchanged."""
+        check_group_name(group)
         topics: dict[str, TopicInfo] = {}
         keys, epochs, values, metadata = [], [], [], []
         for (topic, partition), given in offsets.items():
@@ -187,14 +190,14 @@ class ConsumerGroups:
     def committed(self, group: str, version: int | None = None,
                   timestamp: dt.datetime | None = None) -> Offsets:
         """The group's committed offsets now, at a table version, or as of a time."""
-        return self.table.read(group, version, timestamp)
+        return self.table.read(check_group_name(group), version, timestamp)
 
     def list_groups(self) -> list[str]:
         return sorted(set(self.coordinator.list_groups()) | set(self.table.groups()))
 
     def lag(self, group: str, topics: Iterable[str] | None = None) -> list[PartitionLag]:
         """Per partition the group committed (or, with ``topics``, every partition of those)."""
-        committed = self.table.read(group)
+        committed = self.table.read(check_group_name(group))
         keys = set(committed)
         for topic in topics or ():
             keys |= {(topic, p) for p in range(self._topic(topic).num_partitions)}
@@ -212,7 +215,7 @@ class ConsumerGroups:
         return result
 
     def describe(self, group: str) -> GroupDescription:
-        current = self.coordinator.describe(group)
+        current = self.coordinator.describe(check_group_name(group))
         subscribed = sorted({t for m in (current.members if current else ()) for t, _ in m.assignment})
         partitions = tuple(self.lag(group, subscribed))
         if current is None:
@@ -235,6 +238,7 @@ class ConsumerGroups:
     def reset_offsets(self, group: str, offsets: Mapping[tuple[str, int], int],
                       force: bool = False) -> int | None:
         """Set the group's offsets (an operator's reset); refused while members are active."""
+        check_group_name(group)  # before fencing anyone
         current = self._refuse_if_active(group, "reset its offsets", force)
         if current is not None and current.members:
             self.coordinator.fence_all(group)
@@ -243,6 +247,7 @@ class ConsumerGroups:
 
     def delete(self, group: str, force: bool = False) -> None:
         """Forget the group: its member rows and its offsets (history stays in old versions)."""
+        check_group_name(group)
         self._refuse_if_active(group, "delete it", force)
         self.coordinator.delete(group)
         if group in self.table.groups():

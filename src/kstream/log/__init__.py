@@ -1,0 +1,57 @@
+"""kstream's storage engine: record batches, segments, indexes, partition logs, log dirs,
+replication, recovery and retention (see docs/ARCHITECTURE.md).
+
+It never imports the client API, consumer groups (deltalake) or pyspark. The
+names below are imported on first use (module ``__getattr__``), so importing one
+leaf module (``kstream.log.segment``) loads only what that module needs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
+    from kstream.log.cluster import Cluster
+    from kstream.log.log_config import LogConfig
+    from kstream.log.log_reader import LogReader
+    from kstream.log.metadata import Metadata, PartitionInfo, TopicInfo
+    from kstream.log.partition import Partition
+    from kstream.log.partition_log import PartitionLog
+
+# Public name -> the module that defines it (imported on first use).
+_LAZY = {
+    "Cluster": "kstream.log.cluster",
+    "LogConfig": "kstream.log.log_config",
+    "LogReader": "kstream.log.log_reader",
+    "Metadata": "kstream.log.metadata",
+    "Partition": "kstream.log.partition",
+    "PartitionInfo": "kstream.log.metadata",
+    "PartitionLog": "kstream.log.partition_log",
+    "TopicInfo": "kstream.log.metadata",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kstream.log' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+__all__ = [
+    "Cluster",
+    "LogConfig",
+    "LogReader",
+    "Metadata",
+    "Partition",
+    "PartitionInfo",
+    "PartitionLog",
+    "TopicInfo",
+]

@@ -1,11 +1,17 @@
 """A cluster: one metadata dir naming everything (config, metadata DB, log dirs).
 
-``Cluster.open(path, options)`` creates the cluster on first use (with the
-broker-side options given, e.g. ``log.dirs``) and afterwards reads them from
+``Cluster.open(path, options, create=True)`` creates the cluster if it does
+not exist (with the broker-side options given, e.g. ``log.dirs``; relative
+log dirs live inside the cluster dir); only the calls that create topics pass
+``create=True``. Every other open of a path that holds no cluster raises
+:class:`ClusterNotFoundError`, so a mistyped path is reported rather than
+made into a new empty cluster. An existing cluster's settings are read from
 ``cluster.properties``; a later caller passing a different broker-side value
 gets a :class:`ConfigError` rather than a silently different cluster.
 Topics are created here with their replicas placed round-robin over the log
-dirs (leaders spread evenly, as Kafka assigns them).
+dirs (leaders spread evenly, as Kafka assigns them). Names and counts have
+maxima (:data:`MAX_TOPIC_NAME`, :data:`MAX_PARTITIONS`) checked before
+anything is written.
 
 Thread-safe for reads; the metadata DB serialises writers across processes.
 Picklable as configuration only (the path).
@@ -22,7 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kstream.errors import ClusterError, ConfigError, PartitionNotFoundError
+from kstream.errors import ClusterError, ClusterNotFoundError, ConfigError, PartitionNotFoundError
 from kstream.log import format as fmt
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
@@ -34,7 +40,17 @@ from kstream.options import CLUSTER_OPTIONS, TOPIC_OPTIONS, parse_options
 
 DEFAULT_CLUSTER = "./data"
 CLUSTER_ENV = "KSTREAM_CLUSTER"
-_MAX_TOPIC_NAME = 249
+MAX_PARTITIONS = 10_000
+"""Most partitions a topic may have. Each costs a directory per replica, a lock file and
+metadata rows read whenever the topic is opened, and its number is part of file names (see
+MAX_TOPIC_NAME); without a bound, 10**9 partitions ran a minute into a MemoryError."""
+_MAX_FILE_NAME_BYTES = 255  # NAME_MAX of Linux file systems (ext4, xfs, btrfs)
+_TOPIC_ID_CHARS = 32  # uuid4().hex
+MAX_TOPIC_NAME = _MAX_FILE_NAME_BYTES - len(f"-{MAX_PARTITIONS - 1}.{'0' * _TOPIC_ID_CHARS}-delete")
+"""210: the longest file name made from a topic name is a deleted replica dir,
+``{topic}-{partition}.{topic_id}-delete`` (see :meth:`Cluster.delete_topic`); it must fit in
+255 bytes for the highest partition. Kafka's 249 leaves room only for its own shorter
+suffixes; a longer name here could be created but not written (lock file) or deleted."""
 
 
 def resolve_cluster_path(path: str | None) -> str:
@@ -67,12 +83,22 @@ def write_properties_atomically(path: str, values: Mapping[str, str], comment: s
 
 
 def check_topic_name(name: str) -> None:
-    legal = all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
-    if not name or len(name) > _MAX_TOPIC_NAME or not legal or name in (".", ".."):
+    """ConfigError unless ``name`` is 1-MAX_TOPIC_NAME ASCII letters, digits, '.', '_', '-'."""
+    legal = isinstance(name, str) and all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
+    if not legal or not name or len(name) > MAX_TOPIC_NAME or name in (".", ".."):
+        shown = name if not isinstance(name, str) or len(name) <= 40 else f"{name[:40]}... ({len(name)} chars)"
         raise ConfigError(
-            f"illegal topic name {name!r}: use 1-{_MAX_TOPIC_NAME} characters of "
-            "ASCII letters, digits, '.', '_' and '-'"
+            f"illegal topic name {shown!r}: use 1-{MAX_TOPIC_NAME} characters of "
+            "ASCII letters, digits, '.', '_' and '-' (the limit keeps every file name made "
+            "from it within 255 bytes)"
         )
+
+
+def check_partition_count(count: object, what: str) -> int:
+    """``count`` if it is an int in 1..MAX_PARTITIONS, else a ConfigError naming ``what``."""
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_PARTITIONS:
+        raise ConfigError(f"{what} must be an integer from 1 to {MAX_PARTITIONS}, got {count!r}")
+    return count
 
 
 class Cluster:
@@ -91,17 +117,27 @@ class Cluster:
     # -- opening -------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | None = None, options: Mapping[str, Any] | None = None) -> Cluster:
-        """Open the cluster at ``path``, creating it (with ``options``) if it does not exist."""
+    def open(cls, path: str | None = None, options: Mapping[str, Any] | None = None, *,
+             create: bool = False) -> Cluster:
+        """Open the cluster at ``path``; with ``create``, create it (with ``options``) if it
+        does not exist, else raise :class:`ClusterNotFoundError` (nothing is written)."""
         path = resolve_cluster_path(path)
         broker_options = {k: v for k, v in (options or {}).items() if k in CLUSTER_OPTIONS}
         properties = os.path.join(path, fmt.CLUSTER_PROPERTIES)
         if not os.path.exists(properties):
+            if os.path.exists(os.path.join(path, fmt.METADATA_DB)):
+                raise ClusterError(f"cluster {path} has lost its {fmt.CLUSTER_PROPERTIES} (its "
+                                   f"{fmt.METADATA_DB} is there); restore the file from a backup")
             if os.path.isdir(path) and os.listdir(path):
                 raise ClusterError(
                     f"{path} is not a kstream cluster (no {fmt.CLUSTER_PROPERTIES}) and is not "
                     "empty; pass an empty or new directory as the cluster path"
                 )
+            if not create:
+                raise ClusterNotFoundError(
+                    f"no kstream cluster at {path}; check the path (--cluster, the 'cluster' "
+                    f"option or ${CLUSTER_ENV}), or create a cluster there by creating a topic "
+                    f"(`kstream --cluster {path} topics create TOPIC`, or Admin.create_topics)")
             cls._create(path, broker_options)
         stored = read_properties(properties)
         cluster_id = stored.pop("kstream.cluster.id", "")
@@ -113,8 +149,9 @@ class Cluster:
         for name, raw in broker_options.items():
             wanted = CLUSTER_OPTIONS[name].parse(raw)
             if name == "log.dirs":
-                wanted = tuple(os.path.abspath(d) for d in wanted)
-                have = tuple(_absolute_log_dir(path, d) for d in config[name])
+                # Relative log dirs are relative to the cluster dir (see _create).
+                wanted = tuple(os.path.normpath(_absolute_log_dir(path, d)) for d in wanted)
+                have = tuple(os.path.normpath(_absolute_log_dir(path, d)) for d in config[name])
             else:
                 have = config[name]
             if wanted != have:
@@ -135,8 +172,10 @@ class Cluster:
         os.makedirs(staging)
         try:
             config = parse_options(CLUSTER_OPTIONS, options, what="a new cluster")
-            # Given log dirs are absolute; the default lives inside the cluster dir.
-            log_dirs = tuple(os.path.abspath(d) for d in config["log.dirs"]) or ("logs",)
+            check_partition_count(config["num.partitions"], "option 'num.partitions'")
+            # Relative log dirs (and the default) live inside the cluster dir, whatever the
+            # working directory: they are stored as given and resolved against it on open.
+            log_dirs = tuple(os.path.normpath(d) for d in config["log.dirs"]) or ("logs",)
             values = {"kstream.cluster.id": uuid.uuid4().hex,
                       "kstream.format.version": str(fmt.FORMAT_VERSION)}
             for name, _raw in options.items():
@@ -144,7 +183,7 @@ class Cluster:
             values["log.dirs"] = ",".join(log_dirs)
             write_properties_atomically(os.path.join(staging, fmt.CLUSTER_PROPERTIES), values,
                                         "kstream cluster: broker-side settings, fixed at creation")
-            metadata = Metadata(os.path.join(staging, fmt.METADATA_DB))
+            metadata = Metadata(os.path.join(staging, fmt.METADATA_DB), create=True)
             metadata.register_log_dirs(list(log_dirs))
             metadata.close()
             try:
@@ -208,10 +247,10 @@ class Cluster:
         partitions = self.config["num.partitions"] if num_partitions in (None, -1) else num_partitions
         replicas = (self.config["default.replication.factor"] if replication_factor in (None, -1)
                     else replication_factor)
+        check_partition_count(partitions, "num_partitions" if num_partitions not in (None, -1)
+                              else "the cluster's num.partitions")
         log_dirs = [i for i, _, online in self.metadata.log_dirs() if online]
-        if partitions < 1:
-            raise ConfigError(f"num_partitions must be >= 1, got {partitions}")
-        if not 1 <= replicas <= len(log_dirs):
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or not 1 <= replicas <= len(log_dirs):
             raise ConfigError(
                 f"replication_factor {replicas} needs that many online log dirs; "
                 f"the cluster has {len(log_dirs)} ({self.config['log.dirs'] or 'logs'})"
@@ -251,6 +290,7 @@ class Cluster:
 
     def create_partitions(self, name: str, new_total: int) -> TopicInfo:
         info = self.topic(name)
+        check_partition_count(new_total, "the new partition count")
         if new_total <= info.num_partitions:
             raise ConfigError(f"topic {name!r} has {info.num_partitions} partitions; the new count "
                               f"must be larger (partitions can only be added), got {new_total}")

@@ -3,6 +3,12 @@
 The transactional, multi-process store of DESIGN §4. It is off the hot path:
 producers and consumers read it when they open a topic, not per record.
 Each process opens its own connection (re-opened after ``fork``).
+
+Only :meth:`kstream.log.cluster.Cluster._create` makes a new database
+(``create=True``); every other open is read-write of an existing file
+(SQLite's ``mode=rw``, since a plain connect creates a missing file), so a
+lost, emptied or garbled ``metadata.db`` is a :class:`ClusterError`, never a
+fresh empty cluster that would orphan the data in the log dirs.
 """
 
 from __future__ import annotations
@@ -11,12 +17,13 @@ import json
 import os
 import sqlite3
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from kstream.errors import TopicExistsError, TopicNotFoundError
+from kstream.errors import ClusterError, TopicExistsError, TopicNotFoundError
 
 DataVersion = tuple[int, int, int]
 """What :meth:`Metadata.data_version` returns; compare for equality only."""
@@ -36,6 +43,27 @@ CREATE TABLE IF NOT EXISTS partitions (
     PRIMARY KEY (topic, partition));
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
+_SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def _check_database_file(path: str) -> None:
+    """ClusterError unless ``path`` starts like an SQLite database (an existing one is
+    never empty: switching it to WAL mode wrote its first page)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError as err:
+        raise ClusterError(_lost(path, "is missing")) from err
+    if not head:
+        raise ClusterError(_lost(path, "is empty (zero length)"))
+    if head != _SQLITE_MAGIC:
+        raise ClusterError(_lost(path, "is corrupt (not an SQLite database)"))
+
+
+def _lost(path: str, what: str) -> str:
+    return (f"the cluster's metadata {path} {what}: it names every topic, partition and log "
+            "dir, so kstream will not start an empty one over the data in the log dirs; restore "
+            "metadata.db from a backup (with its -wal file, if any)")
 
 
 @dataclass(frozen=True)
@@ -69,8 +97,9 @@ class TopicInfo:
 class Metadata:
     """The metadata database of one cluster."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, create: bool = False):
         self.path = path
+        self._create = create
         self._connection: sqlite3.Connection | None = None
         self._pid = 0
         self._schemas_made: set[str] = set()
@@ -82,12 +111,26 @@ class Metadata:
         if self._connection is None or self._pid != os.getpid():
             self._pid = os.getpid()
             self._connections += 1
-            connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            self._connection = self._connect()
+        return self._connection
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self._create:
+            _check_database_file(self.path)
+        mode = "rwc" if self._create else "rw"  # rw: a missing file is an error, not a new database
+        uri = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode={mode}"
+        try:
+            connection = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None)
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
             connection.executescript(_SCHEMA)
-            self._connection = connection
-        return self._connection
+        except sqlite3.OperationalError as err:
+            if os.path.exists(self.path):
+                raise  # locked, read-only, out of space...: not a lost database
+            raise ClusterError(_lost(self.path, "is missing")) from err
+        except sqlite3.DatabaseError as err:  # "file is not a database" and the like
+            raise ClusterError(_lost(self.path, f"is corrupt ({err})")) from err
+        return connection
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

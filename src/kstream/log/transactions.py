@@ -35,6 +35,11 @@ CREATE INDEX IF NOT EXISTS aborted_by_partition ON aborted_transactions (topic, 
 
 EMPTY, ONGOING, COMMITTED, ABORTED = "Empty", "Ongoing", "CompleteCommit", "CompleteAbort"
 
+TRANSACTIONAL_PRODUCER_IDS = 1 << 40
+"""Transactional ids get producer ids above this, one more each; idempotent producers and
+sink tasks count up from 1 below it (a metadata counter), so the two never meet."""
+MAX_PRODUCER_ID = (1 << 63) - 1  # the frame header's producer_id is an i64
+
 
 @dataclass(frozen=True)
 class TransactionState:
@@ -61,8 +66,12 @@ class TransactionStore:
             row = tx.execute("SELECT producer_id, epoch, state, partitions FROM transactions "
                              "WHERE transactional_id = ?", (transactional_id,)).fetchone()
             if row is None:
-                producer_id = int(tx.execute("SELECT COALESCE(MAX(producer_id), 0) + 1 FROM transactions")
-                                  .fetchone()[0]) + (1 << 40)  # apart from idempotent producer ids
+                # One more than the highest so far; the first is TRANSACTIONAL_PRODUCER_IDS + 1.
+                producer_id = int(tx.execute("SELECT COALESCE(MAX(producer_id), ?) + 1 FROM transactions",
+                                             (TRANSACTIONAL_PRODUCER_IDS,)).fetchone()[0])
+                if producer_id > MAX_PRODUCER_ID:
+                    raise KStreamError(f"transactional producer ids are used up (the next would be "
+                                       f"{producer_id}, past the frame header's i64 maximum)")
                 epoch, left_open = 0, None
             else:
                 producer_id, epoch = row[0], row[1] + 1

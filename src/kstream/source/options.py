@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kstream.errors import ConfigError
+from kstream.group_names import check_group_name
 
 EARLIEST = -2
 LATEST = -1
@@ -111,6 +112,8 @@ class ReaderOptions:
             raise ConfigError("option 'endingOffsets' is for batch reads; a streaming query has no end")
         max_offsets = lower.get("maxoffsetspertrigger")
         group_id = lower.get("group.id", lower.get("kafka.group.id"))
+        if group_id is not None:
+            check_group_name(group_id, "option 'group.id'")
         for name, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
             if isinstance(spec, GroupPosition) and not group_id:
                 raise ConfigError(f"option {name!r} reads a consumer group's offsets; name the group "
