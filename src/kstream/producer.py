@@ -29,6 +29,7 @@ same partitions at once.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import time
 from collections import OrderedDict, deque
@@ -339,7 +340,7 @@ class Producer:
                     if not sent[target]:
                         raise
                     for i, encoded in enumerate(sent[target]):  # the log keeps the first copies
-                        self._retrying(lambda e=encoded, h=handle: h.append(e, self._acks).base_offset,
+                        self._retrying(functools.partial(self._resend_one, handle, encoded),
                                        first_error=err if i == 0 else None)
         if partition < 0 and planned:
             self._sticky.batch_sent(topic, state.num_partitions, state.sticky)
@@ -568,9 +569,12 @@ class Producer:
         this time; the log keeps the first copy and the reports get its offsets."""
         bounds = [start for start, _ in head.offsets]
         for i, encoded in enumerate(head.sent):
-            base = self._retrying(lambda e=encoded: head.handle.append(e, self._acks).base_offset,
+            base = self._retrying(functools.partial(self._resend_one, head.handle, encoded),
                                   first_error=error if i == 0 else None)
             head.offsets[i] = (bounds[i], base)
+
+    def _resend_one(self, handle: Partition, encoded: EncodedBatch) -> int:
+        return handle.append(encoded, self._acks).base_offset
 
     def _queue_reports(self, topic: str, partition: int, batch: _OpenBatch,
                        offsets: list[tuple[int, int]], timestamps_ms: np.ndarray,
