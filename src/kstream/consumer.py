@@ -12,6 +12,13 @@ rebalance, see :mod:`kstream.consumer_group`), and ``commit()`` /
 ``committed()`` use the group's offsets in the cluster's Delta table.
 ``records_lag()`` reports, per partition, the high watermark minus the
 position at the last fetch, as the Java client's records-lag metrics do.
+
+A corrupt frame is reported on its partition, in the fetch round that finds
+it, without stopping the others: ``poll()`` (and ``consume()``) return one
+Message whose ``error()`` is a KafkaError ``_BAD_MSG`` (its ``exception`` the
+:class:`CorruptBatchError` naming file, position and offset), and
+``poll_batch()`` raises that CorruptBatchError. The partition stays at the bad
+frame and is not read again until ``seek()`` (past it, or to it to check again).
 Not thread-safe.
 """
 
@@ -194,11 +201,13 @@ class Consumer:
         return assigned.reader.log_start_offset() if reset == "earliest" else assigned.visible_end()
 
     def seek(self, partition: TopicPartition) -> None:
-        """Set the next offset to read for an assigned partition."""
+        """Set the next offset to read for an assigned partition (also resumes one stopped
+        at a corrupt frame)."""
         assigned = self._get(partition)
         if self._messages_owner is assigned:
             self._drop_messages()
         assigned.chunks.clear()
+        assigned.restart()
         assigned.eof_reported = False
         assigned.fetch_offset = self._resolve(assigned, partition.offset)
 
@@ -331,7 +340,10 @@ class Consumer:
             assigned = self._take_chunk_owner(deadline)
             if assigned is None:
                 return None
-            if isinstance(assigned, Message):  # an EOF event has no batch form
+            if isinstance(assigned, Message):  # an EOF event has no batch form; an error raises
+                error = assigned.error()
+                if error is not None and error.exception is not None:
+                    raise error.exception
                 continue
             chunk = assigned.chunks.popleft()
             if chunk.batch.num_rows > limit:
@@ -361,6 +373,8 @@ class Consumer:
                 self._next = (self._next + 1) % len(self._order)
                 if assigned.chunks:
                     return assigned
+                if assigned.error is not None:
+                    return self._error_event(assigned)
             self._notifier.drain()
             if self._fetch():
                 continue
@@ -383,12 +397,21 @@ class Consumer:
                 self._notifier.watch(self._assigned[key].handle.leader_dir)
         return self._fetcher.fetch([self._assigned[key] for key in self._order], version)
 
+    @staticmethod
+    def _error_event(assigned: PartitionFetch) -> Message:
+        """The partition's corrupt frame as an error Message (reported once per detection)."""
+        error = assigned.error
+        assert error is not None
+        assigned.error = None
+        return make_message(assigned.topic, assigned.partition, assigned.fetch_offset,
+                            error=KafkaError(KafkaError._BAD_MSG, str(error), error))
+
     def _eof_event(self) -> Message | None:
         if not self._options["enable.partition.eof"]:
             return None
         for key in self._order:
             assigned = self._assigned[key]
-            if not assigned.eof_reported and not assigned.chunks:
+            if not assigned.eof_reported and not assigned.chunks and not assigned.stopped:
                 assigned.eof_reported = True
                 return make_message(assigned.topic, assigned.partition, assigned.fetch_offset,
                                     error=KafkaError(KafkaError._PARTITION_EOF, "end of partition"))

@@ -8,8 +8,11 @@ Reading is mostly checksumming. A round reads every partition's frames with
 their payloads unchecked, then checks them all at once, split over the CPU's
 cores (kstream.log.checksums), before decoding any of them.
 
-Bad bytes are never skipped: a partition whose next frame is corrupt raises
-when nothing else was read, otherwise on a later round.
+Bad bytes are never skipped, and never hide behind other partitions' data: a
+partition whose next frame is corrupt gets the :class:`CorruptBatchError` as
+its pending :attr:`PartitionFetch.error` in the round that finds it (after
+the good frames before it were handed out), and stops there: it is not read
+again until the consumer seeks it. The other partitions go on.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from itertools import islice
 
 import pyarrow as pa
 
-from kstream.errors import KStreamError
+from kstream.errors import CorruptBatchError, KStreamError
 from kstream.log.checksums import payloads_good
 from kstream.log.isolation import READ_UNCOMMITTED, Isolation
 from kstream.log.log_reader import LogReader
@@ -53,8 +56,8 @@ class RecordsLag:
 class PartitionFetch:
     """One assigned partition: its handle and reader, fetch offset and fetched-but-unreturned batches."""
 
-    __slots__ = ("chunks", "eof_reported", "fetch_offset", "handle", "isolation", "lag", "output",
-                 "partition", "reader", "topic", "typed")
+    __slots__ = ("chunks", "eof_reported", "error", "fetch_offset", "handle", "isolation", "lag", "output",
+                 "partition", "reader", "stopped", "topic", "typed")
 
     def __init__(self, topic: str, partition: int, handle: Partition, reader: LogReader, schema: pa.Schema,
                  typed: bool, fetch_offset: int = 0, isolation: Isolation | None = None):
@@ -69,6 +72,18 @@ class PartitionFetch:
         self.chunks: deque[StoredBatch] = deque()
         self.eof_reported = False
         self.lag = RecordsLag()
+        self.error: CorruptBatchError | None = None  # found, not yet reported
+        self.stopped = False  # at a corrupt frame: not read until seek()
+
+    def stop_at(self, error: CorruptBatchError) -> None:
+        """The next frame is corrupt: report it once, read no further."""
+        self.error = error
+        self.stopped = True
+
+    def restart(self) -> None:
+        """After a seek: read (and check) again."""
+        self.error = None
+        self.stopped = False
 
     def high_watermark(self) -> int:
         """The HW (0 until a writer has published one)."""
@@ -101,20 +116,24 @@ class Fetcher:
         self._codec = PayloadCodec()
 
     def fetch(self, partitions: list[PartitionFetch], version: DataVersion | None = None) -> bool:
-        """Run one round; True if anything was read. ``version``: the metadata's data
-        version read for this round (transaction lookups are cached against it)."""
+        """Run one round; True if anything was read or a partition has an error to report.
+        ``version``: the metadata's data version read for this round (transaction lookups
+        are cached against it)."""
         budget = self.fetch_max_bytes
         failure: KStreamError | None = None
         reads: list[tuple[PartitionFetch, int, list[Frame]]] = []
         for fetch in partitions:
             if budget <= 0:
                 break
-            if fetch.chunks:
+            if fetch.chunks or fetch.stopped:
                 continue
             try:
                 end = fetch.visible_end(version)
                 frames = fetch.reader.read(fetch.fetch_offset, min(self.partition_max_bytes, budget),
                                            end_offset=end, verify=False)
+            except CorruptBatchError as err:
+                fetch.stop_at(err)
+                continue
             except KStreamError as err:
                 failure = failure or err
                 continue
@@ -127,13 +146,16 @@ class Fetcher:
             if fetch.reader.check_crcs:
                 try:
                     frames = fetch.reader.keep_good(frames, list(islice(verdicts, len(frames))))
+                except CorruptBatchError as err:
+                    fetch.stop_at(err)
+                    continue
                 except KStreamError as err:
                     failure = failure or err
                     continue
             got = self._queue(fetch, end, frames, version) or got
         if failure is not None and not got:
             raise failure
-        return got
+        return got or any(fetch.error is not None for fetch in partitions)
 
     def _queue(self, fetch: PartitionFetch, end: int, frames: list[Frame], version: DataVersion | None) -> bool:
         """Decode a partition's checked frames into its buffer; True if any record became visible."""

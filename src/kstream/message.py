@@ -22,6 +22,7 @@ class KafkaError:
     """An error or event attached to a Message or a delivery report (not an exception)."""
 
     _PARTITION_EOF = -191
+    _BAD_MSG = -199  # librdkafka's: a corrupt message (checksum or framing)
     MSG_SIZE_TOO_LARGE = 10
     UNKNOWN_TOPIC_OR_PART = 3
     KAFKA_STORAGE_ERROR = 56
@@ -57,6 +58,7 @@ class KafkaError:
 
 _ERROR_NAMES = {
     KafkaError._PARTITION_EOF: "_PARTITION_EOF",
+    KafkaError._BAD_MSG: "_BAD_MSG",
     KafkaError.MSG_SIZE_TOO_LARGE: "MSG_SIZE_TOO_LARGE",
     KafkaError.UNKNOWN_TOPIC_OR_PART: "UNKNOWN_TOPIC_OR_PART",
     KafkaError.KAFKA_STORAGE_ERROR: "KAFKA_STORAGE_ERROR",

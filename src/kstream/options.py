@@ -196,7 +196,16 @@ PRODUCER_OPTIONS = _table(
     Option("batch.size", "int", 1_000_000, "Bytes of records per partition batch.", minimum=1),
     Option("linger.ms", "int", 5, "Longest a record waits for its batch to fill.", minimum=0),
     Option("compression.type", "enum", "none", "Batch compression.", choices=_CODECS),
-    Option("enable.idempotence", "bool", True, "Producer id + sequence: retries never duplicate."),
+    Option("enable.idempotence", "bool", True,
+           "Producer id + sequence: a batch is retried with its sequence (retries) and the log "
+           "writes it once."),
+    Option("retries", "int", 3,
+           "Times a batch that failed with NotEnoughReplicas or a failed log dir is sent again "
+           "(idempotent producers only: others would duplicate it).", minimum=0),
+    Option("retry.backoff.ms", "int", 100, "Wait before each retry.", minimum=0),
+    Option("delivery.timeout.ms", "int", 120_000,
+           "Longest a batch is retried after its first send; then its error is reported.",
+           minimum=0),
     Option("message.max.bytes", "int", 1_000_000, "Largest record the producer accepts.",
            minimum=1),
     Option("transactional.id", "str", None,

@@ -12,6 +12,15 @@ while produce() goes on, up to ``max.in.flight.requests.per.connection``
 batches (a transactional producer waits for each); reports keep the order
 of the batches.
 
+With ``enable.idempotence`` (the default) every batch carries the producer's
+id, epoch and a per-partition sequence. A batch that fails with
+NotEnoughReplicas or a failed log dir, written or not, is sent again with
+the same sequence, up to ``retries`` times, ``retry.backoff.ms`` apart,
+within ``delivery.timeout.ms``; the log recognises a batch it already has
+(:mod:`kstream.log.producer_state`) and the delivery report gives the
+original offsets, so a retry never duplicates. A batch that still fails is
+reported failed and the producer moves to a new epoch (its sequences restart).
+
 A Producer is meant for one thread (its produce() takes no lock); use one per
 thread. Any number of producers in any number of processes may write to the
 same partitions at once.
@@ -20,6 +29,7 @@ same partitions at once.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import time
 from collections import OrderedDict, deque
@@ -33,7 +43,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kstream.client_config import open_client
-from kstream.errors import InvalidRecordError, KStreamError, PartitionNotFoundError, RecordTooLargeError
+from kstream.errors import (
+    InvalidRecordError,
+    KStreamError,
+    LogDirOfflineError,
+    NotEnoughReplicasError,
+    PartitionNotFoundError,
+    RecordTooLargeError,
+)
 from kstream.log import format as fmt
 from kstream.log.cluster import Cluster
 from kstream.log.metadata import TopicInfo
@@ -58,6 +75,8 @@ _time = time.time
 DeliveryCallback = Callable[[KafkaError | None, Any], None]
 _RECORD_OVERHEAD_BYTES = 16  # offsets and timestamp per record in the Arrow batch
 _SYNC_THREADS = 4  # a producer's background acks=all fsyncs (replicas x batches in flight share them)
+_RETRIABLE = (NotEnoughReplicasError, LogDirOfflineError)
+_MAX_EPOCH = 0x7FFF  # producer_epoch is an i16 in the frame header
 
 
 # A piece of a stored batch that fits one frame, with its payload when cutting had to encode it.
@@ -147,6 +166,7 @@ class _InFlight:
     batch: _OpenBatch
     offsets: list[tuple[int, int]]
     timestamps_ms: np.ndarray
+    sent: list[EncodedBatch]  # the frames as written (with their sequences), for a retry
 
     def done(self) -> bool:
         return all(sync.done() for sync in self.syncs)
@@ -179,6 +199,9 @@ class Producer:
         self._in_flight: deque[_InFlight] = deque()
         self._max_in_flight = options["max.in.flight.requests.per.connection"]
         self._syncers = LazyThreadPool(_SYNC_THREADS, "kstream-ack")
+        self._retries = options["retries"]
+        self._retry_backoff_s = options["retry.backoff.ms"] / 1000.0
+        self._delivery_timeout_s = options["delivery.timeout.ms"] / 1000.0
         if options["transactional.id"]:
             self._transactions = ProducerTransactions(self._cluster, options["transactional.id"])
         elif options["enable.idempotence"]:
@@ -318,12 +341,22 @@ class Producer:
             if state.batches[target] is not None:
                 self._send(state, target)
         results = []
+        sent: dict[int, list[EncodedBatch]] = {}
         for target, (piece, payload) in planned:
-            base = self._append(state, target, self._encode(piece, now_ms, payload), defer_fsync=True)
+            base = self._append(state, target, self._encode(piece, now_ms, payload), defer_fsync=True,
+                                sent=sent.setdefault(target, []))
             results.append(BatchResult(topic, target, base, piece.num_rows))
         if self._acks == "all":  # one fsync per partition for the whole call (group commit)
             for target in touched:
-                self._partition(state, target).flush_acked()
+                handle = self._partition(state, target)
+                try:
+                    handle.flush_acked()
+                except _RETRIABLE as err:
+                    if not sent[target]:
+                        raise
+                    for i, encoded in enumerate(sent[target]):  # the log keeps the first copies
+                        self._retrying(functools.partial(self._resend_one, handle, encoded),
+                                       first_error=err if i == 0 else None)
         if (partition is None or partition == -1) and planned:
             self._sticky.batch_sent(topic, state.num_partitions, state.sticky)
             state.sticky = self._sticky.partition(topic, state.num_partitions)
@@ -418,7 +451,7 @@ class Producer:
         return EncodedBatch(payload, batch.num_rows, low, high, self._attributes)
 
     def _append(self, state: _TopicState, partition: int, encoded: EncodedBatch,
-                defer_fsync: bool = False) -> int:
+                defer_fsync: bool = False, sent: list[EncodedBatch] | None = None) -> int:
         # A Spark sink task's transaction (decided by the driver), or this producer's own.
         txn = self._sink_txn or (self._transactions.current() if self._transactions is not None else None)
         if txn is not None:
@@ -432,7 +465,40 @@ class Producer:
             encoded = dataclasses.replace(encoded, producer_id=self._producer_id,
                                           producer_epoch=self._producer_epoch, base_sequence=sequence)
             self._sequences[key] = (sequence + encoded.record_count) & 0x7FFFFFFF
+            if sent is not None:
+                sent.append(encoded)
+            return self._retrying(lambda: self._partition(state, partition).append(
+                encoded, self._acks, defer_fsync=defer_fsync).base_offset)
         return self._partition(state, partition).append(encoded, self._acks, defer_fsync=defer_fsync).base_offset
+
+    def _retrying(self, send: Callable[[], int], first_error: KStreamError | None = None) -> int:
+        """Run an idempotent ``send`` until it succeeds, retrying retriable errors (the same
+        frame, so the log drops what it already has) within retries / delivery.timeout.ms.
+        A batch given up makes this producer move to a new epoch: its sequence is spent."""
+        deadline = time.monotonic() + self._delivery_timeout_s
+        attempt = 0
+        error = first_error
+        while True:
+            if error is not None:
+                attempt += 1
+                if not isinstance(error, _RETRIABLE) or attempt > self._retries \
+                        or time.monotonic() + self._retry_backoff_s > deadline:
+                    self._new_epoch()
+                    raise error
+                time.sleep(self._retry_backoff_s)
+            try:
+                return send()
+            except KStreamError as err:
+                error = err
+
+    def _new_epoch(self) -> None:
+        """Restart sequences after a batch was given up (Kafka bumps the epoch then too)."""
+        self._sequences.clear()
+        if self._producer_epoch < _MAX_EPOCH:
+            self._producer_epoch += 1
+        else:
+            self._producer_id = self._cluster.metadata.next_counter("producer_id")
+            self._producer_epoch = 0
 
     def _send(self, state: _TopicState, partition: int) -> None:
         batch = state.batches[partition]
@@ -450,20 +516,22 @@ class Producer:
             stored = _typed_batch(state.schema, batch, timestamps_ms)
         now_ms = int(time.time() * 1000)
         offsets: list[tuple[int, int]] = []
+        sent: list[EncodedBatch] = []
         error: KafkaError | None = None
         pipelined = self._acks == "all" and self._transactions is None and self._sink_txn is None
         try:
             start = 0
             for piece, payload in self._pieces(state, stored):
                 encoded = self._encode(piece, now_ms, payload)
-                offsets.append((start, self._append(state, partition, encoded, defer_fsync=pipelined)))
+                offsets.append((start, self._append(state, partition, encoded, defer_fsync=pipelined,
+                                                    sent=sent)))
                 start += piece.num_rows
         except KStreamError as err:
             if batch.callbacks is None:
                 raise
             error = KafkaError(_error_code(err), str(err), err)
         if pipelined and error is None:
-            self._sync_in_background(state, partition, batch, offsets, timestamps_ms)
+            self._sync_in_background(state, partition, batch, offsets, timestamps_ms, sent)
         elif batch.callbacks is not None:
             self._settle(wait=True)  # reports keep the order of the batches
             self._queue_reports(state.info.name, partition, batch, offsets, timestamps_ms, error)
@@ -471,14 +539,15 @@ class Producer:
     # -- acks=all: fsyncs in the background ----------------------------------------------------
 
     def _sync_in_background(self, state: _TopicState, partition: int, batch: _OpenBatch,
-                            offsets: list[tuple[int, int]], timestamps_ms: np.ndarray) -> None:
+                            offsets: list[tuple[int, int]], timestamps_ms: np.ndarray,
+                            sent: list[EncodedBatch]) -> None:
         """Start fsyncing the batch just written on its in-sync replicas; its reports (or its
         NotEnoughReplicas error) come when :meth:`_settle` finds the fsyncs done."""
         handle = self._partition(state, partition)
         in_sync = list(handle.info.isr)
         syncs = [self._syncers.get().submit(handle.sync_replica, replica) for replica in in_sync]
         self._in_flight.append(_InFlight(handle, in_sync, syncs, state.info.name, partition, batch,
-                                         offsets, timestamps_ms))
+                                         offsets, timestamps_ms, sent))
         if len(self._in_flight) > self._max_in_flight:
             self._settle(wait=True, keep=self._max_in_flight)
 
@@ -494,8 +563,13 @@ class Producer:
             synced = [sync.result() for sync in head.syncs]
             error: KafkaError | None = None
             try:
-                head.handle.require_synced(head.handle.settle_syncs(head.in_sync, synced),
-                                           f"the batch at offset {head.offsets[0][1]}")
+                try:
+                    head.handle.require_synced(head.handle.settle_syncs(head.in_sync, synced),
+                                               f"the batch at offset {head.offsets[0][1]}")
+                except KStreamError as err:
+                    if not head.sent:
+                        raise
+                    self._resend(head, err)
             except KStreamError as err:
                 if head.batch.callbacks is None:
                     raise
@@ -503,6 +577,18 @@ class Producer:
             if head.batch.callbacks is not None:
                 self._queue_reports(head.topic, head.partition, head.batch, head.offsets,
                                     head.timestamps_ms, error)
+
+    def _resend(self, head: _InFlight, error: KStreamError) -> None:
+        """Retry an idempotent batch written but not acknowledged: the same frames, fsynced
+        this time; the log keeps the first copy and the reports get its offsets."""
+        bounds = [start for start, _ in head.offsets]
+        for i, encoded in enumerate(head.sent):
+            base = self._retrying(functools.partial(self._resend_one, head.handle, encoded),
+                                  first_error=error if i == 0 else None)
+            head.offsets[i] = (bounds[i], base)
+
+    def _resend_one(self, handle: Partition, encoded: EncodedBatch) -> int:
+        return handle.append(encoded, self._acks).base_offset
 
     def _queue_reports(self, topic: str, partition: int, batch: _OpenBatch,
                        offsets: list[tuple[int, int]], timestamps_ms: np.ndarray,

@@ -20,9 +20,16 @@ per group; every member runs the protocol's steps itself, under that lock:
   generation is bumped, which fences every zombie.
 - **fencing**: an offset commit names a member id and generation; it is
   accepted only if that member is in the group and the generation is the
-  group's current one (:meth:`Coordinator.check_commit`, called under the
-  group lock while the commit is written, so no rebalance can slip between
-  the check and the write).
+  group's current one (:meth:`Coordinator.begin_commit`, under the group lock,
+  held only for that check). The slow Delta write happens after the lock is
+  released, so a committer paused there (SIGSTOP, GC, swap) never stops the
+  group: its heartbeats stop, it is expired after ``session.timeout.ms`` and
+  the others rebalance. The check registers the commit as in flight; one
+  whose member or generation is gone by then is *stale*, and before anyone
+  reads the group's offsets to start from them, a fence commit rewrites the
+  group's offsets (:meth:`stale_commits`), so the stale write, prepared
+  against an older table version, fails Delta's optimistic concurrency check
+  and is refused with FencedError (see :mod:`kstream.groups.service`).
 - **static membership**: a member with ``group.instance.id`` that comes back
   takes over its old slot (and assignment) without a rebalance, if its
   subscription is unchanged; the old member id is fenced.
@@ -65,6 +72,9 @@ CREATE TABLE IF NOT EXISTS group_members (
     session_timeout_ms INTEGER NOT NULL, rebalance_timeout_ms INTEGER NOT NULL,
     joined_ms INTEGER NOT NULL, last_heartbeat_ms INTEGER NOT NULL,
     PRIMARY KEY (group_id, member_id));
+CREATE TABLE IF NOT EXISTS group_commits_in_flight (
+    token TEXT PRIMARY KEY, group_id TEXT NOT NULL, member_id TEXT, generation INTEGER NOT NULL,
+    started_ms INTEGER NOT NULL);
 """
 _MEMBER_COLUMNS = ("member_id, instance_id, client_id, host, pid, kind, subscription, "
                    "joined_generation, assignment, session_timeout_ms, rebalance_timeout_ms, "
@@ -278,12 +288,47 @@ class Coordinator:
                        (generation, STABLE, member_id, now, group))
         return member_id, generation
 
+    def begin_commit(self, group: str, member_id: str | None, generation: int) -> str:
+        """Check (as :meth:`check_commit`) and register a commit as in flight; returns its
+        token for :meth:`end_commit`. Call under :meth:`lock`."""
+        token = uuid.uuid4().hex
+        self._tx()
+        with self.metadata.transaction() as tx:
+            self._check(tx, group, member_id, generation)
+            tx.execute("INSERT INTO group_commits_in_flight VALUES (?, ?, ?, ?, ?)",
+                       (token, group, member_id, generation, _now_ms()))
+        return token
+
+    def end_commit(self, token: str) -> None:
+        """The commit is written or given up (no lock needed)."""
+        with self.metadata.transaction() as tx:
+            tx.execute("DELETE FROM group_commits_in_flight WHERE token = ?", (token,))
+
+    def stale_commits(self, group: str) -> list[str]:
+        """Tokens of commits in flight whose member left the group or whose generation is
+        gone (their committer was paused or died mid-write): a fence must make them fail."""
+        rows = self._tx().execute("SELECT token, member_id, generation FROM group_commits_in_flight "
+                                  "WHERE group_id = ?", (group,)).fetchall()
+        if not rows:
+            return []
+        current = self.describe(group)
+        if current is None:
+            return [token for token, _, _ in rows]
+        return [token for token, member_id, generation in rows if _stale(current, member_id, generation)]
+
+    def forget_commits(self, tokens: Sequence[str]) -> None:
+        with self.metadata.transaction() as tx:
+            tx.executemany("DELETE FROM group_commits_in_flight WHERE token = ?", [(t,) for t in tokens])
+
     def check_commit(self, group: str, member_id: str | None, generation: int) -> None:
         """Raise FencedError unless this member may commit now. Call under :meth:`lock`."""
         self._tx()
         with self.metadata.transaction() as tx:
-            self._expire(tx, group, _now_ms())
-            current = self._read(tx, group)
+            self._check(tx, group, member_id, generation)
+
+    def _check(self, tx: sqlite3.Connection, group: str, member_id: str | None, generation: int) -> None:
+        self._expire(tx, group, _now_ms())
+        current = self._read(tx, group)
         if not member_id:
             if current is not None and current.members:
                 raise FencedError(
@@ -390,6 +435,13 @@ def _insert_member(tx: sqlite3.Connection, group: str, member_id: str, spec: Mem
                (member_id, spec.instance_id, spec.client_id, socket.gethostname(), os.getpid(), spec.kind,
                 json.dumps(spec.subscription), joined_generation, "[]", spec.session_timeout_ms,
                 spec.rebalance_timeout_ms, now, now, group))
+
+
+def _stale(group: Group, member_id: str | None, generation: int) -> bool:
+    """May a commit checked for this member and generation no longer be written?"""
+    if not member_id:  # a commit from outside the group: members came since
+        return bool(group.members)
+    return group.member(member_id) is None or generation != group.generation
 
 
 def _expired(member: Member, group: Group, now: int) -> bool:

@@ -125,6 +125,10 @@ class OffsetsTable:
             table.update_incremental()
         return table
 
+    def snapshot(self) -> DeltaTable | None:
+        """The newest version, to read and then write against (optimistic concurrency)."""
+        return self._latest()
+
     def version(self) -> int:
         table = self._latest()
         return -1 if table is None else table.version()
@@ -140,10 +144,11 @@ class OffsetsTable:
             rows[(committed.topic, committed.partition)] = committed
         return rows
 
-    def rows(self, group: str, version: int | None = None, timestamp: dt.datetime | None = None
-             ) -> pa.Table:
-        """A group's rows (without the ``group`` column) as one Arrow table."""
-        table = self._at(version, timestamp)
+    def rows(self, group: str, version: int | None = None, timestamp: dt.datetime | None = None,
+             snapshot: DeltaTable | None = None) -> pa.Table:
+        """A group's rows (without the ``group`` column) as one Arrow table (from ``snapshot``
+        when given)."""
+        table = snapshot or self._at(version, timestamp)
         if table is None:
             return FILE_SCHEMA.empty_table()
         parts = []
@@ -198,11 +203,13 @@ class OffsetsTable:
 
     def write(self, group: str, offsets: Iterable[CommittedOffset] | pa.Table,
               transaction: tuple[str, int] | None = None,
-              custom_metadata: Mapping[str, str] | None = None) -> int:
+              custom_metadata: Mapping[str, str] | None = None, snapshot: DeltaTable | None = None) -> int:
         """Replace ``group``'s rows with ``offsets`` (objects, or a table of the file columns)
-        in one Delta commit; the new version."""
+        in one Delta commit; the new version. With ``snapshot`` (from :meth:`snapshot`) the
+        commit is made against that version: if another commit changed the group's rows
+        since, Delta refuses it (``CommitFailedError``) and nothing is written."""
         self.ensure_created()
-        table = self._latest()
+        table = snapshot or self._latest()
         assert table is not None
         if not isinstance(offsets, pa.Table):
             now = dt.datetime.now(dt.UTC)

@@ -2,12 +2,20 @@
 
 The one place that writes the group offsets table. A commit is checked
 before anything is written (a legal group name, see :mod:`kstream.group_names`;
-topic and partition exist, offset between 0 and the log end offset), then,
-under the group's lock, fenced (the member and generation must be current,
-see :mod:`kstream.groups.coordinator`) and written as one Delta commit for
-all its partitions, so it is atomic. A
-commit that carries an app transaction (app id, version) already in the
-table, or that changes no offset, writes nothing: re-commits are idempotent.
+topic and partition exist, offset between 0 and
+the log end offset), then, under the group's lock, fenced (the member and
+generation must be current, see :mod:`kstream.groups.coordinator`) and the
+table version it builds on is taken; the lock is then released and the
+commit written as one Delta commit for all its partitions (atomic) against
+that version. The group lock is held only for the check, never for the slow
+write: a committer paused mid-write does not stop heartbeats, joins or
+rebalances. If another commit changed the group's offsets meanwhile (a
+concurrent member, or the fence written for a stale commit), Delta refuses
+the write and the commit is checked and tried again; a committer that lost
+its membership meanwhile gets FencedError then, and its offsets are never
+written. A commit that carries an app transaction (app id, version) already
+in the table, or that changes no offset, writes nothing: re-commits are
+idempotent.
 
 Lag is computed from the table and the log, the Burrow way: right even when
 every consumer of the group is dead.
@@ -22,8 +30,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
+from deltalake.exceptions import CommitFailedError
 
-from kstream.errors import GroupBusyError, OffsetOutOfRangeError, PartitionNotFoundError
+from kstream.errors import GroupBusyError, KStreamError, OffsetOutOfRangeError, PartitionNotFoundError
 from kstream.group_names import check_group_name
 from kstream.groups.coordinator import Coordinator, Group, Member
 from kstream.groups.offsets_table import FILE_SCHEMA, Offsets, OffsetsTable
@@ -31,6 +40,8 @@ from kstream.log.cluster import Cluster
 from kstream.log.lock import PartitionLock
 from kstream.log.log_reader import LogReader
 from kstream.log.metadata import TopicInfo
+
+_COMMIT_ATTEMPTS = 50  # concurrent commits of one group conflict; each conflict means one succeeded
 
 
 @dataclass(frozen=True)
@@ -118,23 +129,52 @@ class ConsumerGroups:
         if not self.table.created:
             with self.coordinator.lock("\x00offsets-table"):  # one creator at a time
                 self.table.ensure_created()
-        with self.coordinator.lock(group):
-            if not force:
-                self.coordinator.check_commit(group, member_id, generation)
-            if transaction is not None:
-                done = self.table.transaction_version(transaction[0])
-                if done is not None and done >= transaction[1]:
+        for _ in range(_COMMIT_ATTEMPTS):
+            token = None
+            try:
+                with self.coordinator.lock(group):  # held for the check only, not the write
+                    if not force:
+                        token = self.coordinator.begin_commit(group, member_id, generation)
+                    snapshot = self.table.snapshot()
+                if snapshot is not None and transaction is not None:
+                    done = snapshot.transaction_version(transaction[0])
+                    if done is not None and done >= transaction[1]:
+                        return None
+                current = self.table.rows(group, snapshot=snapshot)
+                old = dict(zip(zip(current["topic"].to_pylist(), current["partition"].to_pylist(), strict=True),
+                               zip(current["offset"].to_pylist(), current["metadata"].to_pylist(), strict=True),
+                               strict=True))
+                if transaction is None and all(old.get(k) == (o, m)
+                                               for k, o, m in zip(keys, values, metadata, strict=True)):
                     return None
-            current = self.table.rows(group)
-            old = dict(zip(zip(current["topic"].to_pylist(), current["partition"].to_pylist(), strict=True),
-                           zip(current["offset"].to_pylist(), current["metadata"].to_pylist(), strict=True),
-                           strict=True))
-            if transaction is None and all(old.get(k) == (o, m)
-                                           for k, o, m in zip(keys, values, metadata, strict=True)):
-                return None
-            replaced = set(keys)
-            kept = current.filter(pa.array([k not in replaced for k in old], pa.bool_()))
-            return self.table.write(group, pa.concat_tables([kept, new]), transaction, custom_metadata)
+                replaced = set(keys)
+                kept = current.filter(pa.array([k not in replaced for k in old], pa.bool_()))
+                return self.table.write(group, pa.concat_tables([kept, new]), transaction, custom_metadata,
+                                        snapshot=snapshot)
+            except CommitFailedError:
+                continue  # the group's offsets changed since the check: check and build again
+            finally:
+                if token is not None:
+                    self.coordinator.end_commit(token)
+        raise KStreamError(f"the commit for group {group!r} conflicted with other commits "
+                           f"{_COMMIT_ATTEMPTS} times in a row; nothing was written, try again")
+
+    def _fence_stale_commits(self, group: str) -> None:
+        """Make commits whose committer lost the group mid-write fail: rewrite the group's
+        offsets, so their write (made against an older version) conflicts. Runs before the
+        group's offsets are read to start from, so a stale write can never land after."""
+        stale = self.coordinator.stale_commits(group)
+        if not stale:
+            return
+        for _ in range(_COMMIT_ATTEMPTS):
+            snapshot = self.table.snapshot()
+            try:
+                self.table.write(group, self.table.rows(group, snapshot=snapshot),
+                                 custom_metadata={"kstream.operation": "fence"}, snapshot=snapshot)
+                break
+            except CommitFailedError:
+                continue  # someone committed meanwhile: that is a fence too, but be sure
+        self.coordinator.forget_commits(stale)
 
     def _topic(self, name: str) -> TopicInfo:
         """Topic metadata, cached until the metadata database changes."""
@@ -189,8 +229,12 @@ class ConsumerGroups:
 
     def committed(self, group: str, version: int | None = None,
                   timestamp: dt.datetime | None = None) -> Offsets:
-        """The group's committed offsets now, at a table version, or as of a time."""
-        return self.table.read(check_group_name(group), version, timestamp)
+        """The group's committed offsets now, at a table version, or as of a time. Reading
+        the current offsets (to start from them) first fences stale commits."""
+        check_group_name(group)
+        if version is None and timestamp is None:
+            self._fence_stale_commits(group)
+        return self.table.read(group, version, timestamp)
 
     def list_groups(self) -> list[str]:
         return sorted(set(self.coordinator.list_groups()) | set(self.table.groups()))

@@ -35,6 +35,7 @@ from kstream.log.log_config import LogConfig
 from kstream.log.log_reader import LogReader
 from kstream.log.metadata import DataVersion, Metadata, PartitionInfo
 from kstream.log.partition_log import AppendResult, EncodedBatch, PartitionLog
+from kstream.log.producer_state import ProducerState
 from kstream.log.records import Payload
 from kstream.log.replica_sync import sync_followers
 from kstream.log.thread_pool import LazyThreadPool
@@ -60,6 +61,7 @@ class Partition:
         self.logs: dict[int, PartitionLog] = {}
         self._metadata_version: DataVersion | None = None
         self._flushers = LazyThreadPool(1, "kstream-fsync")  # sized by _add_replicas
+        self.producer_state = ProducerState()
         self._add_replicas()
 
     def _add_replicas(self) -> None:
@@ -98,6 +100,8 @@ class Partition:
         With ``txn``, the batch belongs to that open transaction: the producer's
         epoch is checked under the lock (a fenced producer gets FencedError and
         writes nothing) and the partition joins the transaction before its first frame.
+        An idempotent producer's batch is checked first (:mod:`kstream.log.producer_state`): a
+        retry of one already written returns the original's offset and writes nothing.
         With ``defer_fsync`` an acks=all append is checked against min.insync.replicas
         but not yet fsynced: the caller acknowledges it after :meth:`flush_acked`.
         """
@@ -106,9 +110,14 @@ class Partition:
             self._refresh_locked()
             if txn is not None:
                 txn.before_append_locked(self)
-            result, header = self._append_leader_locked(batch, acks)
-            self._copy_to_followers_locked(header, batch)
-            self._lock.write_high_watermark(result.base_offset + batch.record_count)
+            duplicate = self.producer_state.check_locked(self, batch)  # an idempotent retry?
+            if duplicate is None:
+                result, header = self._append_leader_locked(batch, acks)
+                self._copy_to_followers_locked(header, batch)
+                self._lock.write_high_watermark(result.base_offset + batch.record_count)
+                self.producer_state.appended_locked(self, batch, result)
+            else:
+                result = duplicate  # written before: acknowledge the original (fsynced below)
             in_sync = list(self.info.isr)
         if acks == "all":
             if not defer_fsync:

@@ -1,0 +1,109 @@
+"""A group member paused (SIGSTOP) in the middle of an offset commit (issue 10, defect 16).
+
+The commit holds no lock while it writes, so the other member keeps heart-beating, expires
+the paused one after session.timeout.ms and takes its partitions over; when the paused
+member is resumed its commit is refused (FencedError), and committed offsets never move back.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from helpers import produce_range
+from kstream.groups import ConsumerGroups
+from kstream.log.cluster import Cluster
+
+HERE = os.path.dirname(__file__)
+CHILD = os.path.join(HERE, "child_pausing_member.py")
+PARTITIONS = 4
+SESSION_TIMEOUT_S = 1.5  # child_member.py's session.timeout.ms
+MARGIN_S = 6.0
+
+
+def _lines(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return f.read().split()
+
+
+def _stopped(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _wait(condition, seconds, what):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def test_member_paused_mid_commit_does_not_freeze_the_group(cluster_path, make_topic, tmp_path):
+    make_topic("work", partitions=PARTITIONS)
+    groups = ConsumerGroups(Cluster.open(cluster_path))
+    produced = [0]
+
+    def produce(count=40):
+        produce_range(cluster_path, "work", produced[0], count, prefix="r", partitions=PARTITIONS,
+                      config={"acks": "1", "linger.ms": 0})
+        produced[0] += count
+
+    names = ("a", "b")
+    files = {n: {k: str(tmp_path / f"{n}.{k}") for k in ("out", "flag", "status")} for n in names}
+    children = {}
+    try:
+        for n in names:
+            children[n] = subprocess.Popen([sys.executable, CHILD, cluster_path, "g", "work",
+                                            files[n]["out"], n, files[n]["flag"], files[n]["status"]])
+
+        def both_working():
+            produce()
+            group = groups.coordinator.describe("g")
+            return (group is not None and group.state == "Stable" and len(group.members) == 2
+                    and all(m.assignment for m in group.members)
+                    and all(len(_lines(files[n]["out"])) > 0 for n in names))
+
+        _wait(both_working, 60, "both members to work")
+        a = next(m for m in groups.coordinator.describe("g").members if m.client_id == "a")
+        open(files["a"]["flag"], "w").close()  # a stops itself inside its next commit
+        _wait(lambda: produce(8) or (_lines(files["a"]["status"]) == ["paused"]
+                                     and _stopped(children["a"].pid)), 30, "a to pause mid-commit")
+        paused_at = time.monotonic()
+
+        def b_took_over():
+            group = groups.coordinator.describe("g")
+            return (group.state == "Stable" and [m.client_id for m in group.members] == ["b"]
+                    and len(group.members[0].assignment) == PARTITIONS)
+
+        _wait(b_took_over, SESSION_TIMEOUT_S + MARGIN_S, "b to take a's partitions over "
+              f"within session.timeout.ms + {MARGIN_S}s while a is paused mid-commit")
+        assert time.monotonic() - paused_at >= SESSION_TIMEOUT_S * 0.9
+        assert groups.coordinator.describe("g").member(a.member_id) is None
+        produce()
+        _wait(lambda: all(row.member_id and row.member_id.startswith("b-")
+                          for row in groups.committed("g").values())
+              and len(groups.committed("g")) == PARTITIONS, 30, "b to commit every partition")
+
+        children["a"].send_signal(signal.SIGCONT)
+        _wait(lambda: "fenced" in _lines(files["a"]["status"]), 30, "a's resumed commit to be fenced")
+        assert _lines(files["a"]["status"])[:3] == ["paused", "resumed", "fenced"]
+    finally:
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGCONT)
+                child.send_signal(signal.SIGTERM)
+        for child in children.values():
+            child.wait(timeout=30)
+
+    previous = {}
+    for version in range(groups.table.version() + 1):  # offsets never move back
+        for (_, partition), row in groups.committed("g", version=version).items():
+            assert row.offset >= previous.get(partition, 0), (version, partition)
+            previous[partition] = row.offset
+    groups.close()
