@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import consume_all, make_topic
-from kstream import Admin, Consumer, KStreamError, Producer, TopicPartition
+from helpers import encoded
+from kstream import Admin, Consumer, KStreamError, NotEnoughReplicasError, Producer, TopicPartition
 from kstream.cli.main import cli
 from kstream.log import faults
 
@@ -32,10 +33,10 @@ def produce_acked(path, count, prefix, partitions=range(PARTITIONS), per_batch=1
                 producer.produce_batch("t", pa.table({"value": values}), partition=p)
 
 
-def high_watermarks(path):
+def high_watermarks(path, partitions=PARTITIONS):
     with Admin({"cluster": path}) as admin:
         marks = {}
-        for p in range(PARTITIONS):
+        for p in range(partitions):
             handle = admin.cluster.partition("t", p)
             marks[p] = handle.high_watermark()
             handle.close()
@@ -207,3 +208,73 @@ def test_full_disk_on_the_only_replica_recovers_without_unclean_election(tmp_pat
     assert consume_all(path) == [f"ok-{i}".encode() for i in range(5)] + [b"after"]
     placement = placements(path)[0]
     assert placement.leader == log_dir and placement.isr == (log_dir,) and placement.leader_epoch == 0
+
+
+def test_short_write_is_reported_as_a_full_disk_and_recovers(tmp_path, monkeypatch):
+    path = str(tmp_path / "cluster")
+    with Admin({"cluster": path, "log.dirs": str(tmp_path / "disk0")}) as admin:
+        log_dir = next(iter(admin.cluster.log_dir_paths()))
+    make_topic(path, replication_factor=1)
+    real_pwritev = os.pwritev
+
+    def half_written(fd, buffers, position):  # what a filling disk does before ENOSPC
+        data = b"".join(bytes(b) for b in buffers)
+        return os.pwrite(fd, data[:len(data) // 2], position)
+
+    with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer:
+        for i in range(3):
+            producer.produce_batch("t", pa.table({"value": [f"ok-{i}".encode()]}), partition=0)
+        monkeypatch.setattr(os, "pwritev", half_written)
+        with pytest.raises(KStreamError, match="no space left on device") as refused:
+            producer.produce_batch("t", pa.table({"value": [b"torn"]}), partition=0)
+        monkeypatch.setattr(os, "pwritev", real_pwritev)
+        assert "short write" not in str(refused.value)
+        assert f"log-dirs online {log_dir}" in str(refused.value)
+        assert run(path, "log-dirs", "online", str(log_dir)).exit_code == 0
+        producer.produce_batch("t", pa.table({"value": [b"after"]}), partition=0)
+    assert consume_all(path) == [b"ok-0", b"ok-1", b"ok-2", b"after"]
+
+
+def test_leader_whose_replica_was_emptied_is_not_trusted(replicated):
+    """The leader's segment files are gone (its dir kept): it ends below the HW, so the
+    next write moves leadership to a follower that has the data; the HW never goes back."""
+    path, log_dirs = replicated
+    info = make_topic(path, partitions=1)
+    produce_acked(path, 100, "a", partitions=[0])
+    leader = info.partitions[0].leader
+    with Admin({"cluster": path}) as admin:
+        replica_dir = admin.cluster.partition("t", 0).replica_dirs[leader]
+    for name in os.listdir(replica_dir):
+        os.unlink(os.path.join(replica_dir, name))
+    produce_acked(path, 1, "b", partitions=[0])
+    placement = placements(path)[0]
+    assert placement.leader != leader and placement.leader_epoch == 1
+    assert high_watermarks(path, 1) == {0: 101}
+    assert consume_all(path) == expected("a", 0, 100) + [b"b-0-0"]
+    with Admin({"cluster": path}) as admin:
+        admin.sync_replicas()  # the emptied replica is refilled from the new leader (if the writer did not)
+        assert admin.verify_replicas() == []
+    assert len(placements(path)[0].isr) == 3
+
+
+def test_min_insync_replicas_is_checked_again_after_reconcile(replicated):
+    """Reconcile drops followers it cannot fix; an acks=all write then fails before anything
+    is written instead of landing on the leader alone."""
+    path, _ = replicated
+    info = make_topic(path, partitions=1)
+    produce_acked(path, 5, "a", partitions=[0])
+    leader, *followers = info.partitions[0].replicas
+    with Admin({"cluster": path}) as admin:
+        handle = admin.cluster.partition("t", 0)
+        for follower in followers:  # followers ahead of the leader: diverged, cannot be fixed inline
+            handle.logs[follower].append(encoded([b"stray"]), leader_epoch=0)
+        handle.close()
+    with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer:
+        with pytest.raises(NotEnoughReplicasError, match="nothing was written"):
+            producer.produce_batch("t", pa.table({"value": [b"refused"]}), partition=0)
+    with Admin({"cluster": path}) as admin:
+        handle = admin.cluster.partition("t", 0)
+        assert handle.logs[leader].log_end_offset() == 5
+        assert handle.high_watermark() == 5
+        handle.close()
+    assert placements(path)[0].isr == (leader,)
