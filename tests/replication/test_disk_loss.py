@@ -121,13 +121,14 @@ def test_emptied_log_dir_is_a_failed_disk_not_a_new_one(replicated):
         assert dict((i, up) for i, _, up in admin.cluster.metadata.log_dirs())[lost] is False
 
 
-def test_replica_dir_lost_under_a_long_lived_writer(replicated):
+@pytest.mark.parametrize("acks", ["1", "all"])
+def test_replica_dir_lost_under_a_long_lived_writer(replicated, acks):
     """The writer has the leader's files open when they are deleted: it must not go on
     writing (and acknowledging) into deleted files."""
     path, log_dirs = replicated
     info = make_topic(path, partitions=1)
     lost = info.partitions[0].leader
-    with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer:
+    with Producer({"cluster": path, "acks": acks, "linger.ms": 0}) as producer:
         for i in range(10):
             producer.produce_batch("t", pa.table({"value": [f"a-0-{i}".encode()]}), partition=0)
         shutil.rmtree(log_dirs[lost])

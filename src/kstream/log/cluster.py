@@ -169,14 +169,13 @@ class Cluster:
         replacement disk in (:meth:`set_log_dir_online`).
         """
         formatted = self.metadata.formatted_log_dirs()
-        placed = self.metadata.partition_count_by_log_dir()
         for log_dir_id, stored, online in self.metadata.log_dirs():
             directory = _absolute_log_dir(self.path, stored)
             if os.path.exists(os.path.join(directory, fmt.LOG_DIR_META)):
                 self._check_log_dir_meta(log_dir_id, directory)
                 if log_dir_id not in formatted:  # formatted by an older kstream
                     self.metadata.mark_log_dir_formatted(log_dir_id)
-            elif log_dir_id in formatted or placed.get(log_dir_id):
+            elif log_dir_id in formatted or self.metadata.partition_count_by_log_dir().get(log_dir_id):
                 if online:
                     log.error("log dir %s (%s) is missing or has no %s: a failed disk; taking it "
                               "offline. Replace it, then run `kstream log-dirs online %s`",
