@@ -16,6 +16,8 @@ from helpers import encoded
 from kstream import Admin, Consumer, KStreamError, NotEnoughReplicasError, Producer, TopicPartition
 from kstream.cli.main import cli
 from kstream.log import faults
+from kstream.log import format as fmt
+from kstream.log.metadata import Metadata
 
 PARTITIONS = 3
 RECORDS = 1000
@@ -90,7 +92,7 @@ def test_quiet_loss_of_a_whole_log_dir_loses_nothing_acknowledged(replicated):
         assert admin.verify_replicas() == []
     assert high_watermarks(path) == {p: RECORDS + 1 for p in range(PARTITIONS)}
     for p in range(PARTITIONS):
-        assert consume_all(path, partition=p) == expected("a", p) + [f"b-{p}-0".encode()]
+        assert consume_all(path, partition=p) == [*expected("a", p), f"b-{p}-0".encode()]
     assert poll_values(early, 1) == [b"b-0-0"]
     early.close()
 
@@ -104,7 +106,7 @@ def test_quiet_loss_of_a_whole_log_dir_loses_nothing_acknowledged(replicated):
     with Admin({"cluster": path}) as admin:
         assert admin.elect_leaders() >= 1
     for p in range(PARTITIONS):
-        assert consume_all(path, partition=p) == expected("a", p) + [f"b-{p}-0".encode()]
+        assert consume_all(path, partition=p) == [*expected("a", p), f"b-{p}-0".encode()]
 
 
 def test_emptied_log_dir_is_a_failed_disk_not_a_new_one(replicated):
@@ -132,7 +134,12 @@ def test_replica_dir_lost_under_a_long_lived_writer(replicated, acks):
         for i in range(10):
             producer.produce_batch("t", pa.table({"value": [f"a-0-{i}".encode()]}), partition=0)
         shutil.rmtree(log_dirs[lost])
-        for i in range(10, 20):
+        producer.produce_batch("t", pa.table({"value": [b"a-0-10"]}), partition=0)
+        metadata = Metadata(os.path.join(path, fmt.METADATA_DB))  # not Cluster.open: it checks dirs
+        assert dict((i, up) for i, _, up in metadata.log_dirs())[lost] is False  # the writer noticed
+        metadata.close()
+        assert consume_all(path) == expected("a", 0, 11)  # nothing went to the deleted files
+        for i in range(11, 20):
             producer.produce_batch("t", pa.table({"value": [f"a-0-{i}".encode()]}), partition=0)
     assert consume_all(path) == expected("a", 0, 20)
     placement = placements(path)[0]
@@ -239,7 +246,7 @@ def test_short_write_is_reported_as_a_full_disk_and_recovers(tmp_path, monkeypat
 def test_leader_whose_replica_was_emptied_is_not_trusted(replicated):
     """The leader's segment files are gone (its dir kept): it ends below the HW, so the
     next write moves leadership to a follower that has the data; the HW never goes back."""
-    path, log_dirs = replicated
+    path, _log_dirs = replicated
     info = make_topic(path, partitions=1)
     produce_acked(path, 100, "a", partitions=[0])
     leader = info.partitions[0].leader
@@ -251,7 +258,7 @@ def test_leader_whose_replica_was_emptied_is_not_trusted(replicated):
     placement = placements(path)[0]
     assert placement.leader != leader and placement.leader_epoch == 1
     assert high_watermarks(path, 1) == {0: 101}
-    assert consume_all(path) == expected("a", 0, 100) + [b"b-0-0"]
+    assert consume_all(path) == [*expected("a", 0, 100), b"b-0-0"]
     with Admin({"cluster": path}) as admin:
         admin.sync_replicas()  # the emptied replica is refilled from the new leader (if the writer did not)
         assert admin.verify_replicas() == []

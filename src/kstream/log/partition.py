@@ -433,6 +433,8 @@ class Partition:
         try:
             with self._lock:  # also: a deleted topic raises here (its dirs moved away on purpose)
                 self._refresh_locked()
+                if replica not in self.info.replicas:
+                    return  # reassigned away: its copy was deleted on purpose
                 if not os.path.isdir(directory) and self._online.get(replica, True):
                     log.error("replica dir %s of %s-%s is missing: taking log dir %s offline",
                               directory, self.topic, self.partition, replica)
