@@ -97,6 +97,9 @@ def test_quiet_loss_of_a_whole_log_dir_loses_nothing_acknowledged(replicated):
     early.close()
 
     # The disk is replaced by an empty one, brought back by the operator, and refilled.
+    not_mounted = CliRunner().invoke(cli, ["--cluster", path, "log-dirs", "online", str(lost)])
+    assert not_mounted.exit_code != 0 and "does not exist" in str(not_mounted.exception)
+    assert not os.path.exists(log_dirs[lost])
     os.makedirs(log_dirs[lost])
     result = run(path, "log-dirs", "online", str(lost))
     assert result.exit_code == 0, result.output

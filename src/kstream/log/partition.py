@@ -189,10 +189,10 @@ class Partition:
         leader = self.info.leader
         return LogDirOfflineError(
             f"{self.topic}-{self.partition} is offline: its last in-sync replica is on log dir {leader}, "
-            f"which is offline{f' ({cause})' if cause else ''}. Nothing acknowledged was lost: repair "
-            f"the disk (for 'no space left on device': free space on it), then run "
-            f"`kstream log-dirs online {leader}`; or set unclean.leader.election.enable=true to go on "
-            "from another replica, losing what it lacks")
+            f"which is offline{f' ({cause})' if cause else ''}. If that disk kept its data (e.g. it "
+            f"only filled up), nothing acknowledged is lost: fix it (free space on it), then run "
+            f"`kstream log-dirs online {leader}`. If the disk is gone, set "
+            "unclean.leader.election.enable=true to go on from another replica, losing what it lacks")
 
     def _check_isr_locked(self, acks: str) -> None:
         minimum = self.config.min_insync_replicas
