@@ -300,8 +300,8 @@ class Cluster:
                 _refuse_leftovers(directory)
                 os.makedirs(directory, exist_ok=True)
                 touched.add(os.path.dirname(directory))
-        for log_dir in touched:
-            fsync_dir(log_dir)
+        for parent in touched:
+            fsync_dir(parent)
 
     def _place(self, count: int, replicas: int, log_dirs: list[int]) -> list[tuple[int, ...]]:
         """Round-robin placement starting at the least-loaded log dir (leaders spread)."""
