@@ -65,3 +65,28 @@ def test_emptied_log_dir_is_refilled_and_rejoins(replicated):
         assert replica_frames(handle.replica_dirs[follower]) == replica_frames(handle.replica_dirs[leader])
         handle.close()
     assert len(consume_all(path)) == 42
+
+
+def test_catch_up_truncates_only_at_a_frame_boundary(replicated):
+    """The leader's epoch 0 ends inside one of the follower's frames: the follower is cut
+    before that whole frame (never mid-frame) and then matches the leader frame by frame."""
+    path, _ = replicated
+    info = make_topic(path)
+    leader, follower, third = info.partitions[0].replicas
+    values = [f"r{i}".encode() for i in range(10)]
+    with Admin({"cluster": path}) as admin:
+        admin.cluster.metadata.remove_from_isr("t", 0, {follower})
+        handle = admin.cluster.partition("t", 0)
+        first, second = encoded(values[:5]), encoded(values[5:6])
+        for replica in (leader, third):
+            handle.logs[replica].append(first, leader_epoch=0)
+            handle.logs[replica].append(second, leader_epoch=1)
+        handle.logs[follower].append(encoded([b"old"] * 10), leader_epoch=0)  # offsets 0-9, one frame
+        with handle.lock:
+            handle.lock.write_high_watermark(6)
+        handle.close()
+        assert admin.sync_replicas()["replicas_rejoined"] == 1
+        handle = admin.cluster.partition("t", 0)
+        assert replica_frames(handle.replica_dirs[follower]) == replica_frames(handle.replica_dirs[leader])
+        handle.close()
+        assert admin.verify_replicas() == []

@@ -47,7 +47,8 @@ def online(ctx: click.Context, log_dir_id: int) -> None:
     """Bring LOG_DIR_ID back (repaired, or an empty replacement disk); replicas refill from leaders."""
     with Admin(cluster_options(ctx)) as admin:
         admin.set_log_dir_online(log_dir_id)
-        click.echo(f"Log dir {log_dir_id} is online; its replicas rejoin the ISR once caught up "
+        click.echo(f"Log dir {log_dir_id} is online; partitions whose last in-sync replica is there "
+                   "lead from it again, and its other replicas rejoin the ISR once caught up "
                    "(run `kstream replicator` to do it now).")
 
 

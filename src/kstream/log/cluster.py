@@ -20,6 +20,7 @@ Picklable as configuration only (the path).
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import uuid
@@ -38,6 +39,7 @@ from kstream.log.records import check_schema_evolution, check_typed_schema
 from kstream.log.segment import fsync_dir
 from kstream.options import CLUSTER_OPTIONS, TOPIC_OPTIONS, parse_options
 
+log = logging.getLogger(__name__)
 DEFAULT_CLUSTER = "./data"
 CLUSTER_ENV = "KSTREAM_CLUSTER"
 MAX_PARTITIONS = 10_000
@@ -197,33 +199,90 @@ class Cluster:
         fsync_dir(parent)
 
     def _check_log_dirs(self) -> None:
-        for log_dir_id, stored, _online in self.metadata.log_dirs():
+        """Format the log dirs of a new cluster; take failed ones offline.
+
+        A log dir that was formatted (or holds replicas) and is now missing, or has
+        lost its meta.properties (emptied, or another disk mounted in its place), is a
+        failed disk: it is taken offline (its replicas leave the ISR, leaders move to
+        in-sync survivors), never re-created. Only `kstream log-dirs online` brings a
+        replacement disk in (:meth:`set_log_dir_online`).
+        """
+        formatted = self.metadata.formatted_log_dirs()
+        for log_dir_id, stored, online in self.metadata.log_dirs():
             directory = _absolute_log_dir(self.path, stored)
-            meta = os.path.join(directory, fmt.LOG_DIR_META)
-            if os.path.exists(meta):
-                found = read_properties(meta).get("cluster.id")
-                if found != self.cluster_id:
-                    raise ClusterError(
-                        f"log dir {directory} belongs to cluster {found}, not {self.cluster_id}; "
-                        "give each cluster its own log dirs"
-                    )
-                continue
-            if os.path.isdir(directory) and os.listdir(directory):
-                raise ClusterError(f"log dir {directory} is not empty and has no {fmt.LOG_DIR_META}; "
-                                   "use an empty directory for a new log dir")
+            if os.path.exists(os.path.join(directory, fmt.LOG_DIR_META)):
+                self._check_log_dir_meta(log_dir_id, directory)
+                if log_dir_id not in formatted:  # formatted by an older kstream
+                    self.metadata.mark_log_dir_formatted(log_dir_id)
+            elif log_dir_id in formatted or self.metadata.partition_count_by_log_dir().get(log_dir_id):
+                if online:
+                    log.error("log dir %s (%s) is missing or has no %s: a failed disk; taking it "
+                              "offline. Replace it, then run `kstream log-dirs online %s`",
+                              log_dir_id, directory, fmt.LOG_DIR_META, log_dir_id)
+                    self.metadata.take_log_dir_offline(log_dir_id)
+            else:
+                self._format_log_dir(log_dir_id, directory, create=True)  # a new cluster's
+
+    def _check_log_dir_meta(self, log_dir_id: int, directory: str) -> None:
+        stored = read_properties(os.path.join(directory, fmt.LOG_DIR_META))
+        found = stored.get("cluster.id")
+        if found != self.cluster_id:
+            raise ClusterError(
+                f"log dir {directory} belongs to cluster {found}, not {self.cluster_id}; "
+                "give each cluster its own log dirs"
+            )
+        if stored.get("log.dir.id", str(log_dir_id)) != str(log_dir_id):
+            raise ClusterError(
+                f"{directory} holds log dir {stored.get('log.dir.id')} of this cluster, not log dir "
+                f"{log_dir_id}; mount each disk at its own path"
+            )
+
+    def _format_log_dir(self, log_dir_id: int, directory: str, create: bool) -> None:
+        """Give an empty directory its meta.properties (``create``: make the directory too)."""
+        if create:
             os.makedirs(directory, exist_ok=True)
-            write_properties_atomically(meta, {"cluster.id": self.cluster_id,
-                                               "log.dir.id": str(log_dir_id),
-                                               "version": str(fmt.FORMAT_VERSION)},
-                                        "kstream log dir")
+        meta = os.path.join(directory, fmt.LOG_DIR_META)
+        others = [name for name in os.listdir(directory) if not name.startswith(fmt.LOG_DIR_META)]
+        if others and not os.path.exists(meta):
+            raise ClusterError(f"log dir {directory} is not empty and has no {fmt.LOG_DIR_META}; "
+                               "use an empty directory for a new log dir")
+        write_properties_atomically(meta, {"cluster.id": self.cluster_id,
+                                           "log.dir.id": str(log_dir_id),
+                                           "version": str(fmt.FORMAT_VERSION)},
+                                    "kstream log dir")
+        self.metadata.mark_log_dir_formatted(log_dir_id)
 
     def set_log_dir_online(self, log_dir_id: int) -> None:
         """Bring a repaired or replaced (empty) log dir back. Its replicas rejoin the ISR
-        once caught up from their leaders (by writers, or `kstream replicator`)."""
+        once caught up from their leaders (by writers, or `kstream replicator`); a
+        partition whose last in-sync replica is here leads from it again.
+
+        The directory must exist (the disk is mounted): an empty one is formatted as a
+        replacement disk and gets empty replica directories to be refilled.
+        """
         paths = self.log_dir_paths()
         if log_dir_id not in paths:
             raise ConfigError(f"no log dir {log_dir_id}; the cluster has {sorted(paths)}")
-        self._check_log_dirs()  # an empty replacement disk gets its meta.properties back
+        directory = paths[log_dir_id]
+        if not os.path.isdir(directory):
+            raise ClusterError(
+                f"log dir {log_dir_id} ({directory}) does not exist; mount the repaired disk, or an "
+                f"empty replacement disk, there, then run `kstream log-dirs online {log_dir_id}` again")
+        if os.path.exists(os.path.join(directory, fmt.LOG_DIR_META)):
+            self._check_log_dir_meta(log_dir_id, directory)
+        else:
+            self._format_log_dir(log_dir_id, directory, create=False)  # a replacement disk
+        made = False
+        for name in self.list_topics():
+            info = self.topic(name)
+            for placement in info.partitions:
+                if log_dir_id in placement.replicas:
+                    replica = _replica_dir(paths, name, placement.partition, log_dir_id)
+                    if not os.path.isdir(replica):
+                        os.makedirs(replica)  # empty: refilled from the leader
+                        made = True
+        if made:
+            fsync_dir(directory)
         self.metadata.set_log_dir_online(log_dir_id, True)
 
     def take_log_dir_offline(self, log_dir_id: int) -> int:
@@ -266,20 +325,22 @@ class Cluster:
         for p, placement in enumerate(placements):
             for log_dir in placement:
                 _refuse_leftovers(_replica_dir(paths, name, p, log_dir))
-        info = self.metadata.create_topic(name, replicas, topic_config, placements, schema_bytes)
-        self._make_replica_dirs(info, info.partitions)
-        return info
+        # The directories exist before the metadata names them: a missing one is a failed disk.
+        self._make_replica_dirs(name, 0, placements)
+        return self.metadata.create_topic(name, replicas, topic_config, placements, schema_bytes)
 
-    def _make_replica_dirs(self, info: TopicInfo, partitions: tuple[PartitionInfo, ...]) -> None:
+    def _make_replica_dirs(self, name: str, first: int, placements: list[tuple[int, ...]]) -> None:
         """Create the (empty) replica directories, then make their names durable."""
+        paths = self.log_dir_paths()
         touched = set()
-        for placement in partitions:
-            for directory in self.replica_dirs(info, placement).values():
+        for p, placement in enumerate(placements, start=first):
+            for log_dir in placement:
+                directory = _replica_dir(paths, name, p, log_dir)
                 _refuse_leftovers(directory)
                 os.makedirs(directory, exist_ok=True)
                 touched.add(os.path.dirname(directory))
-        for log_dir in touched:
-            fsync_dir(log_dir)
+        for parent in touched:
+            fsync_dir(parent)
 
     def _place(self, count: int, replicas: int, log_dirs: list[int]) -> list[tuple[int, ...]]:
         """Round-robin placement starting at the least-loaded log dir (leaders spread)."""
@@ -296,9 +357,8 @@ class Cluster:
                               f"must be larger (partitions can only be added), got {new_total}")
         log_dirs = [i for i, _, online in self.metadata.log_dirs() if online]
         placements = self._place(new_total - info.num_partitions, info.replication_factor, log_dirs)
-        grown = self.metadata.add_partitions(name, placements)
-        self._make_replica_dirs(grown, grown.partitions[info.num_partitions:])
-        return grown
+        self._make_replica_dirs(name, info.num_partitions, placements)
+        return self.metadata.add_partitions(name, placements)
 
     def alter_topic_config(self, name: str, config: Mapping[str, Any]) -> TopicInfo:
         """Set (value) or remove (None) topic-level overrides."""

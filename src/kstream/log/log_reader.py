@@ -13,6 +13,9 @@ Contract:
   file; this reader notices and re-opens it).
 * Takes no lock and writes nothing; safe to use while other processes append.
   Not thread-safe (one reader per consumer).
+* Creates nothing: a missing replica directory reads as no frames and is
+  reported to ``on_missing`` (the partition takes the failed disk offline, and
+  may raise), never re-created.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import bisect
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -85,9 +89,11 @@ class _SegmentView:
 class LogReader:
     """Reads frames of the replica in ``directory``. Not thread-safe."""
 
-    def __init__(self, directory: str, check_crcs: bool = True):
+    def __init__(self, directory: str, check_crcs: bool = True,
+                 on_missing: Callable[[str], None] | None = None):
         self.directory = directory
         self.check_crcs = check_crcs
+        self._on_missing = on_missing
         self._bases: list[int] = []
         self._views: OrderedDict[int, _SegmentView] = OrderedDict()
         # Sequential-read cursor: where the frame holding ``_cursor_offset`` starts.
@@ -100,6 +106,8 @@ class LogReader:
             self._bases = list_segment_bases(self.directory)
         except FileNotFoundError:
             self._bases = []
+            if self._on_missing is not None:
+                self._on_missing(self.directory)
         return self._bases
 
     def log_start_offset(self) -> int:

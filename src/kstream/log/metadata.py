@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS partitions (
     leader INTEGER NOT NULL, leader_epoch INTEGER NOT NULL, isr TEXT NOT NULL,
     PRIMARY KEY (topic, partition));
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS formatted_log_dirs (id INTEGER PRIMARY KEY);
 """
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 
@@ -176,8 +177,24 @@ class Metadata:
         return [(row[0], row[1], bool(row[2])) for row in rows]
 
     def set_log_dir_online(self, log_dir_id: int, online: bool) -> None:
+        """Mark a log dir online (or offline, without moving leaders: see take_log_dir_offline).
+
+        Online again, it also repairs partitions an older kstream left with an empty ISR
+        while their leader was on this dir: that leader, the last in-sync replica, rejoins
+        (writers check it still has every acknowledged record before they trust it)."""
         with self.transaction() as tx:
             tx.execute("UPDATE log_dirs SET online = ? WHERE id = ?", (int(online), log_dir_id))
+            if online:
+                tx.execute("UPDATE partitions SET isr = ? WHERE leader = ? AND isr = '[]'",
+                           (json.dumps([log_dir_id]), log_dir_id))
+
+    def formatted_log_dirs(self) -> set[int]:
+        """Log dirs given their meta.properties: from then on, a missing one is a failed disk."""
+        return {row[0] for row in self.connection.execute("SELECT id FROM formatted_log_dirs")}
+
+    def mark_log_dir_formatted(self, log_dir_id: int) -> None:
+        with self.transaction() as tx:
+            tx.execute("INSERT OR IGNORE INTO formatted_log_dirs VALUES (?)", (log_dir_id,))
 
     # -- topics ------------------------------------------------------------------
 
@@ -264,7 +281,8 @@ class Metadata:
 
     def remove_from_isr(self, topic: str, partition: int, removed: set[int]) -> PartitionInfo:
         """Drop replicas from the ISR; if the leader goes, the first remaining in-sync
-        replica (in replica order) leads with the epoch bumped. One transaction."""
+        replica (in replica order) leads with the epoch bumped. The last in-sync replica
+        is never dropped (see :meth:`_remove`). One transaction."""
         with self.transaction() as tx:
             row = tx.execute("SELECT replicas, leader, leader_epoch, isr FROM partitions "
                              "WHERE topic = ? AND partition = ?", (topic, partition)).fetchone()
@@ -278,7 +296,13 @@ class Metadata:
     def _remove(tx: sqlite3.Connection, topic: str, partition: int, replicas: list[int], leader: int,
                 epoch: int, isr: list[int], removed: set[int]) -> None:
         new_isr = [r for r in isr if r not in removed]
-        if leader in removed and new_isr:
+        if not new_isr and isr:
+            # As in Kafka, the ISR never shrinks to empty: the last in-sync replica stays
+            # (it has every acknowledged record) and keeps leading. While its log dir is
+            # offline the partition is offline; it comes back with that log dir, with no
+            # unclean election (nothing was lost).
+            new_isr = [leader] if leader in isr else isr[:1]
+        if leader not in new_isr and new_isr:
             leader = next(r for r in replicas if r in new_isr)
             epoch += 1
         tx.execute("UPDATE partitions SET isr = ?, leader = ?, leader_epoch = ? "
@@ -299,6 +323,17 @@ class Metadata:
                     leader, epoch = replica, epoch + 1
                 tx.execute("UPDATE partitions SET isr = ?, leader = ?, leader_epoch = ? "
                            "WHERE topic = ? AND partition = ?", (json.dumps(isr), leader, epoch, topic, partition))
+        return self.partition_info(topic, partition)
+
+    def elect_unclean(self, topic: str, partition: int, replica: int) -> PartitionInfo:
+        """Unclean leader election: ``replica`` (on an online log dir, not in sync) becomes
+        the only in-sync replica and the leader, epoch bumped; what it lacks is lost."""
+        with self.transaction() as tx:
+            changed = tx.execute("UPDATE partitions SET isr = ?, leader = ?, leader_epoch = leader_epoch + 1 "
+                                 "WHERE topic = ? AND partition = ?",
+                                 (json.dumps([replica]), replica, topic, partition)).rowcount
+            if not changed:
+                raise TopicNotFoundError(self._missing(topic))
         return self.partition_info(topic, partition)
 
     def set_replicas(self, topic: str, partition: int, replicas: list[int]) -> PartitionInfo:

@@ -18,17 +18,28 @@ read the leader's log below the HW.
 * A writer killed between the leader's append and a follower's leaves the
   follower behind; the next writer copies the missing frames from the leader
   before appending (:meth:`Partition._reconcile`), so the HW catches up.
+* A leader whose log ends below the HW lost acknowledged records (its disk was
+  lost or emptied): it is not trusted; an in-sync follower takes over. The HW
+  never goes back (except by an unclean election, which accepts the loss).
+* The last in-sync replica never leaves the ISR. When its log dir fails the
+  partition is offline (writes fail, saying which ``kstream log-dirs online``
+  brings it back); it leads again when that log dir comes back.
+* A missing replica dir or log dir is a failed disk, on the write side and
+  when a reader finds the leader's dir gone: the log dir is taken offline and
+  readers move to the new leader. Nothing is created in its place.
 
 Thread-safe for appends; any number of processes may append at once.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
-from kstream.errors import LogDirOfflineError, NotEnoughReplicasError, ReplicaDivergedError
+from kstream.errors import LogDirOfflineError, NotEnoughReplicasError, ReplicaDivergedError, TopicNotFoundError
 from kstream.log import format as fmt
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
@@ -43,6 +54,7 @@ from kstream.log.thread_pool import LazyThreadPool
 if TYPE_CHECKING:
     from kstream.log.txn_writer import TxnWriter
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 _CATCH_UP_BYTES = 64 << 20  # bound on what one reconcile copies to a lagging ISR follower
 
@@ -60,6 +72,8 @@ class Partition:
         self.replica_dirs: dict[int, str] = {}
         self.logs: dict[int, PartitionLog] = {}
         self._metadata_version: DataVersion | None = None
+        self._online: dict[int, bool] = {}  # log dir id -> online, read with self.info
+        self._reader_leader = info.leader  # the leader readers last opened (see refresh_metadata)
         self._flushers = LazyThreadPool(1, "kstream-fsync")  # sized by _add_replicas
         self.producer_state = ProducerState()
         self._add_replicas()
@@ -163,15 +177,31 @@ class Partition:
         online = {log_dir: up for log_dir, _, up in self._metadata.log_dirs()}
         sync_followers(self, online, self.config.replica_fetch_max_bytes)
 
+    def _leaderless_locked(self) -> bool:
+        """True when the partition is offline: its leader (the last in-sync replica) is on
+        an offline log dir (or an older kstream left the ISR empty)."""
+        return not self.info.isr or not self._online.get(self.info.leader, True)
+
     def _elect_unclean_locked(self) -> None:
-        """No in-sync replica is left and unclean.leader.election.enable is on: the first
+        """No in-sync replica is usable and unclean.leader.election.enable is on: the first
         replica on an online log dir leads (records it lacks are lost, as in Kafka)."""
-        online = {log_dir: up for log_dir, _, up in self._metadata.log_dirs()}
+        self._online = {log_dir: up for log_dir, _, up in self._metadata.log_dirs()}
         for replica in self.info.replicas:
-            if online.get(replica):
-                self.info = self._metadata.add_to_isr(self.topic, self.partition, replica)
+            if self._online.get(replica):
+                log.warning("unclean leader election: replica %s leads %s-%s; records it lacks are lost",
+                            replica, self.topic, self.partition)
+                self.info = self._metadata.elect_unclean(self.topic, self.partition, replica)
                 self._lock.bump_generation()
                 return
+
+    def _offline_error(self, cause: BaseException | None) -> LogDirOfflineError:
+        leader = self.info.leader
+        return LogDirOfflineError(
+            f"{self.topic}-{self.partition} is offline: its last in-sync replica is on log dir {leader}, "
+            f"which is offline{f' ({cause})' if cause else ''}. If that disk kept its data (e.g. it "
+            f"only filled up), nothing acknowledged is lost: fix it (free space on it), then run "
+            f"`kstream log-dirs online {leader}`. If the disk is gone, set "
+            "unclean.leader.election.enable=true to go on from another replica, losing what it lacks")
 
     def _check_isr_locked(self, acks: str) -> None:
         minimum = self.config.min_insync_replicas
@@ -182,20 +212,27 @@ class Partition:
                 "written. Bring log dirs back (or lower min.insync.replicas, or use acks=1)")
 
     def _append_leader_locked(self, batch: EncodedBatch, acks: str) -> tuple[AppendResult, bytes]:
-        """Append on the leader; if its log dir fails, fail over and try the new leader."""
-        for _ in range(len(self.replica_dirs)):
-            if not self.info.isr and self.config.unclean_leader_election_enable:
-                self._elect_unclean_locked()
+        """Append on the leader; if its log dir fails (or it lost acknowledged records),
+        fail over and try the new leader."""
+        cause: BaseException | None = None
+        for _ in range(len(self.replica_dirs) + 1):
+            if self._leaderless_locked():
+                if self.config.unclean_leader_election_enable:
+                    self._elect_unclean_locked()
+                if self._leaderless_locked():
+                    raise self._offline_error(cause) from cause
             self._check_isr_locked(acks)
             leader = self.info.leader
             try:
                 self._reconcile_locked()
+                if self.info.leader != leader:
+                    continue  # the leader lacked acknowledged records: try the new one
+                self._check_isr_locked(acks)  # reconcile may have dropped followers
                 return self._on_replica(leader, lambda log: log.append_locked(batch, self.info.leader_epoch))
-            except LogDirOfflineError:
-                if not self.info.isr and not self.config.unclean_leader_election_enable:
-                    raise
-                if self.info.isr and (self.info.leader == leader or leader in self.info.isr):
+            except LogDirOfflineError as err:
+                if self.info.leader == leader and not self._leaderless_locked():
                     raise  # leadership did not move: nothing to try again on
+                cause = err
         raise NotEnoughReplicasError(
             f"{self.topic}-{self.partition}: no in-sync replica is left to take the write; bring a log "
             "dir back (kstream log-dirs online) or set unclean.leader.election.enable=true to accept loss")
@@ -215,16 +252,21 @@ class Partition:
     def refresh_locked(self) -> None:
         self._refresh_locked()
 
+    def offline_locked(self) -> bool:
+        """True when no leader can serve: the last in-sync replica's log dir is offline."""
+        return self._leaderless_locked()
+
     def rejoin_locked(self, replica: int) -> None:
         self.info = self._metadata.add_to_isr(self.topic, self.partition, replica)
         self._add_replicas()
         self._lock.bump_generation()
 
     def _refresh_locked(self) -> None:
-        """Re-read leader/ISR/epoch when another process changed the metadata."""
+        """Re-read leader/ISR/epoch and log dir states when anyone changed the metadata."""
         version = self._metadata.data_version()
         if version != self._metadata_version:
             self.info = self._metadata.partition_info(self.topic, self.partition)
+            self._online = {log_dir: up for log_dir, _, up in self._metadata.log_dirs()}
             self._add_replicas()
             self._metadata_version = version
 
@@ -235,6 +277,7 @@ class Partition:
     def _take_offline_locked(self, replica: int) -> None:
         self._metadata.take_log_dir_offline(replica)
         self.info = self._metadata.partition_info(self.topic, self.partition)
+        self._online[replica] = False
         self._lock.bump_generation()
 
     def _reconcile_locked(self) -> None:
@@ -243,8 +286,14 @@ class Partition:
         Frames that a writer killed mid-replication left only on the leader are
         copied to the in-sync followers (it was never acknowledged; now it is
         committed, as a Kafka leader's unreplicated tail is once followers fetch it).
+        A leader that ends below the HW lost acknowledged records: it leaves the ISR
+        and the next in-sync replica leads (the caller sees ``info.leader`` change).
         """
         leader_end = self._on_replica(self.info.leader, lambda log: log.log_end_offset_locked())
+        high_watermark = self._lock.read_high_watermark()
+        if high_watermark is not None and leader_end < high_watermark:
+            self._distrust_leader_locked(leader_end, high_watermark)
+            return
         behind = {}
         for replica in self.info.isr:
             if replica != self.info.leader:
@@ -264,8 +313,26 @@ class Partition:
                     failed.add(replica)
             if failed:
                 self._remove_locked(failed)
-        if self._lock.read_high_watermark() != leader_end:
+        if high_watermark != leader_end:
             self._lock.write_high_watermark(leader_end)
+
+    def _distrust_leader_locked(self, leader_end: int, high_watermark: int) -> None:
+        leader = self.info.leader
+        log.error("leader %s of %s-%s ends at %d, below the high watermark %d: it lost acknowledged "
+                  "records (a lost or emptied disk); it leaves the ISR", leader, self.topic,
+                  self.partition, leader_end, high_watermark)
+        if len(self.info.isr) > 1:
+            self._remove_locked({leader})
+            return
+        if not self.config.unclean_leader_election_enable:
+            raise LogDirOfflineError(
+                f"{self.topic}-{self.partition}: its only in-sync replica (log dir {leader}) ends at "
+                f"offset {leader_end}, below the high watermark {high_watermark}: acknowledged records "
+                "were lost with its disk. Restore that disk's data, or set "
+                "unclean.leader.election.enable=true on the topic to go on with what is left")
+        log.warning("unclean.leader.election.enable: %s-%s goes on from offset %d; records up to %d are "
+                    "lost", self.topic, self.partition, leader_end, high_watermark)
+        self._lock.write_high_watermark(leader_end)
 
     def copy_frames_locked(self, replica: int, start: int, end: int, max_bytes: int) -> int:
         """Copy the leader's frames [start, end) to ``replica`` byte for byte, up to about
@@ -349,19 +416,43 @@ class Partition:
     # -- reading ----------------------------------------------------------------------------------
 
     def refresh_metadata(self) -> bool:
-        """Re-read leader/ISR (no lock; for readers). True when the leader changed."""
-        info = self._metadata.partition_info(self.topic, self.partition)
-        moved = info.leader != self.info.leader
-        self.info = info
+        """Re-read leader/ISR (no lock; for readers). True when the leader changed since
+        the last :meth:`reader` was made (open a new one then)."""
+        self.info = self._metadata.partition_info(self.topic, self.partition)
         self._add_replicas()
-        return moved
+        return self.info.leader != self._reader_leader
 
     def high_watermark(self) -> int | None:
         """Offset below which every in-sync replica has the data (None: nothing written yet)."""
         return self._lock.read_high_watermark()
 
     def reader(self, check_crcs: bool = True) -> LogReader:
-        return LogReader(self.leader_dir, check_crcs=check_crcs)
+        """A reader of the leader's replica; it reports a missing dir to :meth:`_lost_dir`."""
+        self._reader_leader = self.info.leader
+        return LogReader(self.leader_dir, check_crcs=check_crcs, on_missing=self._lost_dir)
+
+    def _lost_dir(self, directory: str) -> None:
+        """A reader found the replica dir it reads missing: a failed disk. Its log dir is
+        taken offline (leaders move to in-sync survivors; readers follow them on their
+        next metadata check). Nothing is created. LogDirOfflineError when no replica
+        can take over."""
+        replica = next((r for r, d in self.replica_dirs.items() if d == directory), None)
+        if replica is None:
+            return
+        try:
+            with self._lock:  # also: a deleted topic raises here (its dirs moved away on purpose)
+                self._refresh_locked()
+                if replica not in self.info.replicas:
+                    return  # reassigned away: its copy was deleted on purpose
+                if not os.path.isdir(directory) and self._online.get(replica, True):
+                    log.error("replica dir %s of %s-%s is missing: taking log dir %s offline",
+                              directory, self.topic, self.partition, replica)
+                    self._take_offline_locked(replica)
+                leaderless = self.info.leader == replica and self._leaderless_locked()
+        except TopicNotFoundError:
+            return
+        if leaderless:
+            raise self._offline_error(None)
 
     def close(self) -> None:
         for log in self.logs.values():

@@ -119,6 +119,10 @@ class PartitionLog:
                 active.close()
                 self._active = None
                 return self._open_or_catch_up()
+            if os.fstat(active.fd).st_nlink == 0:  # our file was unlinked
+                if not os.path.exists(active.path):
+                    raise _missing(self.directory)  # deleted under us: the disk was lost
+                raise SegmentReplacedError(active.path)
             self._note_truncation(active, active.catch_up())
             if changed:
                 # Another process may have rolled: its new segment starts at our next offset.
@@ -135,7 +139,10 @@ class PartitionLog:
             active.close()
             self._active = None
         self._pid = os.getpid()
-        os.makedirs(self.directory, exist_ok=True)
+        if not os.path.isdir(self.directory):
+            # Replica dirs are made with the topic (or by `log-dirs online`): a missing one
+            # is a failed disk, never a reason to start an empty log.
+            raise _missing(self.directory)
         bases = list_segment_bases(self.directory)
         if not bases:
             self._lock.bump_generation()
@@ -468,3 +475,8 @@ class PartitionLog:
         if self._active is not None:
             self._active.close()
             self._active = None
+
+
+def _missing(directory: str) -> OSError:
+    return OSError(errno.ENOENT, "replica directory or segment file is missing (a failed disk?)",
+                   directory)

@@ -8,6 +8,8 @@ partitions (like a controlled shutdown).
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from kstream.log.log_reader import LogReader
 from kstream.log.metadata import PartitionInfo
 from kstream.log.partition import Partition
 from kstream.log.replica_sync import out_of_sync, sync_followers
+from kstream.log.segment import fsync_dir
 
 _NO_LIMIT = 1 << 62
 
@@ -73,6 +76,11 @@ def reassign(cluster: Cluster, topic: str, partition: int, replicas: list[int]) 
         raise ConfigError(f"replicas {replicas} must be distinct log dir ids of {sorted(paths)}")
     info = cluster.topic(topic)
     current = info.partitions[partition].replicas
+    wanted = cluster.replica_dirs(info, dataclasses.replace(info.partitions[partition], replicas=tuple(replicas)))
+    added = [r for r in replicas if r not in current]
+    for replica in added:  # empty replica dirs, made before the metadata names them
+        os.makedirs(wanted[replica], exist_ok=True)
+        fsync_dir(paths[replica])
     cluster.metadata.set_replicas(topic, partition, list(dict.fromkeys([*current, *replicas])))
     handle = cluster.partition(topic, partition)
     try:

@@ -7,9 +7,13 @@ do it a little on each append; ``kstream replicator`` does it in full):
 
 1. Under the partition lock, find where the follower's log stops agreeing
    with the leader's, by leader epoch (an old leader's unreplicated tail is
-   cut there, never by high watermark alone).
+   cut there, never by high watermark alone), rounded down to a frame start.
 2. Copy the leader's frames after that point, byte for byte, then fsync.
 3. Once the follower ends where the leader ends, add it back to the ISR.
+
+Nothing is copied from a leader on an offline log dir (the partition is
+offline until it returns) or from one that ends below the high watermark (it
+lost acknowledged records; the next writer moves leadership off it).
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kstream.errors import LogDirOfflineError, ReplicaDivergedError
+from kstream.errors import CorruptBatchError, LogDirOfflineError, ReplicaDivergedError
 from kstream.log.leader_epochs import divergence_offset
+from kstream.log.log_reader import LogReader
 
 if TYPE_CHECKING:
     from kstream.log.partition import Partition
@@ -37,7 +42,7 @@ def sync_followers(partition: Partition, online: dict[int, bool], max_bytes: int
     for replica in out_of_sync(partition, online):
         with partition.lock:
             partition.refresh_locked()
-            if not partition.info.isr or replica in partition.info.isr:
+            if partition.offline_locked() or replica in partition.info.isr:
                 continue
             try:
                 if _catch_up_locked(partition, replica, max_bytes):
@@ -53,12 +58,17 @@ def _catch_up_locked(partition: Partition, replica: int, max_bytes: int) -> bool
     leader_log = partition.leader_log
     follower_log = partition.logs[replica]
     leader_end = leader_log.log_end_offset_locked()
+    high_watermark = partition.high_watermark()
+    if high_watermark is not None and leader_end < high_watermark:
+        raise ReplicaDivergedError(f"the leader ends at {leader_end}, below the high watermark "
+                                   f"{high_watermark}: it lost acknowledged records; not copying from it")
     follower_end = follower_log.log_end_offset_locked()
     leader_start = leader_log.log_start_offset_locked()
     if follower_end < leader_start:  # e.g. an emptied disk, and retention moved the leader's start
         follower_log.restart_at_locked(leader_start)
         follower_end = leader_start
     target = divergence_offset(leader_log.epochs(), leader_end, follower_log.epochs(), follower_end)
+    target = _frame_start(partition.replica_dirs[replica], target, follower_end)
     if target < follower_end:
         log.info("truncating replica %s of %s-%s from %d to %d (diverged by leader epoch)",
                  replica, partition.topic, partition.partition, follower_end, target)
@@ -67,3 +77,18 @@ def _catch_up_locked(partition: Partition, replica: int, max_bytes: int) -> bool
     end = partition.copy_frames_locked(replica, follower_end, leader_end, max_bytes)
     follower_log.flush_locked()
     return end == leader_end
+
+
+def _frame_start(directory: str, offset: int, end: int) -> int:
+    """The start of the follower's frame holding ``offset`` (a log is only ever cut
+    between frames; an epoch boundary inside a frame means the frame diverged)."""
+    if offset >= end:
+        return offset
+    reader = LogReader(directory, check_crcs=False)
+    try:
+        frames = reader.read(offset, 1, end_offset=end, verify=False)
+    except CorruptBatchError as err:
+        raise ReplicaDivergedError(f"cannot find a frame boundary at {offset}: {err}") from err
+    finally:
+        reader.close()
+    return min(offset, frames[0].header.base_offset) if frames else offset

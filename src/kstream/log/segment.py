@@ -17,6 +17,7 @@ log re-syncs it with :meth:`catch_up` under the write lock before appending.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -151,8 +152,12 @@ class Segment:
         expected = len(header) + payload_size
         written = os.pwritev(self.fd, [header, *payload_parts], position)
         if written != expected:
-            # A short write leaves a torn tail; recovery removes it.
-            raise OSError(f"short write to {self.path}: {written} of {expected} bytes")
+            # The disk is full (the rest would fail with ENOSPC). The torn tail is cut by
+            # the next writer or recovery; ENOSPC takes the log dir offline.
+            raise OSError(errno.ENOSPC,
+                          f"no space left on device: only {written} of {expected} bytes written; free "
+                          "space on the disk, then bring its log dir back with `kstream log-dirs online ID`",
+                          self.path)
         self._after_frame(position, expected, base_offset, record_count, max_timestamp, write_index=True)
         return position
 
