@@ -74,6 +74,11 @@ class LogDirOfflineError(KStreamError):
     """A log dir failed (I/O error, missing, failed fsync) and was taken offline."""
 
 
+class PartitionOfflineError(LogDirOfflineError):
+    """The partition's last in-sync replica is on an offline log dir: no write can succeed
+    until an operator brings that dir back (retrying does not help)."""
+
+
 class ReplicaDivergedError(KStreamError):
     """A follower replica does not end where the leader's next frame starts."""
 

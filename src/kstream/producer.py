@@ -49,6 +49,7 @@ from kstream.errors import (
     LogDirOfflineError,
     NotEnoughReplicasError,
     PartitionNotFoundError,
+    PartitionOfflineError,
     RecordTooLargeError,
 )
 from kstream.log import format as fmt
@@ -76,6 +77,12 @@ DeliveryCallback = Callable[[KafkaError | None, Any], None]
 _RECORD_OVERHEAD_BYTES = 16  # offsets and timestamp per record in the Arrow batch
 _SYNC_THREADS = 4  # a producer's background acks=all fsyncs (replicas x batches in flight share them)
 _RETRIABLE = (NotEnoughReplicasError, LogDirOfflineError)
+
+
+def _retriable(error: BaseException) -> bool:
+    """Whether resending the same batch may succeed: not when the partition is offline (its
+    last in-sync replica's log dir must be brought back by an operator first)."""
+    return isinstance(error, _RETRIABLE) and not isinstance(error, PartitionOfflineError)
 _MAX_EPOCH = 0x7FFF  # producer_epoch is an i16 in the frame header
 
 
@@ -481,9 +488,14 @@ class Producer:
         while True:
             if error is not None:
                 attempt += 1
-                if not isinstance(error, _RETRIABLE) or attempt > self._retries \
+                if not _retriable(error) or attempt > self._retries \
                         or time.monotonic() + self._retry_backoff_s > deadline:
                     self._new_epoch()
+                    if isinstance(error, PartitionOfflineError) and first_error is not None \
+                            and first_error is not error:
+                        # The first failure took the partition offline: it says what happened
+                        # (e.g. no space left on device) and what to do.
+                        raise first_error from error
                     raise error
                 time.sleep(self._retry_backoff_s)
             try:

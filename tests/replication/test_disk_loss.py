@@ -17,6 +17,7 @@ from kstream import Admin, Consumer, KStreamError, NotEnoughReplicasError, Produ
 from kstream.cli.main import cli
 from kstream.log import faults
 from kstream.log import format as fmt
+from kstream.log.cluster import Cluster
 from kstream.log.metadata import Metadata
 
 PARTITIONS = 3
@@ -195,12 +196,20 @@ def test_log_dir_lost_under_load_loses_nothing_acknowledged(replicated):
         assert admin.verify_replicas() == []
 
 
+def _new_cluster(path: str, disk: str) -> int:
+    """A new cluster with one log dir; returns that log dir's id."""
+    cluster = Cluster.open(path, {"log.dirs": disk}, create=True)
+    try:
+        return next(iter(cluster.log_dir_paths()))
+    finally:
+        cluster.close()
+
+
 def test_full_disk_on_the_only_replica_recovers_without_unclean_election(tmp_path, monkeypatch):
     monkeypatch.setattr(faults, "ENABLED", True)
     path = str(tmp_path / "cluster")
     disk = str(tmp_path / "disk0")
-    with Admin({"cluster": path, "log.dirs": disk}) as admin:
-        log_dir = next(iter(admin.cluster.log_dir_paths()))
+    log_dir = _new_cluster(path, disk)
     make_topic(path, replication_factor=1)
     with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer:
         for i in range(5):
@@ -223,8 +232,7 @@ def test_full_disk_on_the_only_replica_recovers_without_unclean_election(tmp_pat
 
 def test_short_write_is_reported_as_a_full_disk_and_recovers(tmp_path, monkeypatch):
     path = str(tmp_path / "cluster")
-    with Admin({"cluster": path, "log.dirs": str(tmp_path / "disk0")}) as admin:
-        log_dir = next(iter(admin.cluster.log_dir_paths()))
+    log_dir = _new_cluster(path, str(tmp_path / "disk0"))
     make_topic(path, replication_factor=1)
     real_pwritev = os.pwritev
 

@@ -39,7 +39,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
-from kstream.errors import LogDirOfflineError, NotEnoughReplicasError, ReplicaDivergedError, TopicNotFoundError
+from kstream.errors import (
+    LogDirOfflineError,
+    NotEnoughReplicasError,
+    PartitionOfflineError,
+    ReplicaDivergedError,
+    TopicNotFoundError,
+)
 from kstream.log import format as fmt
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
@@ -194,9 +200,9 @@ class Partition:
                 self._lock.bump_generation()
                 return
 
-    def _offline_error(self, cause: BaseException | None) -> LogDirOfflineError:
+    def _offline_error(self, cause: BaseException | None) -> PartitionOfflineError:
         leader = self.info.leader
-        return LogDirOfflineError(
+        return PartitionOfflineError(
             f"{self.topic}-{self.partition} is offline: its last in-sync replica is on log dir {leader}, "
             f"which is offline{f' ({cause})' if cause else ''}. If that disk kept its data (e.g. it "
             f"only filled up), nothing acknowledged is lost: fix it (free space on it), then run "
