@@ -9,13 +9,28 @@ aborted transactions.
 What a reader asks the transaction tables is cached against the metadata's
 data version (:meth:`Metadata.data_version`), which a fetch round reads once:
 while nobody commits, a round asks SQLite nothing per partition.
+
+A read_committed reader enforces ``transaction.timeout.ms`` (DESIGN §9): when
+the partition is held by a transaction whose deadline passed, or by an orphan
+row, it runs the expiry (:meth:`TransactionStore.expire`), which aborts it and
+fences its producer. It can tell from the cached rows, so a round writes
+nothing to SQLite unless a deadline passed; a failed expiry (say, a marker that
+cannot reach min.insync.replicas) is retried at most once a second.
 """
 
 from __future__ import annotations
 
+import logging
+import sqlite3
+import time
+
+from kstream.errors import KStreamError
 from kstream.log import format as fmt
 from kstream.log.metadata import DataVersion
 from kstream.log.transactions import TransactionStore
+
+log = logging.getLogger(__name__)
+_EXPIRY_RETRY_SECONDS = 1.0
 
 READ_COMMITTED = "read_committed"
 READ_UNCOMMITTED = "read_uncommitted"
@@ -30,20 +45,42 @@ class Isolation:
         self.topic = topic
         self.partition = partition
         self._aborted: list[tuple[int, int, int]] = []
-        self._first_open: tuple[DataVersion, int | None] | None = None
+        self._hold: tuple[DataVersion, int | None, int | None] | None = None
         self._aborted_from: tuple[DataVersion, int] | None = None
+        self._expiry_retry_at = 0.0
 
     def end_offset(self, high_watermark: int, version: DataVersion | None = None) -> int:
         """How far this reader may read now. With ``version`` (the metadata's data version),
-        the open transactions are looked up only when it changed."""
+        the open transactions are looked up only when it changed. Expires the transaction
+        holding the partition when its deadline passed (see the module docstring)."""
         if not self.committed_only or self.store is None:
             return high_watermark
-        if version is None or self._first_open is None or self._first_open[0] != version:
-            first_open = self.store.first_open_offset(self.topic, self.partition)
-            self._first_open = None if version is None else (version, first_open)
-        else:
-            first_open = self._first_open[1]
+        first_open, deadline = self._lso_hold(version)
+        if deadline is not None and time.time() * 1000 >= deadline and self._expire():
+            first_open, deadline = self._lso_hold(None)
         return high_watermark if first_open is None else min(high_watermark, first_open)
+
+    def _lso_hold(self, version: DataVersion | None) -> tuple[int | None, int | None]:
+        assert self.store is not None
+        if version is None or self._hold is None or self._hold[0] != version:
+            first_open, deadline = self.store.lso_hold(self.topic, self.partition)
+            self._hold = None if version is None else (version, first_open, deadline)
+            return first_open, deadline
+        return self._hold[1], self._hold[2]
+
+    def _expire(self) -> bool:
+        """Run the expiry; True if it ran (the cached hold is dropped)."""
+        assert self.store is not None
+        if self.store.cluster is None or time.monotonic() < self._expiry_retry_at:
+            return False
+        self._hold = None
+        try:
+            self.store.expire()
+        except (KStreamError, sqlite3.Error, OSError) as err:  # a reader does not fail for a writer's marker
+            self._expiry_retry_at = time.monotonic() + _EXPIRY_RETRY_SECONDS
+            log.warning("%s-%s: could not abort the expired transaction holding its LSO back (%s); "
+                        "retrying in %.0fs", self.topic, self.partition, err, _EXPIRY_RETRY_SECONDS)
+        return True
 
     def prepare(self, from_offset: int, version: DataVersion | None = None) -> None:
         """Load the aborted transactions that may cover frames from ``from_offset`` on

@@ -40,7 +40,7 @@ from kstream.log.replica_sync import sync_followers
 from kstream.log.thread_pool import LazyThreadPool
 
 if TYPE_CHECKING:
-    from kstream.log.txn_writer import TxnWriter
+    from kstream.log.txn_writer import AppendGuard
 
 T = TypeVar("T")
 _CATCH_UP_BYTES = 64 << 20  # bound on what one reconcile copies to a lagging ISR follower
@@ -91,7 +91,7 @@ class Partition:
 
     # -- appending ----------------------------------------------------------------------------
 
-    def append(self, batch: EncodedBatch, acks: str = "all", txn: TxnWriter | None = None,
+    def append(self, batch: EncodedBatch, acks: str = "all", txn: AppendGuard | None = None,
                defer_fsync: bool = False) -> AppendResult:
         """Append to the leader and the in-sync followers; see the module docstring for acks.
 
