@@ -21,6 +21,7 @@ are guarded under the partition lock, :mod:`kstream.log.txn_writer`).
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from kstream.log.transactions import TransactionStore
@@ -52,5 +53,5 @@ def abort_orphans(cluster: Cluster, store: TransactionStore, producer_ids: set[i
     orphans = [o for o in store.orphans() if producer_ids is None or o[2] in producer_ids]
     for topic, partition, producer_id in orphans:
         write_markers(cluster, store, [(topic, partition)], producer_id, 0, False,
-                      lambda t=topic, p=partition, pid=producer_id: store.is_orphan(t, p, pid))
+                      functools.partial(store.is_orphan, topic, partition, producer_id))
     return len(orphans)
