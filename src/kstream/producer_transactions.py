@@ -15,6 +15,7 @@ from __future__ import annotations
 from kstream.errors import FencedError, KStreamError
 from kstream.log.cluster import Cluster
 from kstream.log.transactions import TransactionStore
+from kstream.log.txn_expiry import try_expire
 from kstream.log.txn_writer import TxnWriter, finish
 
 _INIT_ATTEMPTS = 10  # another instance of the same id keeps starting transactions meanwhile
@@ -33,7 +34,7 @@ class ProducerTransactions:
         """Register with a new epoch (fencing older instances) and finish what they left
         decided or open (an open transaction is aborted, a decided commit completed)."""
         store = TransactionStore.for_cluster(self.cluster)
-        store.expire()
+        try_expire(store)  # other ids' expired transactions: their failure is not ours
         for _ in range(_INIT_ATTEMPTS):
             left = store.fence(self.transactional_id)
             if left is not None:
@@ -51,7 +52,7 @@ class ProducerTransactions:
         writer = self._writer()
         if self.open:
             raise KStreamError("a transaction is already open; commit_transaction() or abort_transaction() it")
-        writer.store.expire()
+        try_expire(writer.store)
         writer.store.begin(self.transactional_id, writer.epoch)
         self.open = True
 

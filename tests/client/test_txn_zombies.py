@@ -22,6 +22,7 @@ from kstream import Admin, Consumer, FencedError, NewTopic, Producer, TopicParti
 from kstream.cli.main import cli
 from kstream.log.cluster import Cluster
 from kstream.log.sink_transactions import SinkStore, SinkTaskWriter, TaskWrites
+from kstream.log.transactions import TransactionStore
 
 TIMEOUT_MS = 1000  # the smallest transaction.timeout.ms allowed
 
@@ -325,3 +326,29 @@ def test_a_commit_whose_task_writes_timed_out_fails_and_commits_nothing(tmp_path
     assert open_rows(path) == []
     driver.close()
     task.close()
+
+
+# -- the LSO cache: a transaction that began after the round read the metadata version ----------------
+
+
+def test_a_cached_lso_never_lets_a_transaction_that_began_after_the_version_read_through(cluster_path, make_topic):
+    """A fetch round reads the metadata version once, then each partition's HW: a transaction
+    that joins the partition and writes in between must not be read up to the new HW."""
+    from kstream.log.isolation import READ_COMMITTED, Isolation
+
+    make_topic("t", 1)
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as plain:
+        plain.produce("t", b"before", partition=0)
+    cluster = Cluster.open(cluster_path)
+    handle = cluster.partition("t", 0)
+    isolation = Isolation(READ_COMMITTED, TransactionStore(cluster.metadata), "t", 0)
+    version = cluster.metadata.data_version()
+    assert isolation.end_offset(handle.high_watermark(), version) == 1
+    version = cluster.metadata.data_version()  # the next round reads the version ...
+    producer = open_transaction(cluster_path, "in-between", "t", b"uncommitted")  # ... a transaction writes ...
+    assert handle.high_watermark() == 2
+    assert isolation.end_offset(handle.high_watermark(), version) == 1  # ... and the round reads the HW
+    producer.abort_transaction()
+    producer.close()
+    handle.close()
+    cluster.close()

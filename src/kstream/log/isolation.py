@@ -7,8 +7,12 @@ oldest open transaction, else the high watermark) and skips the frames of
 aborted transactions.
 
 What a reader asks the transaction tables is cached against the metadata's
-data version (:meth:`Metadata.data_version`), which a fetch round reads once:
-while nobody commits, a round asks SQLite nothing per partition.
+data version (:meth:`Metadata.data_version`), which a fetch round reads once,
+and the high watermark read before the lookup: while nobody commits and no new
+frame arrives, a round asks SQLite nothing per partition. (A transaction that
+began after the round read the version has no frame below the HW seen at the
+lookup, since it joins the partition before its first frame; a newer HW may
+hold one, so a grown HW means a fresh lookup.)
 
 A read_committed reader enforces ``transaction.timeout.ms`` (DESIGN §9): when
 the partition is held by a transaction whose deadline passed, or by an orphan
@@ -20,16 +24,12 @@ cannot reach min.insync.replicas) is retried at most once a second.
 
 from __future__ import annotations
 
-import logging
-import sqlite3
 import time
 
-from kstream.errors import KStreamError
 from kstream.log import format as fmt
 from kstream.log.metadata import DataVersion
 from kstream.log.transactions import TransactionStore
 
-log = logging.getLogger(__name__)
 _EXPIRY_RETRY_SECONDS = 1.0
 
 READ_COMMITTED = "read_committed"
@@ -45,7 +45,8 @@ class Isolation:
         self.topic = topic
         self.partition = partition
         self._aborted: list[tuple[int, int, int]] = []
-        self._hold: tuple[DataVersion, int | None, int | None] | None = None
+        # (data version, first open offset, earliest deadline, the HW read before the lookup)
+        self._hold: tuple[DataVersion, int | None, int | None, int] | None = None
         self._aborted_from: tuple[DataVersion, int] | None = None
         self._expiry_retry_at = 0.0
 
@@ -55,31 +56,35 @@ class Isolation:
         holding the partition when its deadline passed (see the module docstring)."""
         if not self.committed_only or self.store is None:
             return high_watermark
-        first_open, deadline = self._lso_hold(version)
+        first_open, deadline = self._lso_hold(high_watermark, version)
         if deadline is not None and time.time() * 1000 >= deadline and self._expire():
-            first_open, deadline = self._lso_hold(None)
+            first_open, deadline = self._lso_hold(high_watermark, None)
         return high_watermark if first_open is None else min(high_watermark, first_open)
 
-    def _lso_hold(self, version: DataVersion | None) -> tuple[int | None, int | None]:
+    def _lso_hold(self, high_watermark: int, version: DataVersion | None) -> tuple[int | None, int | None]:
+        """The cached lookup serves while the data version is the same and the HW has not
+        grown past the one read before the lookup: a transaction that began after the round
+        read the version has no frame below that HW (it joins the partition before its first
+        frame), but may have one below a newer HW."""
         assert self.store is not None
-        if version is None or self._hold is None or self._hold[0] != version:
+        hold = self._hold
+        if version is None or hold is None or hold[0] != version or high_watermark > hold[3]:
             first_open, deadline = self.store.lso_hold(self.topic, self.partition)
-            self._hold = None if version is None else (version, first_open, deadline)
+            self._hold = None if version is None else (version, first_open, deadline, high_watermark)
             return first_open, deadline
-        return self._hold[1], self._hold[2]
+        return hold[1], hold[2]
 
     def _expire(self) -> bool:
-        """Run the expiry; True if it ran (the cached hold is dropped)."""
+        """Run the expiry (a reader does not fail for a writer's marker: a failure is retried at
+        most once a second); True if it ran."""
+        from kstream.log.txn_expiry import try_expire  # writes markers: partition code, loaded late
+
         assert self.store is not None
         if self.store.cluster is None or time.monotonic() < self._expiry_retry_at:
             return False
         self._hold = None
-        try:
-            self.store.expire()
-        except (KStreamError, sqlite3.Error, OSError) as err:  # a reader does not fail for a writer's marker
+        if not try_expire(self.store):
             self._expiry_retry_at = time.monotonic() + _EXPIRY_RETRY_SECONDS
-            log.warning("%s-%s: could not abort the expired transaction holding its LSO back (%s); "
-                        "retrying in %.0fs", self.topic, self.partition, err, _EXPIRY_RETRY_SECONDS)
         return True
 
     def prepare(self, from_offset: int, version: DataVersion | None = None) -> None:

@@ -22,13 +22,18 @@ are guarded under the partition lock, :mod:`kstream.log.txn_writer`).
 from __future__ import annotations
 
 import functools
+import logging
+import sqlite3
 from typing import TYPE_CHECKING
 
+from kstream.errors import KStreamError
 from kstream.log.transactions import TransactionStore
 from kstream.log.txn_writer import finish, write_markers
 
 if TYPE_CHECKING:
     from kstream.log.cluster import Cluster
+
+log = logging.getLogger(__name__)
 
 
 def expire(cluster: Cluster, store: TransactionStore | None = None) -> int:
@@ -46,6 +51,19 @@ def expire(cluster: Cluster, store: TransactionStore | None = None) -> int:
         ended += 1
     ended += abort_orphans(cluster, store)
     return ended
+
+
+def try_expire(store: TransactionStore) -> bool:
+    """Run the expiry for a party that only passes by (a reader, another writer): a marker it
+    cannot write (say, below min.insync.replicas) is logged, not raised, since its own work
+    does not depend on it. False when the expiry failed."""
+    try:
+        store.expire()
+        return True
+    except (KStreamError, sqlite3.Error, OSError) as err:
+        log.warning("could not abort the transactions past transaction.timeout.ms (%s); the next reader or "
+                    "writer tries again", err)
+        return False
 
 
 def abort_orphans(cluster: Cluster, store: TransactionStore, producer_ids: set[int] | None = None) -> int:

@@ -23,6 +23,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from kstream.errors import ConfigError, InvalidRecordError
 from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.log.sink_transactions import SinkStore, SinkTaskWriter, TaskWrites
+from kstream.log.txn_expiry import try_expire
 from kstream.producer import Producer
 
 
@@ -65,7 +66,7 @@ def write_task(options: SinkOptions, sink_id: str, batches: Iterator[pa.RecordBa
     records = 0
     try:
         store = SinkStore(producer.cluster)
-        store.transactions.expire()  # task writes of dead drivers, timed-out transactions, orphans
+        try_expire(store.transactions)  # task writes of dead drivers, timed-out transactions, orphans
         writer = SinkTaskWriter(store, sink_id, batch_id)
         producer.bind_sink_transaction(writer)
         for batch in batches:
