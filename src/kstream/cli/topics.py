@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import click
 import pyarrow as pa
@@ -11,8 +12,10 @@ from rich.table import Table
 
 from kstream.admin import Admin, NewPartitions, NewTopic
 from kstream.cli.common import cluster_options, console, parse_pairs, parse_schema
-from kstream.log.transactions import Holder, TransactionStore
 from kstream.options import CLUSTER_OPTIONS
+
+if TYPE_CHECKING:
+    from kstream.log.transactions import Holder
 
 
 @click.group()
@@ -66,6 +69,8 @@ def list_(ctx: click.Context) -> None:
 def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
     """Describe topics (all when none named): partitions, leaders, replicas, offsets, the LSO
     and the open transactions holding it. Read-only: an expired transaction is shown, not aborted."""
+    from kstream.log.transactions import TransactionStore
+
     out = console()
     with Admin(cluster_options(ctx)) as admin:
         store = TransactionStore.for_cluster(admin.cluster)

@@ -59,6 +59,12 @@ CREATE TABLE IF NOT EXISTS sink_batches (
 """
 
 EMPTY, ONGOING, COMMITTED, ABORTED = "Empty", "Ongoing", "CompleteCommit", "CompleteAbort"
+
+TRANSACTIONAL_PRODUCER_IDS = 1 << 40
+"""Transactional ids get producer ids above this, one more each; idempotent producers and
+sink tasks count up from 1 below it (a metadata counter), so the two never meet."""
+MAX_PRODUCER_ID = (1 << 63) - 1  # the frame header's producer_id is an i64
+
 PREPARE_COMMIT, PREPARE_ABORT = "PrepareCommit", "PrepareAbort"
 LIVE = (ONGOING, PREPARE_COMMIT, PREPARE_ABORT)  # states that hold partitions open
 MAX_EPOCH = 0x7FFF  # the frame header's producer_epoch is an i16
@@ -139,8 +145,12 @@ class TransactionStore:
             if row is not None and row.state in LIVE:
                 return None
             if row is None or row.epoch + 1 > MAX_EPOCH:
-                producer_id = int(tx.execute("SELECT COALESCE(MAX(producer_id), 0) + 1 FROM transactions")
-                                  .fetchone()[0]) + (1 << 40)  # apart from idempotent producer ids
+                # One more than the highest so far; the first is TRANSACTIONAL_PRODUCER_IDS + 1.
+                producer_id = int(tx.execute("SELECT COALESCE(MAX(producer_id), ?) + 1 FROM transactions",
+                                             (TRANSACTIONAL_PRODUCER_IDS,)).fetchone()[0])
+                if producer_id > MAX_PRODUCER_ID:
+                    raise KStreamError(f"transactional producer ids are used up (the next would be "
+                                       f"{producer_id}, past the frame header's i64 maximum)")
                 epoch = 0
             else:
                 producer_id, epoch = row.producer_id, row.epoch + 1
