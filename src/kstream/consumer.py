@@ -172,7 +172,7 @@ class Consumer:
 
     def _transactions(self) -> TransactionStore:
         if self._transaction_store is None:
-            self._transaction_store = TransactionStore(self._cluster.metadata)
+            self._transaction_store = TransactionStore.for_cluster(self._cluster)
         return self._transaction_store
 
     def unassign(self) -> None:

@@ -4,14 +4,21 @@ Kept apart from the producer's hot path: :class:`Producer` delegates here when
 ``transactional.id`` is set. A transaction spans any partitions of any topics;
 its frames carry the transactional producer id and epoch, and it ends with a
 COMMIT or ABORT marker on each partition it wrote (:mod:`kstream.log.txn_writer`).
+
+``init_transactions()`` and ``begin_transaction()`` also run the expiry
+(:mod:`kstream.log.txn_expiry`): transactions of any id past
+``transaction.timeout.ms`` are aborted and their producers fenced.
 """
 
 from __future__ import annotations
 
-from kstream.errors import KStreamError
+from kstream.errors import FencedError, KStreamError
 from kstream.log.cluster import Cluster
 from kstream.log.transactions import TransactionStore
-from kstream.log.txn_writer import TxnWriter, write_markers
+from kstream.log.txn_expiry import try_expire
+from kstream.log.txn_writer import TxnWriter, finish
+
+_INIT_ATTEMPTS = 10  # another instance of the same id keeps starting transactions meanwhile
 
 
 class ProducerTransactions:
@@ -24,20 +31,28 @@ class ProducerTransactions:
         self.open = False
 
     def init(self) -> None:
-        """Register with a new epoch (fencing older instances) and abort what they left open."""
-        store = TransactionStore(self.cluster.metadata)
-        abort_expired(self.cluster, store)
-        state, left_open = store.init(self.transactional_id)
-        if left_open is not None:
-            write_markers(self.cluster, store, sorted(left_open.partitions), left_open.producer_id,
-                          left_open.epoch, commit=False)
-            store.complete(self.transactional_id, state.epoch, committed=False)
+        """Register with a new epoch (fencing older instances) and finish what they left
+        decided or open (an open transaction is aborted, a decided commit completed)."""
+        store = TransactionStore.for_cluster(self.cluster)
+        try_expire(store)  # other ids' expired transactions: their failure is not ours
+        for _ in range(_INIT_ATTEMPTS):
+            left = store.fence(self.transactional_id)
+            if left is not None:
+                finish(self.cluster, store, left)
+            state = store.init(self.transactional_id)
+            if state is not None:
+                break
+        else:
+            raise KStreamError(f"init_transactions(): another instance of transactional.id "
+                               f"{self.transactional_id!r} keeps opening transactions; stop it first")
         self.writer = TxnWriter(store, self.transactional_id, state.producer_id, state.epoch)
+        self.open = False
 
     def begin(self) -> None:
         writer = self._writer()
         if self.open:
             raise KStreamError("a transaction is already open; commit_transaction() or abort_transaction() it")
+        try_expire(writer.store)
         writer.store.begin(self.transactional_id, writer.epoch)
         self.open = True
 
@@ -50,24 +65,17 @@ class ProducerTransactions:
         return writer
 
     def end(self, commit: bool) -> None:
+        """Commit or abort. A failure other than fencing (a marker could not be written) leaves
+        the transaction decided: call the same again."""
         writer = self.current()
         try:
             writer.end(self.cluster, commit)
-        finally:
+        except FencedError:
             self.open = False
+            raise
+        self.open = False
 
     def _writer(self) -> TxnWriter:
         if self.writer is None:
             raise KStreamError(f"call init_transactions() first (transactional.id={self.transactional_id!r})")
         return self.writer
-
-
-def abort_expired(cluster: Cluster, store: TransactionStore) -> int:
-    """Abort transactions whose producer went quiet for transaction.timeout.ms (it died
-    without ending them), so they stop holding the LSO back. Returns how many."""
-    timeout_ms = cluster.config["transaction.timeout.ms"]
-    expired = store.expired(timeout_ms)
-    for state in expired:
-        write_markers(cluster, store, sorted(state.partitions), state.producer_id, state.epoch, commit=False)
-        store.complete(state.transactional_id, state.epoch, committed=False)
-    return len(expired)

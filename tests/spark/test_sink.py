@@ -85,3 +85,21 @@ def test_bad_sink_input_fails_and_leaves_nothing_visible_or_open(spark, cluster_
     assert committed_values(cluster_path, "out", 2) == []
     store = SinkStore(Cluster.open(cluster_path))
     assert all(store.transactions.first_open_offset("out", p) is None for p in range(2))
+
+
+def test_a_batch_jobs_task_attempt_that_starts_after_the_commit_writes_nothing(cluster_path, make_topic):
+    """A speculative or retried attempt that Spark started late runs after the job committed:
+    it is refused before it writes, so it can neither show nor hold the LSO back."""
+    from kstream import FencedError
+    from kstream.sink.writer import KStreamBatchWriter
+
+    make_topic("out", 2)
+    writer = KStreamBatchWriter({"cluster": cluster_path, "topic": "out"})
+    rows = pa.record_batch({"value": [b"once"], "partition": [0]})
+    writer.commit([writer.write(iter([rows]))])
+    with pytest.raises(FencedError, match="zombie"):
+        writer.write(iter([pa.record_batch({"value": [b"late"], "partition": [1]})]))
+    assert committed_values(cluster_path, "out", 2) == [b"once"]
+    assert consume_values(cluster_path, "out", 2, "read_uncommitted") == [b"once"]
+    store = SinkStore(Cluster.open(cluster_path))
+    assert all(store.transactions.first_open_offset("out", p) is None for p in range(2))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
 import click
 import pyarrow as pa
 from rich.table import Table
@@ -10,6 +14,9 @@ from kstream.admin import Admin, NewPartitions, NewTopic
 from kstream.cli.common import cluster_options, console, parse_pairs, parse_schema
 from kstream.errors import TopicExistsError
 from kstream.options import CLUSTER_OPTIONS
+
+if TYPE_CHECKING:
+    from kstream.log.transactions import Holder
 
 
 @click.group()
@@ -64,9 +71,13 @@ def list_(ctx: click.Context) -> None:
 @click.argument("names", nargs=-1)
 @click.pass_context
 def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
-    """Describe topics (all when none named): partitions, leaders, replicas, offsets."""
+    """Describe topics (all when none named): partitions, leaders, replicas, offsets, the LSO
+    and the open transactions holding it. Read-only: an expired transaction is shown, not aborted."""
+    from kstream.log.transactions import TransactionStore
+
     out = console()
     with Admin(cluster_options(ctx)) as admin:
+        store = TransactionStore.for_cluster(admin.cluster)
         for name in names or admin.cluster.list_topics():
             d = admin.describe_topic(name)
             overrides = ",".join(f"{k}={v}" for k, v in sorted(d.config.items())) or "(none)"
@@ -74,15 +85,44 @@ def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
                           f"PartitionCount: {len(d.partitions)}  Configs: {overrides}")
             if d.schema is not None:
                 out.print("Schema: " + ", ".join(f"{f.name}:{f.type}" for f in d.schema))
-            table = Table("Partition", "Leader", "Replicas", "Isr", "Epoch", "LogStart", "LEO", "HW",
+            table = Table("Partition", "Leader", "Replicas", "Isr", "Epoch", "LogStart", "LEO", "HW", "LSO",
                           "Replica LEOs", "Size")
+            held: list[tuple[int, Holder]] = []
             for p in d.partitions:
+                holders = store.holders(name, p.id)
+                held.extend((p.id, h) for h in holders)
+                lso = min(p.high_watermark, holders[0].first_offset) if holders else p.high_watermark
                 table.add_row(str(p.id), str(p.leader), ",".join(map(str, p.replicas)),
                               ",".join(map(str, p.isrs)), str(p.leader_epoch), str(p.log_start_offset),
-                              str(p.log_end_offset), str(p.high_watermark),
+                              str(p.log_end_offset), str(p.high_watermark), str(lso),
                               " ".join(f"{r}:{e}" for r, e in p.replica_log_end_offsets.items()),
                               f"{p.size_bytes:,}")
             out.print(table)
+            if held:
+                out.print(_open_transactions(held))
+
+
+def _open_transactions(held: list[tuple[int, Holder]]) -> Table:
+    """The open transactions holding partitions back (the LSO is the smallest first offset)."""
+    table = Table("Partition", "FirstOffset", "Owner", "ProducerId", "Epoch", "State", "Started", "Deadline",
+                  title="Open transactions")
+    now = time.time() * 1000
+    for partition, h in held:
+        if h.owner is None:
+            table.add_row(str(partition), str(h.first_offset), "(orphan: its writer was fenced)",
+                          str(h.producer_id), "-", "-", "-", "aborted by the next reader or writer")
+            continue
+        deadline = "-" if h.deadline_ms is None else _when(h.deadline_ms) + (
+            " (passed: aborted by the next reader or writer)" if now >= h.deadline_ms else "")
+        table.add_row(str(partition), str(h.first_offset), h.owner, str(h.producer_id), str(h.epoch),
+                      str(h.state), _when(h.started_ms), deadline)
+    return table
+
+
+def _when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
 
 
 @topics.command("alter")

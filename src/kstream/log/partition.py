@@ -58,7 +58,7 @@ from kstream.log.replica_sync import sync_followers
 from kstream.log.thread_pool import LazyThreadPool
 
 if TYPE_CHECKING:
-    from kstream.log.txn_writer import TxnWriter
+    from kstream.log.txn_writer import AppendGuard
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -113,7 +113,7 @@ class Partition:
 
     # -- appending ----------------------------------------------------------------------------
 
-    def append(self, batch: EncodedBatch, acks: str = "all", txn: TxnWriter | None = None,
+    def append(self, batch: EncodedBatch, acks: str = "all", txn: AppendGuard | None = None,
                defer_fsync: bool = False) -> AppendResult:
         """Append to the leader and the in-sync followers; see the module docstring for acks.
 

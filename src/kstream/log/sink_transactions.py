@@ -9,18 +9,25 @@ then calls ``commit(messages, batchId)`` once on the driver. So:
 * the driver records the decision for (sink, batch) durably first ("Committing"
   with the exact producer ids and partitions), then writes a COMMIT marker to
   each, then marks the batch "Committed"; a crash in between is rolled forward
-  by the next driver, so a batch is never half committed;
+  by the next driver (or the next expiry), so a batch is never half committed;
 * a batch already Committed (a replay after a crash) commits nothing again: the
   replay's writes are aborted;
 * open writes of the sink that are in no commit decision (failed task
-  attempts, zombies of an earlier run) are aborted at every commit (and,
-  when no commit comes, after ``transaction.timeout.ms``), so they never
-  become visible and never hold the LSO for good.
+  attempts, zombies of an earlier run) are aborted at every commit, and any
+  write no decision names is aborted ``transaction.timeout.ms`` after its task
+  started (:mod:`kstream.log.txn_expiry`), so it never becomes visible and
+  never holds the LSO for good.
+
+Fencing: a task attempt's writes live while its ``sink_producers`` row does.
+Aborting a write deletes the row first, then writes the markers; every append
+checks the row under the partition lock (:meth:`SinkTaskWriter.before_append_locked`),
+so a zombie attempt (speculation, a lost executor, a task whose batch was
+committed by another attempt) gets FencedError and writes nothing more, on old
+and new partitions alike. Its partitions whose markers are not written yet are
+orphans, aborted by whoever comes next. A commit whose writes were fenced
+(aborted by a timeout) fails instead of committing less than the batch.
 
 A sink is identified by its checkpoint location (streaming) or a job id (batch).
-Writes that no driver ever decides (the driver died) are aborted once older
-than ``transaction.timeout.ms`` (:meth:`SinkStore.abort_expired`, run whenever
-a sink task starts), so they cannot hold the LSO back for good.
 """
 
 from __future__ import annotations
@@ -30,21 +37,15 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kstream.log.cluster import Cluster
+from kstream.errors import FencedError
 from kstream.log.transactions import TransactionStore
+from kstream.log.txn_expiry import abort_orphans
 from kstream.log.txn_writer import write_markers
 
 if TYPE_CHECKING:
+    from kstream.log.cluster import Cluster
     from kstream.log.partition import Partition
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sink_producers (
-    sink_id TEXT NOT NULL, producer_id INTEGER NOT NULL, partitions TEXT NOT NULL, created_ms INTEGER NOT NULL,
-    PRIMARY KEY (sink_id, producer_id));
-CREATE TABLE IF NOT EXISTS sink_batches (
-    sink_id TEXT NOT NULL, batch_id INTEGER NOT NULL, state TEXT NOT NULL, writes TEXT NOT NULL,
-    updated_ms INTEGER NOT NULL, PRIMARY KEY (sink_id, batch_id));
-"""
 COMMITTING, COMMITTED = "Committing", "Committed"
 _SINK_EPOCH = 0
 
@@ -59,29 +60,47 @@ class TaskWrites:
 
 
 class SinkStore:
-    """The sink tables in a cluster's metadata database."""
+    """The sink tables in a cluster's metadata database (created with the transaction tables)."""
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: Cluster, transactions: TransactionStore | None = None):
         self.cluster = cluster
-        self.transactions = TransactionStore(cluster.metadata)
-        cluster.metadata.ensure_schema("sink", _SCHEMA)
+        self.transactions = transactions or TransactionStore.for_cluster(cluster)
 
-    def new_task_producer(self, sink_id: str) -> int:
+    def new_task_producer(self, sink_id: str, batch_id: int | None = None) -> int:
+        """A producer id for one task attempt. With ``batch_id`` (when the task knows it),
+        FencedError if that batch is already decided: the attempt is a zombie."""
         producer_id = self.cluster.metadata.next_counter("producer_id")
         with self.cluster.metadata.transaction() as tx:
+            if batch_id is not None:
+                row = tx.execute("SELECT state FROM sink_batches WHERE sink_id = ? AND batch_id = ?",
+                                 (sink_id, batch_id)).fetchone()
+                if row is not None:
+                    raise FencedError(f"batch {batch_id} of sink {sink_id!r} is already {row[0]}; this task "
+                                      "attempt is a zombie and writes nothing")
             tx.execute("INSERT INTO sink_producers VALUES (?, ?, '[]', ?)", (sink_id, producer_id, _now()))
         return producer_id
 
     def add_partition(self, sink_id: str, producer_id: int, topic: str, partition: int, first_offset: int) -> None:
+        """The task attempt's first frame on the partition comes next (call under its lock):
+        FencedError when the attempt's writes were aborted or its batch decided without it."""
         with self.cluster.metadata.transaction() as tx:
             row = tx.execute("SELECT partitions FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
                              (sink_id, producer_id)).fetchone()
-            partitions = json.loads(row[0]) if row else []
+            if row is None:
+                raise _zombie(sink_id, producer_id)
+            partitions = json.loads(row[0])
             partitions.append([topic, partition])
             tx.execute("UPDATE sink_producers SET partitions = ? WHERE sink_id = ? AND producer_id = ?",
                        (json.dumps(partitions), sink_id, producer_id))
             tx.execute("INSERT OR IGNORE INTO open_transaction_partitions VALUES (?, ?, ?, ?)",
                        (topic, partition, producer_id, first_offset))
+
+    def check_live(self, sink_id: str, producer_id: int) -> None:
+        """Before every append of a task attempt, under the partition lock."""
+        row = self.cluster.metadata.connection.execute(
+            "SELECT 1 FROM sink_producers WHERE sink_id = ? AND producer_id = ?", (sink_id, producer_id)).fetchone()
+        if row is None:
+            raise _zombie(sink_id, producer_id)
 
     def batch_state(self, sink_id: str, batch_id: int) -> tuple[str, list[TaskWrites]] | None:
         row = self.cluster.metadata.connection.execute(
@@ -92,7 +111,9 @@ class SinkStore:
         return row[0], [TaskWrites(w[0], tuple(tuple(p) for p in w[1]), w[2]) for w in json.loads(row[1])]
 
     def commit(self, sink_id: str, batch_id: int, writes: list[TaskWrites]) -> bool:
-        """Commit a batch exactly once; False when it was already committed (its replay is aborted)."""
+        """Commit a batch exactly once; False when it was already committed (its replay is aborted).
+        FencedError, with nothing committed, when some of the writes were aborted already
+        (they outlived transaction.timeout.ms): run the batch again."""
         self.recover(sink_id)
         known = self.batch_state(sink_id, batch_id)
         if known is not None and known[0] == COMMITTED:
@@ -100,8 +121,17 @@ class SinkStore:
             return False
         payload = json.dumps([[w.producer_id, [list(p) for p in w.partitions], w.records] for w in writes])
         with self.cluster.metadata.transaction() as tx:
-            tx.execute("INSERT OR REPLACE INTO sink_batches VALUES (?, ?, ?, ?, ?)",
-                       (sink_id, batch_id, COMMITTING, payload, _now()))
+            live = {r[0] for r in tx.execute("SELECT producer_id FROM sink_producers WHERE sink_id = ?", (sink_id,))}
+            gone = sorted(w.producer_id for w in writes if w.producer_id not in live)
+            if not gone:
+                tx.execute("INSERT OR REPLACE INTO sink_batches VALUES (?, ?, ?, ?, ?)",
+                           (sink_id, batch_id, COMMITTING, payload, _now()))
+        if gone:
+            self._abort(sink_id, {w.producer_id for w in writes})
+            raise FencedError(
+                f"batch {batch_id} of sink {sink_id!r} cannot commit: the writes of task producer(s) {gone} were "
+                "aborted (older than transaction.timeout.ms); nothing of the batch was committed. Restart the "
+                "query to run the batch again (or raise transaction.timeout.ms)")
         self._finish(sink_id, batch_id, writes)
         self._abort_orphans(sink_id)
         return True
@@ -112,15 +142,26 @@ class SinkStore:
         self._abort(sink_id, {w.producer_id for w in writes})
         self._abort_orphans(sink_id)
 
-    def abort_expired(self, timeout_ms: int) -> int:
-        """Abort task writes of any sink older than ``timeout_ms`` that no decision names
-        (a driver that died before committing or aborting). Returns how many."""
-        cutoff = _now() - timeout_ms
-        rows = self.cluster.metadata.connection.execute(
-            "SELECT sink_id, producer_id FROM sink_producers WHERE created_ms < ?", (cutoff,)).fetchall()
-        for sink_id, producer_id in rows:
-            self._abort(sink_id, {producer_id})
-        return len(rows)
+    def fence_expired(self) -> list[str]:
+        """Fence task writes of any sink older than transaction.timeout.ms that no decision
+        names (their rows go; :func:`~kstream.log.txn_expiry.abort_orphans` aborts them).
+        Returns the sinks with a commit decision that old, to roll forward."""
+        timeout_ms = self.transactions.timeout_ms
+        if timeout_ms is None:
+            return []
+        query = "SELECT sink_id, producer_id FROM sink_producers WHERE created_ms <= ?"
+        cutoff = (_now() - timeout_ms,)
+        if not self.cluster.metadata.connection.execute(query, cutoff).fetchone():
+            return []  # the usual case: no write lock taken
+        recover = set()
+        with self.cluster.metadata.transaction() as tx:
+            for sink_id, producer_id in tx.execute(query, cutoff).fetchall():
+                if producer_id in _decided(tx, sink_id):
+                    recover.add(sink_id)
+                else:
+                    tx.execute("DELETE FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
+                               (sink_id, producer_id))
+        return sorted(recover)
 
     def recover(self, sink_id: str) -> None:
         """Roll forward a commit a crashed driver decided but did not finish."""
@@ -132,9 +173,13 @@ class SinkStore:
             self._finish(sink_id, batch_id, state[1])
 
     def _finish(self, sink_id: str, batch_id: int, writes: list[TaskWrites]) -> None:
+        def decided() -> bool:
+            state = self.batch_state(sink_id, batch_id)
+            return state is not None and state[0] == COMMITTING
+
         for w in writes:
-            still_open = [p for p in w.partitions if self._is_open(p, w.producer_id)]
-            write_markers(self.cluster, self.transactions, still_open, w.producer_id, _SINK_EPOCH, commit=True)
+            write_markers(self.cluster, self.transactions, sorted(w.partitions), w.producer_id, _SINK_EPOCH,
+                          True, decided)
         with self.cluster.metadata.transaction() as tx:
             tx.execute("UPDATE sink_batches SET state = ?, updated_ms = ? WHERE sink_id = ? AND batch_id = ?",
                        (COMMITTED, _now(), sink_id, batch_id))
@@ -148,39 +193,50 @@ class SinkStore:
         self._abort(sink_id, {r[0] for r in rows})
 
     def _abort(self, sink_id: str, producer_ids: set[int]) -> None:
-        for producer_id in producer_ids:
-            row = self.cluster.metadata.connection.execute(
-                "SELECT partitions FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
-                (sink_id, producer_id)).fetchone()
-            partitions = [tuple(p) for p in json.loads(row[0])] if row else []
-            still_open = [p for p in partitions if self._is_open(p, producer_id)]
-            write_markers(self.cluster, self.transactions, still_open, producer_id, _SINK_EPOCH, commit=False)
-            with self.cluster.metadata.transaction() as tx:
-                tx.execute("DELETE FROM sink_producers WHERE sink_id = ? AND producer_id = ?", (sink_id, producer_id))
-
-    def _is_open(self, partition: tuple[str, int], producer_id: int) -> bool:
-        row = self.cluster.metadata.connection.execute(
-            "SELECT 1 FROM open_transaction_partitions WHERE topic = ? AND partition = ? AND producer_id = ?",
-            (partition[0], partition[1], producer_id)).fetchone()
-        return row is not None
+        """Fence the writes first (their rows go: every later append of theirs is refused),
+        then abort what they left open."""
+        with self.cluster.metadata.transaction() as tx:
+            fenced = producer_ids - _decided(tx, sink_id)
+            tx.executemany("DELETE FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
+                           [(sink_id, producer_id) for producer_id in fenced])
+        abort_orphans(self.cluster, self.transactions, fenced)
 
 
 class SinkTaskWriter:
     """The transaction context of one task attempt (used as ``txn`` by Partition.append)."""
 
-    def __init__(self, store: SinkStore, sink_id: str):
+    def __init__(self, store: SinkStore, sink_id: str, batch_id: int | None = None):
         self.store = store
         self.sink_id = sink_id
-        self.producer_id = store.new_task_producer(sink_id)
+        self.producer_id = store.new_task_producer(sink_id, batch_id)
         self.epoch = _SINK_EPOCH
         self.partitions: set[tuple[str, int]] = set()
 
     def before_append_locked(self, partition: Partition) -> None:
+        """Refuse a zombie attempt (its writes aborted, its batch decided without it), on a
+        partition it wrote before or a new one."""
         key = (partition.topic, partition.partition)
-        if key not in self.partitions:
-            self.store.add_partition(self.sink_id, self.producer_id, partition.topic, partition.partition,
-                                     partition.log_end_offset_locked())
-            self.partitions.add(key)
+        if key in self.partitions:
+            self.store.check_live(self.sink_id, self.producer_id)
+            return
+        self.store.add_partition(self.sink_id, self.producer_id, partition.topic, partition.partition,
+                                 partition.log_end_offset_locked())
+        self.partitions.add(key)
+
+
+def _decided(tx, sink_id: str) -> set[int]:
+    """Producer ids a Committing decision of the sink names (never aborted: rolled forward)."""
+    named: set[int] = set()
+    for (writes,) in tx.execute("SELECT writes FROM sink_batches WHERE sink_id = ? AND state = ?",
+                                (sink_id, COMMITTING)):
+        named.update(w[0] for w in json.loads(writes))
+    return named
+
+
+def _zombie(sink_id: str, producer_id: int) -> FencedError:
+    return FencedError(f"task producer {producer_id} of sink {sink_id!r} was fenced: its batch was committed by "
+                       "another attempt or its writes were aborted; this task attempt is a zombie and may not "
+                       "write (Spark runs the batch again if it still needs it)")
 
 
 def _now() -> int:

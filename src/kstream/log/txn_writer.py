@@ -1,20 +1,29 @@
 """One transactional producer's view of its open transaction: fencing and markers.
 
-Used by the Producer (and later the Spark sink). It checks the producer's epoch
-under each partition's lock before a transactional frame is appended, records
-the partitions the transaction writes, and ends the transaction by writing a
-COMMIT or ABORT control frame to each of them, then completing it in the
-metadata. Markers are always fsynced before the transaction counts as ended.
+Used by the Producer. Under each partition's lock, before a transactional frame
+is appended, it checks that the producer's transaction is still open at its
+epoch and within ``transaction.timeout.ms`` (a zombie gets FencedError and
+writes nothing), and records the partitions the transaction writes. Ending a
+transaction decides it first (PrepareCommit/PrepareAbort, see
+:mod:`kstream.log.transactions`), then writes a COMMIT or ABORT control frame to
+each partition and completes it. Markers are always fsynced before the
+transaction counts as ended.
+
+Markers are written through a guard checked under the partition lock: only
+while the partition's open row exists and the decision still stands, so a
+second party finishing the same decision (an expiry, a new instance) adds no
+second marker and never ends a later transaction of the same producer id.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from kstream.log import format as fmt
 from kstream.log.partition_log import EncodedBatch
 from kstream.log.records import PayloadCodec, batch_from_records
-from kstream.log.transactions import TransactionStore
+from kstream.log.transactions import MAX_EPOCH, PREPARE_COMMIT, TransactionState, TransactionStore
 
 if TYPE_CHECKING:
     from kstream.log.cluster import Cluster
@@ -22,6 +31,12 @@ if TYPE_CHECKING:
 
 COMMIT_MARKER = b"COMMIT"
 ABORT_MARKER = b"ABORT"
+
+
+class AppendGuard(Protocol):
+    """What Partition.append calls under the partition lock before a transactional frame."""
+
+    def before_append_locked(self, partition: Partition) -> None: ...
 
 
 class TxnWriter:
@@ -35,8 +50,8 @@ class TxnWriter:
         self.partitions: set[tuple[str, int]] = set()
 
     def before_append_locked(self, partition: Partition) -> None:
-        """Fence a stale producer; join the partition before the transaction's first frame there."""
-        self.store.check_epoch(self.transactional_id, self.epoch)
+        """Fence a stale or timed-out producer; join the partition before the transaction's first frame there."""
+        self.store.check_writable(self.transactional_id, self.epoch)
         key = (partition.topic, partition.partition)
         if key not in self.partitions:
             self.store.add_partition(self.transactional_id, self.epoch, self.producer_id, partition.topic,
@@ -44,24 +59,51 @@ class TxnWriter:
             self.partitions.add(key)
 
     def end(self, cluster: Cluster, commit: bool) -> None:
-        """Write the markers, then complete the transaction (commit or abort)."""
-        self.store.check_epoch(self.transactional_id, self.epoch)
-        write_markers(cluster, self.store, sorted(self.partitions), self.producer_id, self.epoch, commit)
-        self.store.complete(self.transactional_id, self.epoch, commit)
+        """Decide (FencedError if fenced or timed out), write the markers, complete."""
+        decided = self.store.prepare(self.transactional_id, self.epoch, commit)
+        if not finish(cluster, self.store, decided):
+            self.store.check_epoch(self.transactional_id, self.epoch)  # someone else moved it on
         self.partitions.clear()
 
 
+def finish(cluster: Cluster, store: TransactionStore, decided: TransactionState) -> bool:
+    """Apply a decided (Prepare) transaction: markers on its partitions, then Complete.
+    False when the decision no longer stands (someone else finished or fenced it)."""
+    write_markers(cluster, store, sorted(decided.partitions), decided.producer_id, decided.epoch,
+                  decided.state == PREPARE_COMMIT, lambda: store.decision_stands(decided))
+    return store.complete(decided)
+
+
+class _NothingToEndError(Exception):
+    """The guard found nothing to end on this partition (raised before anything is written)."""
+
+
+class _MarkerGuard:
+    def __init__(self, store: TransactionStore, producer_id: int, still_decided: Callable[[], bool]):
+        self.store = store
+        self.producer_id = producer_id
+        self.still_decided = still_decided
+
+    def before_append_locked(self, partition: Partition) -> None:
+        if not (self.store.is_open(partition.topic, partition.partition, self.producer_id)
+                and self.still_decided()):
+            raise _NothingToEndError
+
+
 def write_markers(cluster: Cluster, store: TransactionStore, partitions: list[tuple[str, int]],
-                  producer_id: int, epoch: int, commit: bool) -> None:
-    """A COMMIT/ABORT control frame on each partition, fsynced, then the partition is released."""
+                  producer_id: int, epoch: int, commit: bool, still_decided: Callable[[], bool]) -> None:
+    """A COMMIT/ABORT control frame on each partition the producer id still holds open (checked
+    with ``still_decided`` under the partition lock), fsynced, then the partition is released."""
     marker = batch_from_records([COMMIT_MARKER if commit else ABORT_MARKER], None, None, None)
     frame = EncodedBatch(PayloadCodec().encode(marker), 1, 0, 0, fmt.CONTROL | fmt.TRANSACTIONAL,
-                         producer_id, epoch)  # the same bytes on every partition
+                         producer_id, min(epoch, MAX_EPOCH))  # the same bytes on every partition
+    guard = _MarkerGuard(store, producer_id, still_decided)
     for topic, number in partitions:
         handle = cluster.partition(topic, number)
         try:
-            result = handle.append(frame, acks="all")
-            store.end_partition(topic, number, producer_id, result.base_offset, aborted=not commit)
+            result = handle.append(frame, acks="all", txn=guard)
+        except _NothingToEndError:
+            continue
         finally:
             handle.close()
-
+        store.end_partition(topic, number, producer_id, result.base_offset, aborted=not commit)

@@ -23,6 +23,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from kstream.errors import ConfigError, InvalidRecordError
 from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.log.sink_transactions import SinkStore, SinkTaskWriter, TaskWrites
+from kstream.log.txn_expiry import try_expire
 from kstream.producer import Producer
 
 
@@ -57,14 +58,16 @@ def check_sink_schema(columns: list[str], options: Mapping[str, str]) -> None:
                                  "headers, partition, topic, timestamp (select or drop the others)")
 
 
-def write_task(options: SinkOptions, sink_id: str, batches: Iterator[pa.RecordBatch]) -> TaskCommit:
-    """Executor side: write one task's rows as one transactional producer."""
+def write_task(options: SinkOptions, sink_id: str, batches: Iterator[pa.RecordBatch],
+               batch_id: int | None = None) -> TaskCommit:
+    """Executor side: write one task's rows as one transactional producer. With ``batch_id``
+    an attempt of a batch that is already decided is refused before it writes (a zombie)."""
     producer = Producer({"cluster": options.cluster, "acks": "1", "enable.idempotence": False})
     records = 0
     try:
         store = SinkStore(producer.cluster)
-        store.abort_expired(producer.cluster.config["transaction.timeout.ms"])
-        writer = SinkTaskWriter(store, sink_id)
+        try_expire(store.transactions)  # task writes of dead drivers, timed-out transactions, orphans
+        writer = SinkTaskWriter(store, sink_id, batch_id)
         producer.bind_sink_transaction(writer)
         for batch in batches:
             if batch.num_rows == 0:
@@ -102,7 +105,7 @@ class KStreamBatchWriter(DataSourceArrowWriter):
         self.sink_id = f"batch:{uuid.uuid4().hex}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return write_task(self.options, self.sink_id, iterator)
+        return write_task(self.options, self.sink_id, iterator, batch_id=0)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         with _store(self.options) as store:
