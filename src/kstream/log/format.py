@@ -263,12 +263,12 @@ def header_problem(data: bytes | memoryview, header: FrameHeader) -> str | None:
 #     20     8    next_offset    i64  offset after the last fsynced frame
 #     28     4    crc            u32  crc32c of bytes [0, 28)
 #
-# The 24-byte layout written before it (the three i64 alone, in place) is still read.
+# The 24-byte layout written in place before it (the three i64 alone, no check) is not
+# read: a torn file of this layout could pass for one. It counts as unreadable.
 
 RECOVERY_POINT_MAGIC: Final = 0x5052
 RECOVERY_POINT_VERSION: Final = 1
 RECOVERY_POINT = struct.Struct("<HBBqqqI")
-_RECOVERY_POINT_UNCHECKED = struct.Struct("<qqq")  # the layout before version 1
 
 
 class RecoveryPoint(NamedTuple):
@@ -287,14 +287,10 @@ def pack_recovery_point(point: RecoveryPoint) -> bytes:
 
 def unpack_recovery_point(raw: bytes) -> RecoveryPoint | None:
     """The point in ``raw`` (a whole file), or None when it is torn or not a recovery point."""
-    if len(raw) == RECOVERY_POINT.size:
-        magic, version, _, base, position, next_offset, crc = RECOVERY_POINT.unpack(raw)
-        if (magic != RECOVERY_POINT_MAGIC or version != RECOVERY_POINT_VERSION
-                or _crc32c.crc32c(raw[:-4]) != crc):
-            return None
-    elif len(raw) == _RECOVERY_POINT_UNCHECKED.size:
-        base, position, next_offset = _RECOVERY_POINT_UNCHECKED.unpack(raw)
-    else:
+    if len(raw) != RECOVERY_POINT.size:
+        return None
+    magic, version, _, base, position, next_offset, crc = RECOVERY_POINT.unpack(raw)
+    if magic != RECOVERY_POINT_MAGIC or version != RECOVERY_POINT_VERSION or _crc32c.crc32c(raw[:-4]) != crc:
         return None
     if not (0 <= base <= next_offset and position >= 0):
         return None
