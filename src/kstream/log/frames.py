@@ -72,31 +72,33 @@ class FrameWalk:
     def _check(self, position: int) -> fmt.FrameHeader | None:
         """The header at ``position`` when its frame is whole and valid; else None, with
         :attr:`problem` and :attr:`torn` set."""
+        problem, torn, header = self._problem(position)
+        if problem is None:
+            return header
+        self.problem, self.torn = problem, torn
+        return None
+
+    def _problem(self, position: int) -> tuple[str | None, bool, fmt.FrameHeader | None]:
+        """(why the frame at ``position`` is not whole and valid or None, whether that looks
+        like an unfinished tail, its header)."""
         if self.end - position < fmt.HEADER_SIZE:
-            return self._stop(f"header cut by the end ({self.end - position} of {fmt.HEADER_SIZE} bytes)",
-                              torn=True)
+            return f"header cut by the end ({self.end - position} of {fmt.HEADER_SIZE} bytes)", True, None
         raw = self.read(position, fmt.HEADER_SIZE)
         header = fmt.unpack_header(raw)
         if header.length == 0:
-            return self._stop("zeros past the end of the data (a torn or preallocated tail)", torn=True)
+            return "zeros past the end of the data (a torn or preallocated tail)", True, header
         problem = fmt.header_problem(raw, header)
         if problem is not None:
-            return self._stop(problem, torn=False)
+            return problem, False, header
         if position + header.frame_size > self.end:
-            return self._stop(f"frame of {header.frame_size} bytes runs past the end ({self.end})", torn=True)
+            return f"frame of {header.frame_size} bytes runs past the end ({self.end})", True, header
         if self.next_offset is not None and header.base_offset != self.next_offset:
-            return self._stop(f"base offset {header.base_offset} where {self.next_offset} was expected",
-                              torn=False)
+            return f"base offset {header.base_offset} where {self.next_offset} was expected", False, header
         if self.verify_payload:
             payload = self.read(position + fmt.HEADER_SIZE, header.payload_size)
             if fmt.crc32c(payload) != header.payload_crc:
-                return self._stop("payload checksum mismatch", torn=False)
-        return header
-
-    def _stop(self, problem: str, *, torn: bool) -> None:
-        self.problem = problem
-        self.torn = torn
-        return None
+                return "payload checksum mismatch", False, header
+        return None, False, header
 
 
 def find_frame_after(read: Read, position: int, end: int) -> int | None:

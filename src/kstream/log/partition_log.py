@@ -54,7 +54,13 @@ T = TypeVar("T")
 
 _MAX_REOPENS = 16
 _PROCESS_LIMITS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
-_UNREADABLE = "unreadable"  # a recovery point file that is there but torn or garbage
+
+
+class _Unreadable:
+    """A recovery point file that is there but torn or garbage."""
+
+
+_UNREADABLE = _Unreadable()
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +184,7 @@ class PartitionLog:
         """Bytes of the segment known fsynced: a bad frame below this is corruption.
         None when the recovery point is unreadable (nothing is known)."""
         point = self._read_recovery_point()
-        if point == _UNREADABLE:
+        if isinstance(point, _Unreadable):
             return None
         if point is None or point.segment_base < segment_base:
             return 0
@@ -187,7 +193,7 @@ class PartitionLog:
     def _recovery_point_path(self) -> str:
         return os.path.join(self.directory, fmt.RECOVERY_POINT_FILE)
 
-    def _read_recovery_point(self) -> fmt.RecoveryPoint | str | None:
+    def _read_recovery_point(self) -> fmt.RecoveryPoint | _Unreadable | None:
         """The recovery point; None when there is none (nothing was ever flushed);
         ``_UNREADABLE`` when the file is torn or garbage."""
         try:
