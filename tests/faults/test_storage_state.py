@@ -132,40 +132,60 @@ def test_an_unreadable_recovery_point_still_lets_a_torn_tail_be_cut(tmp_path):
     log.close()
 
 
-def test_recovery_point_is_written_to_a_tmp_file_fsynced_and_renamed_then_the_dir_fsynced(
-        tmp_path, monkeypatch):
+def test_recovery_point_is_created_via_tmp_fsync_rename_then_updated_in_a_synced_slot(tmp_path, monkeypatch):
     directory = str(tmp_path / "t-0")
-    log = open_log(directory)
-    log.append(encoded([b"a"]))
-    calls = []
-    real_fsync, real_rename = os.fsync, os.rename
-    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"))),
-                                                 real_fsync(fd))[1])
-    monkeypatch.setattr(os, "rename", lambda a, b: (calls.append(("rename", a, b)), real_rename(a, b))[1])
-    log.flush()
-    monkeypatch.undo()
     point = os.path.join(directory, fmt.RECOVERY_POINT_FILE)
     tmp = point + fmt.TMP_SUFFIX
-    synced_tmp = calls.index(("fsync", os.path.realpath(tmp)))
-    renamed = calls.index(("rename", tmp, point))
-    assert synced_tmp < renamed < calls.index(("fsync", os.path.realpath(directory)), renamed)
-    with open(os.path.join(directory, fmt.RECOVERY_POINT_FILE), "rb") as f:
-        assert fmt.unpack_recovery_point(f.read()) == fmt.RecoveryPoint(0, log._active.size, 1)
+    log = open_log(directory)
+    calls = []
+    real = {name: getattr(os, name) for name in ("fsync", "fdatasync", "rename", "pwrite")}
+
+    def traced(name):
+        def call(*args):
+            where = os.readlink(f"/proc/self/fd/{args[0]}") if name != "rename" else args
+            calls.append((name, where))
+            return real[name](*args)
+        return call
+
+    for name in real:
+        monkeypatch.setattr(os, name, traced(name))
+    log.append(encoded([b"a"]))
+    log.flush()  # creates the file
+    created = calls.index(("rename", (tmp, point)))
+    assert calls.index(("fsync", os.path.realpath(tmp))) < created
+    assert ("fsync", os.path.realpath(directory)) in calls[created:]
+    del calls[:]
+    log.append(encoded([b"b"]))
+    log.flush()  # updates a slot in place, synced before flush returns
+    monkeypatch.undo()
+    written = calls.index(("pwrite", os.path.realpath(point)))
+    assert ("fdatasync", os.path.realpath(point)) in calls[written:]
+    assert not [c for c in calls if c[0] == "rename"]
+    with open(point, "rb") as f:
+        assert fmt.unpack_recovery_point_file(f.read()) == (1, fmt.RecoveryPoint(0, log._active.size, 2))
     log.close()
 
 
-def test_recovery_point_layout_detects_torn_and_foreign_files():
-    point = fmt.RecoveryPoint(100, 4096, 150)
-    raw = fmt.pack_recovery_point(point)
-    assert len(raw) == fmt.RECOVERY_POINT.size and fmt.unpack_recovery_point(raw) == point
-    for cut in range(len(raw)):
-        assert fmt.unpack_recovery_point(raw[:cut]) is None  # torn: never misread
-    for i in range(len(raw)):
+def test_recovery_point_layout_detects_torn_and_damaged_slots():
+    first, second = fmt.RecoveryPoint(100, 4096, 150), fmt.RecoveryPoint(100, 8192, 170)
+    raw = bytearray(fmt.pack_recovery_point_file(first))
+    assert len(raw) == fmt.RECOVERY_POINT_FILE_BYTES
+    assert fmt.unpack_recovery_point_file(bytes(raw)) == (0, first)
+    slot = fmt.pack_recovery_slot(1, second)
+    at = fmt.RECOVERY_POINT_SLOT_BYTES
+    raw[at:at + len(slot)] = slot
+    assert fmt.unpack_recovery_point_file(bytes(raw)) == (1, second)
+    for cut in range(len(slot)):  # the update tore: the previous point is still there
+        torn = bytearray(raw)
+        torn[at + cut:at + len(slot)] = bytes(len(slot) - cut)
+        assert fmt.unpack_recovery_point_file(bytes(torn)) == (0, first)
+    for i in range(len(slot)):
         flipped = bytearray(raw)
-        flipped[i] ^= 0x01
-        assert fmt.unpack_recovery_point(bytes(flipped)) is None
-    assert fmt.unpack_recovery_point(bytes(32)) is None
-    assert fmt.unpack_recovery_point(raw + b"\x00") is None
+        flipped[at + i] ^= 0x01
+        assert fmt.unpack_recovery_point_file(bytes(flipped)) == (0, first)
+    assert fmt.unpack_recovery_point_file(bytes(fmt.RECOVERY_POINT_FILE_BYTES)) is None
+    assert fmt.unpack_recovery_point_file(bytes(raw[:-1])) is None  # a file cut short
+    assert fmt.unpack_recovery_point_file(bytes(24)) is None  # the unchecked layout of old
 
 
 # -- the leader-epoch checkpoint ------------------------------------------------------------

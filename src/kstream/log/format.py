@@ -250,25 +250,33 @@ def header_problem(data: bytes | memoryview, header: FrameHeader) -> str | None:
 
 # -- the recovery point ---------------------------------------------------------------
 #
-# ``recovery-point`` in a replica dir: how far the log is known fsynced. Written
-# as .tmp, fsynced, renamed over, directory fsynced (never in place), so after a
-# power loss it holds a point whose data was fsynced. 32 bytes, little-endian::
+# ``recovery-point`` in a replica dir: how far the log is known fsynced. The file
+# holds two slots, at positions 0 and RECOVERY_POINT_SLOT_BYTES (different disk
+# sectors); the valid slot with the higher sequence is the point. It is created
+# like Kafka's checkpoints (.tmp, fsync, rename, fsync the directory); after that
+# each update overwrites the *older* slot and is fdatasynced before the flush that
+# fsynced the data returns. A write torn by a power loss can damage only the slot
+# being written, and its checksum shows it; the other slot still holds the previous
+# point. One slot, little-endian::
 #
 #     offset size field
 #     0      2    magic          u16  0x5052 ("RP")
 #     2      1    version        u8   RECOVERY_POINT_VERSION
 #     3      1    reserved       u8   zero
-#     4      8    segment_base   i64  base offset of the segment the point is in
-#     12     8    position       i64  bytes of that segment known fsynced (a frame boundary)
-#     20     8    next_offset    i64  offset after the last fsynced frame
-#     28     4    crc            u32  crc32c of bytes [0, 28)
+#     4      8    sequence       u64  bumped by each update; the higher valid one wins
+#     12     8    segment_base   i64  base offset of the segment the point is in
+#     20     8    position       i64  bytes of that segment known fsynced (a frame boundary)
+#     28     8    next_offset    i64  offset after the last fsynced frame
+#     36     4    crc            u32  crc32c of bytes [0, 36) of the slot
 #
-# The 24-byte layout written in place before it (the three i64 alone, no check) is not
-# read: a torn file of this layout could pass for one. It counts as unreadable.
+# The 24-byte file of earlier versions (three i64 written in place, unchecked) is
+# not read: a torn file of that layout could pass for a point. It counts as unreadable.
 
 RECOVERY_POINT_MAGIC: Final = 0x5052
 RECOVERY_POINT_VERSION: Final = 1
-RECOVERY_POINT = struct.Struct("<HBBqqqI")
+RECOVERY_POINT = struct.Struct("<HBBQqqqI")  # one slot
+RECOVERY_POINT_SLOT_BYTES: Final = 512
+RECOVERY_POINT_FILE_BYTES: Final = 2 * RECOVERY_POINT_SLOT_BYTES
 
 
 class RecoveryPoint(NamedTuple):
@@ -279,22 +287,41 @@ class RecoveryPoint(NamedTuple):
     next_offset: int
 
 
-def pack_recovery_point(point: RecoveryPoint) -> bytes:
-    raw = bytearray(RECOVERY_POINT.pack(RECOVERY_POINT_MAGIC, RECOVERY_POINT_VERSION, 0, *point, 0))
+def pack_recovery_slot(sequence: int, point: RecoveryPoint) -> bytes:
+    """One slot holding ``point`` (write it at ``(sequence % 2) * RECOVERY_POINT_SLOT_BYTES``)."""
+    raw = bytearray(RECOVERY_POINT.pack(RECOVERY_POINT_MAGIC, RECOVERY_POINT_VERSION, 0, sequence,
+                                        *point, 0))
     struct.pack_into("<I", raw, RECOVERY_POINT.size - 4, _crc32c.crc32c(memoryview(raw)[:-4]))
     return bytes(raw)
 
 
-def unpack_recovery_point(raw: bytes) -> RecoveryPoint | None:
-    """The point in ``raw`` (a whole file), or None when it is torn or not a recovery point."""
-    if len(raw) != RECOVERY_POINT.size:
+def pack_recovery_point_file(point: RecoveryPoint) -> bytes:
+    """A new file: ``point`` in slot 0 (sequence 0), slot 1 empty."""
+    return pack_recovery_slot(0, point).ljust(RECOVERY_POINT_FILE_BYTES, b"\0")
+
+
+def unpack_recovery_slot(raw: bytes) -> tuple[int, RecoveryPoint] | None:
+    """(sequence, point) of one slot, or None when it is empty, torn or not a slot."""
+    if len(raw) < RECOVERY_POINT.size:
         return None
-    magic, version, _, base, position, next_offset, crc = RECOVERY_POINT.unpack(raw)
-    if magic != RECOVERY_POINT_MAGIC or version != RECOVERY_POINT_VERSION or _crc32c.crc32c(raw[:-4]) != crc:
+    magic, version, _, sequence, base, position, next_offset, crc = RECOVERY_POINT.unpack_from(raw)
+    if (magic != RECOVERY_POINT_MAGIC or version != RECOVERY_POINT_VERSION
+            or _crc32c.crc32c(raw[:RECOVERY_POINT.size - 4]) != crc):
         return None
     if not (0 <= base <= next_offset and position >= 0):
         return None
-    return RecoveryPoint(base, position, next_offset)
+    return sequence, RecoveryPoint(base, position, next_offset)
+
+
+def unpack_recovery_point_file(raw: bytes) -> tuple[int, RecoveryPoint] | None:
+    """(sequence, point) of the newest valid slot of a whole file, or None when the file
+    has another size or no valid slot."""
+    if len(raw) != RECOVERY_POINT_FILE_BYTES:
+        return None
+    slots = [unpack_recovery_slot(raw[i:i + RECOVERY_POINT_SLOT_BYTES])
+             for i in range(0, RECOVERY_POINT_FILE_BYTES, RECOVERY_POINT_SLOT_BYTES)]
+    valid = [slot for slot in slots if slot is not None]
+    return max(valid) if valid else None
 
 
 # -- the lock file -----------------------------------------------------------------------

@@ -9,10 +9,11 @@ Contract:
 * Opening for write recovers the active segment: frames after the recovery
   point (the last position known fsynced) are re-checked, and a torn tail is
   truncated and reported in :attr:`PartitionLog.truncated_bytes`. The
-  recovery point is written like Kafka's checkpoints (.tmp, fsync, rename,
-  fsync the directory) before a flush returns, so after a power loss it never
-  names less than what was acknowledged: a bad frame below it is corruption,
-  never cut as a torn tail.
+  recovery point is durable before a flush returns (created like Kafka's
+  checkpoints: .tmp, fsync, rename, fsync the directory; then updated in the
+  older of two checksummed slots and fdatasynced), so after a power loss it
+  never names less than what was acknowledged: a bad frame below it is
+  corruption, never cut as a torn tail.
 * A segment rolls when full (``segment.bytes``), old (``segment.ms``), or when
   an offset or position of the next frame would not fit an index entry.
 * Sealed segments are fsynced at roll and deleted whole by retention (oldest
@@ -195,41 +196,74 @@ class PartitionLog:
 
     def _read_recovery_point(self) -> fmt.RecoveryPoint | _Unreadable | None:
         """The recovery point; None when there is none (nothing was ever flushed);
-        ``_UNREADABLE`` when the file is torn or garbage."""
+        ``_UNREADABLE`` when the file is damaged (no valid slot)."""
         try:
             with open(self._recovery_point_path(), "rb") as f:
-                raw = f.read(fmt.RECOVERY_POINT.size + 1)
+                raw = f.read(fmt.RECOVERY_POINT_FILE_BYTES + 1)
         except FileNotFoundError:
             return None
-        point = fmt.unpack_recovery_point(raw)
-        if point is None:
-            log.warning("%s is torn or not a recovery point (%d bytes); treating every frame of "
+        found = fmt.unpack_recovery_point_file(raw)
+        if found is None:
+            log.warning("%s is damaged or not a recovery point (%d bytes); treating every frame of "
                         "the active segment as possibly fsynced", self._recovery_point_path(), len(raw))
             return _UNREADABLE
-        return point
+        return found[1]
 
     def _advance_recovery_point(self, point: tuple[int, int, int]) -> None:
         """Record that the log is fsynced up to ``point``; it only ever moves forward.
 
         Caller holds the lock (so two flushes cannot move it backwards) and has
-        fsynced up to ``point``. Losing the file costs a longer scan at the next
-        open, never data; a bad frame below it is corruption, not a torn tail.
+        fsynced up to ``point``. Durable on return, so it covers every frame the
+        caller then acknowledges; a bad frame below it is corruption, not a torn tail.
         """
         self._write_point(point, only_forward=True)
 
     def _write_point(self, point: tuple[int, int, int], only_forward: bool = False) -> None:
-        """Write the recovery point as Kafka writes checkpoints: .tmp, fsync, rename over,
-        fsync the directory; durable when this returns. Caller holds the lock."""
+        """Make ``point`` the durable recovery point now. Caller holds the lock."""
+        fd = self._stage_point(point, only_forward)
+        if fd is not None:
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+
+    def _stage_point(self, point: tuple[int, int, int], only_forward: bool) -> int | None:
+        """Write ``point`` as the recovery point (layout in format.py); caller holds the lock.
+
+        An intact file gets ``point`` in its older slot, written in place: the returned
+        descriptor must then be fdatasynced (it may be, outside the lock) and closed
+        before the point counts; should that write tear, the other slot keeps the
+        previous point. A missing or damaged file is replaced whole (.tmp, fsync,
+        rename over, fsync the directory) and None is returned, as is nothing needed
+        (``only_forward`` and the file is already at or past ``point``).
+        """
         new = fmt.RecoveryPoint(*point)
-        if only_forward:
-            current = self._read_recovery_point()
-            if isinstance(current, fmt.RecoveryPoint) and current[:2] >= new[:2]:
-                return
         path = self._recovery_point_path()
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            fd = -1
+        if fd >= 0:
+            keep_open = False
+            try:
+                found = fmt.unpack_recovery_point_file(os.pread(fd, fmt.RECOVERY_POINT_FILE_BYTES + 1, 0))
+                if found is not None:
+                    sequence, current = found
+                    if only_forward and current[:2] >= new[:2]:
+                        return None
+                    sequence += 1
+                    slot = fmt.pack_recovery_slot(sequence, new)
+                    if os.pwrite(fd, slot, (sequence % 2) * fmt.RECOVERY_POINT_SLOT_BYTES) != len(slot):
+                        raise OSError(f"short write to {path}")
+                    keep_open = True
+                    return fd
+            finally:
+                if not keep_open:
+                    os.close(fd)
         tmp = path + fmt.TMP_SUFFIX
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            raw = fmt.pack_recovery_point(new)
+            raw = fmt.pack_recovery_point_file(new)
             if os.write(fd, raw) != len(raw):
                 raise OSError(f"short write to {tmp}")
             os.fsync(fd)
@@ -237,6 +271,7 @@ class PartitionLog:
             os.close(fd)
         os.rename(tmp, path)
         fsync_dir(self.directory)
+        return None
 
     def open(self) -> None:
         """Open and recover now (otherwise the first append does it)."""
@@ -447,9 +482,14 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._first_unflushed_ms = None
         if self._durable is None or point[:2] > self._durable[:2]:
+            with self._lock:  # decided and written under the lock; synced outside it
+                point_fd = self._guard_io(lambda: self._stage_point(point, only_forward=True))
+            if point_fd is not None:
+                try:
+                    self._guard_io(lambda: os.fdatasync(point_fd))
+                finally:
+                    os.close(point_fd)
             self._durable = point
-            with self._lock:
-                self._guard_io(lambda: self._advance_recovery_point(point))
 
     def flush_locked(self) -> None:
         """fsync under the lock the caller holds (no group commit); advance the recovery point."""
