@@ -18,6 +18,9 @@ from typing import Any
 from kstream.errors import ConfigError
 
 LONG_MAX = 9223372036854775807
+# Kafka's Int.MaxValue: the most a segment or a frame may hold, because offset index
+# entries hold 32-bit positions (kstream.log.format.MAX_SEGMENT_BYTES / MAX_MESSAGE_BYTES).
+INT_MAX = 2147483647
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,7 @@ class Option:
     doc: str
     choices: tuple[str, ...] = ()
     minimum: int | None = None
+    maximum: int | None = None
     aliases: Mapping[str, str] | None = None  # value spellings, e.g. acks "-1" -> "all"
 
     def parse(self, raw: Any) -> Any:
@@ -41,8 +45,17 @@ class Option:
                 f"option {self.name!r}: {raw!r} is not a valid {self.kind}{self._allowed()}"
             ) from err
         if self.minimum is not None and value < self.minimum:
-            raise ConfigError(f"option {self.name!r}: {value} is below the minimum {self.minimum}")
+            raise ConfigError(f"option {self.name!r}: {value} is below the minimum {self.minimum}"
+                              f"{self._range()}")
+        if self.maximum is not None and value > self.maximum:
+            raise ConfigError(f"option {self.name!r}: {value} is above the maximum {self.maximum}"
+                              f"{self._range()}")
         return value
+
+    def _range(self) -> str:
+        if self.minimum is None or self.maximum is None:
+            return ""
+        return f" (allowed: {self.minimum}..{self.maximum})"
 
     def _allowed(self) -> str:
         return f"; allowed: {', '.join(self.choices)}" if self.choices else ""
@@ -123,7 +136,9 @@ CLUSTER_OPTIONS = _table(
            minimum=1),
     Option("min.insync.replicas", "int", 1, "Replicas that must have an acks=all batch fsynced.",
            minimum=1),
-    Option("log.segment.bytes", "int", 1 << 30, "Roll a segment at this size.", minimum=1024),
+    Option("log.segment.bytes", "int", 1 << 30,
+           "Roll a segment at this size (at most 2147483647: index entries hold 32-bit positions).",
+           minimum=1024, maximum=INT_MAX),
     Option("log.roll.ms", "int", 7 * _DAY_MS, "Roll a segment this old.", minimum=1),
     Option("log.retention.ms", "int", 7 * _DAY_MS,
            "Delete segments whose newest record is older (-1: keep forever).", minimum=-1),
@@ -139,7 +154,7 @@ CLUSTER_OPTIONS = _table(
            "fsync when the oldest unflushed message is this old.", minimum=0),
     Option("message.max.bytes", "int", 8 * 1024 * 1024,
            "Largest record batch (frame) the log accepts; bigger than Kafka's 1 MiB because "
-           "Arrow batches gain from size.", minimum=1024),
+           "Arrow batches gain from size (at most 2147483647).", minimum=1024, maximum=INT_MAX),
     Option("compression.type", "enum", "producer", "Stored compression.",
            choices=("producer", *_CODECS)),
     Option("log.message.timestamp.type", "enum", "CreateTime", "Record timestamps.",
@@ -181,7 +196,8 @@ TOPIC_OPTIONS = _table(
     *(
         Option(topic_name, CLUSTER_OPTIONS[cluster_name].kind, None, CLUSTER_OPTIONS[cluster_name].doc,
                choices=CLUSTER_OPTIONS[cluster_name].choices,
-               minimum=CLUSTER_OPTIONS[cluster_name].minimum)
+               minimum=CLUSTER_OPTIONS[cluster_name].minimum,
+               maximum=CLUSTER_OPTIONS[cluster_name].maximum)
         for topic_name, cluster_name in TOPIC_DEFAULTS_FROM_CLUSTER.items()
     ),
 )
@@ -201,13 +217,13 @@ PRODUCER_OPTIONS = _table(
            "writes it once."),
     Option("retries", "int", 3,
            "Times a batch that failed with NotEnoughReplicas or a failed log dir is sent again "
-           "(idempotent producers only: others would duplicate it).", minimum=0),
-    Option("retry.backoff.ms", "int", 100, "Wait before each retry.", minimum=0),
+           "(idempotent producers only: others would duplicate it).", minimum=0, maximum=INT_MAX),
+    Option("retry.backoff.ms", "int", 100, "Wait before each retry.", minimum=0, maximum=INT_MAX),
     Option("delivery.timeout.ms", "int", 120_000,
            "Longest a batch is retried after its first send; then its error is reported.",
-           minimum=0),
-    Option("message.max.bytes", "int", 1_000_000, "Largest record the producer accepts.",
-           minimum=1),
+           minimum=0, maximum=INT_MAX),
+    Option("message.max.bytes", "int", 1_000_000,
+           "Largest record the producer accepts (at most 2147483647).", minimum=1, maximum=INT_MAX),
     Option("transactional.id", "str", None,
            "Makes the producer transactional: init_transactions(), begin/commit/abort_transaction()."),
     Option("max.in.flight.requests.per.connection", "int", 5,

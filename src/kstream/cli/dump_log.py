@@ -7,6 +7,7 @@ import os
 import click
 
 from kstream.log import format as fmt
+from kstream.log.frames import FrameWalk, pread_from
 from kstream.log.output import StoredBatch
 from kstream.log.records import PayloadCodec
 
@@ -21,23 +22,11 @@ def dump_log(files: tuple[str, ...], print_data: bool, max_frames: int | None) -
     bad = 0
     for path in files:
         click.echo(f"Dumping {path}")
-        size = os.path.getsize(path)
-        position = 0
         frames = 0
         with open(path, "rb") as f:
-            while position < size and (max_frames is None or frames < max_frames):
-                raw = os.pread(f.fileno(), fmt.HEADER_SIZE, position)
-                if len(raw) < fmt.HEADER_SIZE:
-                    click.echo(f"position: {position} TRUNCATED header ({len(raw)} bytes)")
-                    bad += 1
-                    break
-                header = fmt.unpack_header(raw)
-                problem = fmt.header_problem(raw, header)
-                if problem is None and position + header.frame_size > size:
-                    problem = f"frame of {header.frame_size} bytes runs past end of file"
-                if problem is not None:
-                    click.echo(f"position: {position} INVALID: {problem}")
-                    bad += 1
+            walk = FrameWalk(pread_from(f.fileno()), os.fstat(f.fileno()).st_size)
+            for position, header in walk:
+                if max_frames is not None and frames >= max_frames:
                     break
                 payload = os.pread(f.fileno(), header.payload_size, position + fmt.HEADER_SIZE)
                 crc_ok = fmt.crc32c(payload) == header.payload_crc
@@ -57,7 +46,9 @@ def dump_log(files: tuple[str, ...], print_data: bool, max_frames: int | None) -
                     stored = StoredBatch(header.base_offset, batch, header.max_timestamp, False)
                     for i, row in enumerate(stored.batch.to_pylist()):
                         click.echo(f"| offset: {header.base_offset + i} {row}")
-                position += header.frame_size
                 frames += 1
+            if walk.problem is not None:  # (None too when --max-frames stopped the walk)
+                click.echo(f"position: {walk.position} INVALID: {walk.problem}")
+                bad += 1
     if bad:
         raise click.ClickException(f"{bad} invalid frame(s)")

@@ -408,7 +408,7 @@ class Cluster:
         for partition in info.partitions:
             for directory in self.replica_dirs(info, partition).values():
                 if os.path.isdir(directory):
-                    target = f"{directory}.{info.topic_id}-delete"
+                    target = fmt.deleted_dir_name(directory, info.topic_id)
                     os.rename(directory, target)
                     doomed.append(target)
         self.metadata.delete_topic(name)
@@ -427,9 +427,9 @@ class Cluster:
     # -- partitions --------------------------------------------------------------------
 
     def lock_path(self, info: TopicInfo, partition: int) -> str:
-        directory = os.path.join(self.path, "locks")
+        directory = os.path.join(self.path, fmt.LOCKS_DIR)
         os.makedirs(directory, exist_ok=True)
-        return os.path.join(directory, f"{info.name}-{partition}-{info.topic_id[:12]}.lock")
+        return os.path.join(directory, fmt.lock_file_name(info.name, partition, info.topic_id))
 
     def replica_dirs(self, info: TopicInfo, partition: PartitionInfo) -> dict[int, str]:
         paths = self.log_dir_paths()

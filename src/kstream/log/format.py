@@ -1,8 +1,11 @@
-"""The on-disk format: frame header, attributes, index entries and file names.
+"""The on-disk format: every byte layout and every file and directory name.
 
-This is the only module that knows byte layouts; docs/FORMAT.md describes the
-same thing for humans. A new layout gets a new ``FORMAT_VERSION``; a layout is
-never edited in place.
+Frame header and attributes, index entries, the recovery point, the fields of
+a partition's lock file (deleted mark, generation, high watermark) and the
+leader-epoch checkpoint are defined here and nowhere else; docs/FORMAT.md
+describes the same thing for humans. A new layout gets a new version; a layout
+is never edited in place. Walking the frames of a file is
+:mod:`kstream.log.frames`' job.
 
 A segment file is a sequence of frames. A frame is a fixed 68-byte header
 followed by a payload, an Arrow IPC stream of one schema message and one
@@ -34,10 +37,13 @@ when both checksums match and its fields are in range.
 
 from __future__ import annotations
 
+import itertools
 import struct
+from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 import crc32c as _crc32c
+import numpy as np
 
 FORMAT_VERSION: Final = 1
 MAGIC: Final = 0x4B53
@@ -60,19 +66,35 @@ NO_PRODUCER_ID: Final = -1
 NO_SEQUENCE: Final = -1
 
 # Sparse index entries (little-endian): offset index = (relative offset u32,
-# position u32); time index = (timestamp i64, relative offset u32).
+# position u32); time index = (timestamp i64, relative offset u32). The NumPy
+# dtypes are the same layouts, for reading a whole index at once.
 OFFSET_INDEX_ENTRY = struct.Struct("<II")
 TIME_INDEX_ENTRY = struct.Struct("<qI")
+OFFSET_INDEX_DTYPE: Final = np.dtype([("relative_offset", "<u4"), ("position", "<u4")])
+TIME_INDEX_DTYPE: Final = np.dtype([("timestamp", "<i8"), ("relative_offset", "<u4")])
+# What an index entry can hold: a segment rolls before an offset or a frame
+# position would not fit (Kafka rolls when a relative offset would overflow).
+MAX_RELATIVE_OFFSET: Final = (1 << 32) - 1
+MAX_INDEX_POSITION: Final = (1 << 32) - 1
+# Largest segment.bytes and message.max.bytes (Kafka's Int.MaxValue): a frame
+# starts below segment.bytes and is at most message.max.bytes long, so every
+# position in a segment fits an index entry.
+MAX_SEGMENT_BYTES: Final = (1 << 31) - 1
+MAX_MESSAGE_BYTES: Final = (1 << 31) - 1
 
-# File names. Base offsets are zero-padded to 20 digits so `ls` sorts them.
+# File and directory names. Base offsets are zero-padded to 20 digits so `ls` sorts them.
 LOG_SUFFIX: Final = ".log"
 OFFSET_INDEX_SUFFIX: Final = ".index"
 TIME_INDEX_SUFFIX: Final = ".timeindex"
 RECOVERY_POINT_FILE: Final = "recovery-point"
+LEADER_EPOCH_CHECKPOINT_FILE: Final = "leader-epoch-checkpoint"
 TMP_SUFFIX: Final = ".tmp"
 CLUSTER_PROPERTIES: Final = "cluster.properties"
 METADATA_DB: Final = "metadata.db"
 LOG_DIR_META: Final = "meta.properties"
+LOCKS_DIR: Final = "locks"  # in the cluster dir: one lock file per partition
+LOCK_SUFFIX: Final = ".lock"
+DELETED_SUFFIX: Final = "-delete"  # a deleted topic's replica dir, renamed before removal
 
 
 def crc32c(data: bytes | bytearray | memoryview) -> int:
@@ -98,6 +120,16 @@ def parse_segment_file_name(name: str) -> int | None:
 def replica_dir_name(topic: str, partition: int) -> str:
     """Directory of one replica inside a log dir, as Kafka names it: ``topic-3``."""
     return f"{topic}-{partition}"
+
+
+def lock_file_name(topic: str, partition: int, topic_id: str) -> str:
+    """``topic-3-<first 12 characters of the topic id>.lock``: a re-created topic gets a new lock."""
+    return f"{topic}-{partition}-{topic_id[:12]}{LOCK_SUFFIX}"
+
+
+def deleted_dir_name(replica_dir: str, topic_id: str) -> str:
+    """Where a deleted topic's replica dir is renamed before its files are removed."""
+    return f"{replica_dir}.{topic_id}{DELETED_SUFFIX}"
 
 
 class FrameHeader(NamedTuple):
@@ -214,3 +246,150 @@ def header_problem(data: bytes | memoryview, header: FrameHeader) -> str | None:
     if header.schema_length > header.payload_size:
         return f"schema length {header.schema_length} beyond payload {header.payload_size}"
     return None
+
+
+# -- the recovery point ---------------------------------------------------------------
+#
+# ``recovery-point`` in a replica dir: how far the log is known fsynced. The file
+# holds two slots, at positions 0 and RECOVERY_POINT_SLOT_BYTES (different disk
+# sectors); the valid slot with the higher sequence is the point. It is created
+# like Kafka's checkpoints (.tmp, fsync, rename, fsync the directory); after that
+# each update overwrites the *older* slot and is fdatasynced before the flush that
+# fsynced the data returns. A write torn by a power loss can damage only the slot
+# being written, and its checksum shows it; the other slot still holds the previous
+# point. One slot, little-endian::
+#
+#     offset size field
+#     0      2    magic          u16  0x5052 ("RP")
+#     2      1    version        u8   RECOVERY_POINT_VERSION
+#     3      1    reserved       u8   zero
+#     4      8    sequence       u64  bumped by each update; the higher valid one wins
+#     12     8    segment_base   i64  base offset of the segment the point is in
+#     20     8    position       i64  bytes of that segment known fsynced (a frame boundary)
+#     28     8    next_offset    i64  offset after the last fsynced frame
+#     36     4    crc            u32  crc32c of bytes [0, 36) of the slot
+#
+# The 24-byte file of earlier versions (three i64 written in place, unchecked) is
+# not read: a torn file of that layout could pass for a point. It counts as unreadable.
+
+RECOVERY_POINT_MAGIC: Final = 0x5052
+RECOVERY_POINT_VERSION: Final = 1
+RECOVERY_POINT = struct.Struct("<HBBQqqqI")  # one slot
+RECOVERY_POINT_SLOT_BYTES: Final = 512
+RECOVERY_POINT_FILE_BYTES: Final = 2 * RECOVERY_POINT_SLOT_BYTES
+
+
+class RecoveryPoint(NamedTuple):
+    """A position known fsynced: frames before it are durable, a bad one there is corruption."""
+
+    segment_base: int
+    position: int
+    next_offset: int
+
+
+def pack_recovery_slot(sequence: int, point: RecoveryPoint) -> bytes:
+    """One slot holding ``point`` (write it at ``(sequence % 2) * RECOVERY_POINT_SLOT_BYTES``)."""
+    raw = bytearray(RECOVERY_POINT.pack(RECOVERY_POINT_MAGIC, RECOVERY_POINT_VERSION, 0, sequence,
+                                        *point, 0))
+    struct.pack_into("<I", raw, RECOVERY_POINT.size - 4, _crc32c.crc32c(memoryview(raw)[:-4]))
+    return bytes(raw)
+
+
+def pack_recovery_point_file(point: RecoveryPoint) -> bytes:
+    """A new file: ``point`` in slot 0 (sequence 0), slot 1 empty."""
+    return pack_recovery_slot(0, point).ljust(RECOVERY_POINT_FILE_BYTES, b"\0")
+
+
+def unpack_recovery_slot(raw: bytes) -> tuple[int, RecoveryPoint] | None:
+    """(sequence, point) of one slot, or None when it is empty, torn or not a slot."""
+    if len(raw) < RECOVERY_POINT.size:
+        return None
+    magic, version, _, sequence, base, position, next_offset, crc = RECOVERY_POINT.unpack_from(raw)
+    if (magic != RECOVERY_POINT_MAGIC or version != RECOVERY_POINT_VERSION
+            or _crc32c.crc32c(raw[:RECOVERY_POINT.size - 4]) != crc):
+        return None
+    if not (0 <= base <= next_offset and position >= 0):
+        return None
+    return sequence, RecoveryPoint(base, position, next_offset)
+
+
+def unpack_recovery_point_file(raw: bytes) -> tuple[int, RecoveryPoint] | None:
+    """(sequence, point) of the newest valid slot of a whole file, or None when the file
+    has another size or no valid slot."""
+    if len(raw) != RECOVERY_POINT_FILE_BYTES:
+        return None
+    slots = [unpack_recovery_slot(raw[i:i + RECOVERY_POINT_SLOT_BYTES])
+             for i in range(0, RECOVERY_POINT_FILE_BYTES, RECOVERY_POINT_SLOT_BYTES)]
+    valid = [slot for slot in slots if slot is not None]
+    return max(valid) if valid else None
+
+
+# -- the lock file -----------------------------------------------------------------------
+#
+# ``locks/<topic>-<p>-<topic id>.lock``: flocked by writers, and the partition's small
+# shared state. Written in place and never fsynced: every field is rebuilt or harmless
+# when a power loss drops it (the high watermark is rebuilt from the replicas' log ends).
+#
+#     offset size field
+#     0      1    deleted        'X' once the topic is deleted (fences old writers)
+#     8      8    generation     u64  bumped when segment files or the partition's metadata change
+#     16     8    high_watermark i64
+#     24     8    hw_check       i64  bitwise complement of high_watermark (a torn read shows)
+
+LOCK_DELETED_MARK: Final = b"X"
+LOCK_DELETED_POSITION: Final = 0
+LOCK_GENERATION = struct.Struct("<Q")
+LOCK_GENERATION_POSITION: Final = 8
+LOCK_STATE_SIZE: Final = 16  # deleted mark and generation, read each time the lock is taken
+LOCK_HIGH_WATERMARK = struct.Struct("<qq")
+LOCK_HIGH_WATERMARK_POSITION: Final = 16
+
+
+def pack_high_watermark(offset: int) -> bytes:
+    return LOCK_HIGH_WATERMARK.pack(offset, ~offset)
+
+
+def unpack_high_watermark(raw: bytes) -> int | None:
+    """The high watermark in ``raw``, or None when absent or torn (value and check disagree)."""
+    if len(raw) < LOCK_HIGH_WATERMARK.size:
+        return None
+    value, check = LOCK_HIGH_WATERMARK.unpack_from(raw)
+    return value if check == ~value and value >= 0 else None
+
+
+# -- the leader-epoch checkpoint ---------------------------------------------------------
+#
+# ``leader-epoch-checkpoint`` in a replica dir, Kafka's text layout: a version line
+# ("0"), a count line, then one "epoch start_offset" line per entry, epochs and start
+# offsets increasing. Written as .tmp, fsynced, renamed, directory fsynced.
+
+LEADER_EPOCH_CHECKPOINT_VERSION: Final = 0
+
+
+def format_leader_epochs(entries: Sequence[tuple[int, int]]) -> bytes:
+    lines = [str(LEADER_EPOCH_CHECKPOINT_VERSION), str(len(entries))]
+    lines += [f"{epoch} {start}" for epoch, start in entries]
+    return ("\n".join(lines) + "\n").encode("ascii")
+
+
+def parse_leader_epochs(raw: bytes) -> list[tuple[int, int]] | None:
+    """The entries of a checkpoint file, or None when it is torn, malformed or of another version."""
+    try:
+        lines = raw.decode("ascii").split("\n")
+        if lines[0] != str(LEADER_EPOCH_CHECKPOINT_VERSION) or lines[-1] != "":
+            return None
+        count = int(lines[1])
+        if len(lines) != count + 3:
+            return None
+        entries = []
+        for line in lines[2:2 + count]:
+            epoch, start = line.split(" ")
+            entries.append((int(epoch), int(start)))
+    except (UnicodeDecodeError, ValueError, IndexError):
+        return None
+    for (e1, s1), (e2, s2) in itertools.pairwise(entries):
+        if e2 <= e1 or s2 < s1:
+            return None
+    if entries and (entries[0][0] < 0 or entries[0][1] < 0):
+        return None
+    return entries

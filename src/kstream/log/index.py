@@ -11,6 +11,12 @@ Time index entry: (max timestamp so far in the segment, relative offset).
 Lookups load the file into a NumPy array once and binary-search it:
 O(log n) in the segment, independent of how much data the log holds.
 
+An entry is a claim, not a fact: a wrong but well-formed index (a bit flip, a
+misdirected write) would make a seek land on the wrong frame. Users of
+:meth:`OffsetIndex.lookup` check that the frame at the position found is valid
+and starts at the offset the entry names, and fall back to the segment's start
+when it does not (see ``LogReader._seek``, ``Segment.open_existing``).
+
 Not thread-safe; each process and reader opens its own.
 """
 
@@ -20,10 +26,7 @@ import os
 
 import numpy as np
 
-from kstream.log.format import OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY
-
-_OFFSET_DTYPE = np.dtype([("relative_offset", "<u4"), ("position", "<u4")])
-_TIME_DTYPE = np.dtype([("timestamp", "<i8"), ("relative_offset", "<u4")])
+from kstream.log.format import OFFSET_INDEX_DTYPE, OFFSET_INDEX_ENTRY, TIME_INDEX_DTYPE, TIME_INDEX_ENTRY
 
 
 class _SparseIndex:
@@ -82,7 +85,7 @@ class _SparseIndex:
 class OffsetIndex(_SparseIndex):
     """Maps an offset to the byte position of a frame at or before it."""
 
-    _dtype = _OFFSET_DTYPE
+    _dtype = OFFSET_INDEX_DTYPE
 
     def append(self, offset: int, position: int) -> None:
         assert offset >= self.base_offset, (offset, self.base_offset)
@@ -135,7 +138,7 @@ class OffsetIndex(_SparseIndex):
 class TimeIndex(_SparseIndex):
     """Maps a timestamp to an offset from which a scan finds the first record at or after it."""
 
-    _dtype = _TIME_DTYPE
+    _dtype = TIME_INDEX_DTYPE
 
     def append(self, timestamp_ms: int, offset: int) -> None:
         self.append_raw(TIME_INDEX_ENTRY.pack(timestamp_ms, offset - self.base_offset))

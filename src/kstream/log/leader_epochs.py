@@ -1,11 +1,16 @@
 """The leader epoch cache of one replica: which epoch started at which offset.
 
-Kafka's ``leader-epoch-checkpoint`` (same file name and text layout: a
-version line, a count line, then ``epoch start_offset`` lines). It is derived
-data: every frame carries its leader epoch, so a missing file is rebuilt by
-scanning the frame headers. A rejoining follower uses it to find where its
-log diverged from the leader's (:func:`divergence_offset`) and truncates
-there: by leader epoch, never by high watermark alone.
+Kafka's ``leader-epoch-checkpoint`` (same file name and text layout, defined
+in :mod:`kstream.log.format`). It is derived data: every frame carries its
+leader epoch, so a missing or unreadable file is rebuilt by scanning the
+frame headers. A rejoining follower uses it to find where its log diverged
+from the leader's (:func:`divergence_offset`) and truncates there: by leader
+epoch, never by high watermark alone.
+
+Durability: the file is written .tmp, fsync, rename, fsync the directory, and
+an epoch is recorded before its first frame is written (as Kafka does). So
+after a power loss the file lists every epoch the log holds; entries that
+start at or past the log end (their frames were lost) are dropped on load.
 """
 
 from __future__ import annotations
@@ -14,9 +19,9 @@ import bisect
 import os
 
 from kstream.log import format as fmt
+from kstream.log.frames import FrameWalk, pread_from
 
-FILE_NAME = "leader-epoch-checkpoint"
-_VERSION = 0
+FILE_NAME = fmt.LEADER_EPOCH_CHECKPOINT_FILE
 
 
 class LeaderEpochCache:
@@ -28,30 +33,42 @@ class LeaderEpochCache:
         self.entries: list[tuple[int, int]] = entries if entries is not None else []
 
     @classmethod
-    def load(cls, directory: str, rebuild: bool = True) -> LeaderEpochCache:
-        """Read the file; rebuild it from the frames when it is missing or unreadable."""
+    def load(cls, directory: str, log_end_offset: int | None = None, rebuild: bool = True
+             ) -> LeaderEpochCache:
+        """Read the file; rebuild it from the frames when it is missing or unreadable.
+
+        With ``log_end_offset``, entries starting at or after it are left out:
+        they name epochs whose frames a crash or power loss took (Kafka truncates
+        its cache to the log end the same way when it recovers a log).
+        """
         path = os.path.join(directory, FILE_NAME)
         try:
-            with open(path, encoding="ascii") as f:
-                lines = f.read().split("\n")
-            count = int(lines[1])
-            entries = [(int(a), int(b)) for a, b in (line.split() for line in lines[2:2 + count])]
-            return cls(directory, entries)
-        except (FileNotFoundError, ValueError, IndexError):
+            with open(path, "rb") as f:
+                entries = fmt.parse_leader_epochs(f.read())
+        except FileNotFoundError:
+            entries = None
+        if entries is None:
             if not rebuild:
                 return cls(directory)
             cache = cls(directory, scan_epochs(directory))
-            cache.save()
+            if cache.entries:  # nothing to record for an empty log; the next rebuild agrees
+                cache.save()
             return cache
+        if log_end_offset is not None:
+            entries = [(epoch, start) for epoch, start in entries if start < log_end_offset]
+        return cls(directory, entries)
 
     @property
     def latest_epoch(self) -> int | None:
         return self.entries[-1][0] if self.entries else None
 
     def assign(self, epoch: int, start_offset: int) -> None:
-        """Record that ``epoch`` begins at ``start_offset`` (no-op for a known epoch)."""
+        """Record that ``epoch`` begins at ``start_offset`` (no-op for a known epoch). An
+        earlier epoch that starts there too never had a frame and is replaced (as in Kafka)."""
         if self.entries and epoch <= self.entries[-1][0]:
             return
+        while self.entries and self.entries[-1][1] >= start_offset:
+            self.entries.pop()
         self.entries.append((epoch, start_offset))
         self.save()
 
@@ -80,33 +97,38 @@ class LeaderEpochCache:
             self.save()
 
     def save(self) -> None:
-        """Write .tmp and rename it over the file (atomic). No fsync: the cache is derived
-        from the frames, so after a power loss a lost or stale file is rebuilt by scanning."""
+        """Write .tmp, fsync, rename it over the file, fsync the directory: durable on return.
+        Epochs change rarely (a new leader, a truncation), so the fsyncs cost little, and a
+        stale file after a power loss could hide an epoch the log holds."""
         tmp = self.path + fmt.TMP_SUFFIX
-        text = f"{_VERSION}\n{len(self.entries)}\n" + "".join(f"{e} {s}\n" for e, s in self.entries)
-        with open(tmp, "w", encoding="ascii") as f:
-            f.write(text)
+        raw = fmt.format_leader_epochs(self.entries)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            if os.write(fd, raw) != len(raw):
+                raise OSError(f"short write to {tmp}")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.rename(tmp, self.path)
+        fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def scan_epochs(directory: str) -> list[tuple[int, int]]:
-    """Epoch entries rebuilt from the frame headers of a replica (header reads only)."""
+    """Epoch entries rebuilt from the frame headers of a replica (header reads only; the
+    walk of each segment stops at its first bad frame)."""
     from kstream.log.retention import list_segment_bases
 
     entries: list[tuple[int, int]] = []
     for base in list_segment_bases(directory):
         path = os.path.join(directory, fmt.segment_file_name(base))
         with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            position = 0
-            while position + fmt.HEADER_SIZE <= size:
-                raw = os.pread(f.fileno(), fmt.HEADER_SIZE, position)
-                header = fmt.unpack_header(raw)
-                if fmt.header_problem(raw, header) or position + header.frame_size > size:
-                    break
+            for _, header in FrameWalk(pread_from(f.fileno()), os.fstat(f.fileno()).st_size):
                 if not entries or header.leader_epoch > entries[-1][0]:
                     entries.append((header.leader_epoch, header.base_offset))
-                position += header.frame_size
     return entries
 
 

@@ -1,11 +1,13 @@
 """The write lock of one partition, shared by threads and processes.
 
-The lock file also holds the partition's small shared state: byte 0 is 'X'
-once the topic is deleted (fencing old writers), bytes 8-15 a generation
-number bumped whenever segment files or the partition's metadata (leader,
-ISR) change other than by appending, and bytes 16-31 the high watermark,
-stored with its bitwise complement so a reader that takes no lock can tell a
-torn read and retry.
+The lock file also holds the partition's small shared state (layout in
+:mod:`kstream.log.format`): a mark once the topic is deleted (fencing old
+writers), a generation number bumped whenever segment files or the
+partition's metadata (leader, ISR) change other than by appending, and the
+high watermark, stored with its bitwise complement so a reader that takes no
+lock can tell a torn read and retry. The file is never fsynced: after a power
+loss it may be empty, zeroed or old, and the high watermark is then rebuilt
+from the replicas' logs (see ``Partition.high_watermark``).
 
 ``flock`` excludes other processes (and is released by the kernel when a
 holder dies, even by SIGKILL); a ``threading.Lock`` excludes other threads of
@@ -18,19 +20,18 @@ from __future__ import annotations
 
 import fcntl
 import os
-import struct
 import threading
 import weakref
 from types import TracebackType
 
 from kstream.errors import TopicNotFoundError
+from kstream.log import format as fmt
 
-_DELETED = b"X"
 # Every lock of this process, so a forked child can close the inherited descriptors
 # right away (os.register_at_fork), not only when it next takes the lock.
 _LOCKS: weakref.WeakSet[PartitionLock] = weakref.WeakSet()
-_HW = struct.Struct("<qq")
-_HW_POSITION = 16
+_HW_READS = 100  # re-reads of a high watermark that a writer is changing under us
+_SAME_BAD_READS = 3  # the same bad value this often in a row is not a torn read: none is stored
 
 
 class PartitionLock:
@@ -73,16 +74,18 @@ class PartitionLock:
             self._thread_lock.release()
             raise
         try:
-            state = os.pread(fd, 16, 0)
+            state = os.pread(fd, fmt.LOCK_STATE_SIZE, 0)
         except BaseException:
             self.__exit__(None, None, None)
             raise
-        if state[:1] == _DELETED:
+        deleted = fmt.LOCK_DELETED_POSITION
+        if state[deleted:deleted + len(fmt.LOCK_DELETED_MARK)] == fmt.LOCK_DELETED_MARK:
             self.__exit__(None, None, None)
             raise TopicNotFoundError(
                 f"the partition behind {self.path} was deleted; re-read the topic's metadata"
             )
-        self.generation = int.from_bytes(state[8:16], "little") if len(state) == 16 else 0
+        self.generation = (fmt.LOCK_GENERATION.unpack_from(state, fmt.LOCK_GENERATION_POSITION)[0]
+                           if len(state) == fmt.LOCK_STATE_SIZE else 0)
         return self
 
     def bump_generation(self) -> None:
@@ -92,11 +95,11 @@ class PartitionLock:
         needs no directory look-ups while nothing changed. Caller holds the lock.
         """
         self.generation += 1
-        os.pwrite(self._file(), self.generation.to_bytes(8, "little"), 8)
+        os.pwrite(self._file(), fmt.LOCK_GENERATION.pack(self.generation), fmt.LOCK_GENERATION_POSITION)
 
     def mark_deleted(self) -> None:
         """Fence every holder of this lock for good (the topic was deleted). Caller holds it."""
-        os.pwrite(self._file(), _DELETED, 0)
+        os.pwrite(self._file(), fmt.LOCK_DELETED_MARK, fmt.LOCK_DELETED_POSITION)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
@@ -107,18 +110,25 @@ class PartitionLock:
 
     def write_high_watermark(self, offset: int) -> None:
         """Publish the high watermark (caller holds the lock)."""
-        os.pwrite(self._file(), _HW.pack(offset, ~offset), _HW_POSITION)
+        os.pwrite(self._file(), fmt.pack_high_watermark(offset), fmt.LOCK_HIGH_WATERMARK_POSITION)
 
     def read_high_watermark(self) -> int | None:
-        """The published high watermark, or None if none was ever written. Takes no lock."""
+        """The published high watermark; None if none is stored (never written, or lost or
+        zeroed by a power loss: the caller rebuilds it from the logs). Takes no lock."""
         fd = self._file()
-        for _ in range(100):
-            raw = os.pread(fd, _HW.size, _HW_POSITION)
-            if len(raw) < _HW.size:
+        last_bad, same_bad = b"", 0
+        for _ in range(_HW_READS):
+            raw = os.pread(fd, fmt.LOCK_HIGH_WATERMARK.size, fmt.LOCK_HIGH_WATERMARK_POSITION)
+            if len(raw) < fmt.LOCK_HIGH_WATERMARK.size:
                 return None
-            value, check = _HW.unpack(raw)
-            if check == ~value:
+            value = fmt.unpack_high_watermark(raw)
+            if value is not None:
                 return value
+            # Torn by a writer mid-pwrite (read again), or garbage that stays: none stored.
+            same_bad = same_bad + 1 if raw == last_bad else 1
+            last_bad = raw
+            if same_bad >= _SAME_BAD_READS:
+                return None
         raise OSError(f"high watermark in {self.path} keeps changing under a reader")
 
     def close(self) -> None:

@@ -7,7 +7,11 @@ Contract:
   that does not fit in the file yet is not returned (a writer is mid-write, or
   a killed writer left a torn tail for the next writer to truncate).
 * A bad frame raises :class:`CorruptBatchError` naming file, position and
-  offset; bad bytes are never returned as data.
+  offset; bad bytes are never returned as data. A frame that starts past the
+  offset asked for is an error too, never a silent skip.
+* The offset index is a hint: the frame an entry points at must be valid and
+  start at the entry's offset, else the segment is scanned from its start
+  (with a warning) and its index is not used again by this reader.
 * Segments are memory-mapped: payloads are zero copy. That is safe because
   no segment file shrinks in place (a writer cutting a torn tail replaces the
   file; this reader notices and re-opens it).
@@ -21,6 +25,7 @@ Contract:
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 from collections import OrderedDict
 from collections.abc import Callable
@@ -30,10 +35,12 @@ import pyarrow as pa
 from kstream.errors import CorruptBatchError, OffsetOutOfRangeError
 from kstream.log import format as fmt
 from kstream.log.checksums import payloads_good
+from kstream.log.frames import FrameWalk
 from kstream.log.index import OffsetIndex, TimeIndex
 from kstream.log.retention import list_segment_bases
 from kstream.log.segment import Frame
 
+log = logging.getLogger(__name__)
 _MAX_OPEN_SEGMENTS = 8
 
 
@@ -55,6 +62,7 @@ class _SegmentView:
             os.path.join(directory, fmt.segment_file_name(base_offset, fmt.OFFSET_INDEX_SUFFIX)), base_offset)
         self.time_index = TimeIndex(
             os.path.join(directory, fmt.segment_file_name(base_offset, fmt.TIME_INDEX_SUFFIX)), base_offset)
+        self.index_trusted = True  # until an entry is caught pointing at the wrong frame
 
     def size(self) -> int:
         """Bytes readable now (maps the new end when the file grew)."""
@@ -246,17 +254,36 @@ class LogReader:
             base, position = self._bases[index], 0
 
     def _seek(self, view: _SegmentView, offset: int) -> int:
-        """Position of the frame holding ``offset`` (index lookup, then a header scan)."""
-        _, position = view.offset_index.lookup(offset)
+        """Position of the frame holding ``offset`` (index lookup, then a header walk).
+
+        Stops at the frame holding ``offset``, at the end of what is written, or
+        at a bad frame (which :meth:`_frame_at` then reports).
+        """
         size = view.size()
-        if position >= size:
-            position = 0  # a stale index entry; scanning from the start is always right
-        while position + fmt.HEADER_SIZE <= size:
-            header = fmt.unpack_header(view.read(position, fmt.HEADER_SIZE))
-            if header.next_offset > offset or position + header.frame_size > size:
-                break
-            position += header.frame_size
-        return position
+        start_offset, position = self._indexed_start(view, *view.offset_index.lookup(offset), size)
+        walk = FrameWalk(view.read, size, position, next_offset=start_offset)
+        for position, header in walk:
+            if header.next_offset > offset:
+                return position
+        return walk.position
+
+    def _indexed_start(self, view: _SegmentView, entry_offset: int, position: int, size: int
+                       ) -> tuple[int, int]:
+        """(offset, position) to walk from: the index entry when the frame there is valid
+        and starts at the entry's offset, else the segment's start."""
+        if position == 0 or not view.index_trusted:
+            return view.base_offset, 0
+        if position < size:
+            first = next(iter(FrameWalk(view.read, size, position)), None)
+            if first is not None and first[1].base_offset == entry_offset:
+                return entry_offset, position
+        if position + fmt.HEADER_SIZE <= size:
+            # (An entry past what is mapped may be an appender's fresh one: no warning.)
+            log.warning("%s: entry (offset %d, position %d) does not point at that frame; "
+                        "scanning the segment from its start instead", view.offset_index.path,
+                        entry_offset, position)
+            view.index_trusted = False
+        return view.base_offset, 0
 
     def _frame_at(self, view: _SegmentView, position: int, offset: int, sealed: bool,
                   check_payload: bool) -> Frame | None:
@@ -282,7 +309,7 @@ class LogReader:
         if problem is not None:
             raise CorruptBatchError(f"bad frame ({problem})", path=view.path, position=position,
                                     offset=offset)
-        if header.next_offset <= offset:
+        if header.next_offset <= offset or header.base_offset > offset:
             raise CorruptBatchError(
                 f"frame holds offsets {header.base_offset}..{header.last_offset}, expected {offset}",
                 path=view.path, position=position, offset=offset)
@@ -292,23 +319,16 @@ class LogReader:
                                     position=position, offset=header.base_offset)
         return Frame(header, position, payload)
 
-    def _headers(self, view: _SegmentView, position: int, offset: int
+    def _headers(self, view: _SegmentView, position: int, offset: int | None
                  ) -> list[tuple[int, fmt.FrameHeader]]:
-        """Whole frames' (position, header) from ``position`` on, checking headers only."""
-        size = view.size()
-        found = []
-        while position + fmt.HEADER_SIZE <= size:
-            raw = view.read(position, fmt.HEADER_SIZE)
-            header = fmt.unpack_header(raw)
-            if header.length == 0 or position + header.frame_size > size:
-                break
-            problem = fmt.header_problem(raw, header)
-            if problem is not None:
-                raise CorruptBatchError(f"bad frame ({problem})", path=view.path,
-                                        position=position, offset=offset)
-            found.append((position, header))
-            position += header.frame_size
-            offset = header.next_offset
+        """Whole frames' (position, header) from ``position`` on, checking headers (and, with
+        ``offset``, that offsets are contiguous from it). A torn or unfinished tail ends the
+        list; a bad frame raises CorruptBatchError."""
+        walk = FrameWalk(view.read, view.size(), position, next_offset=offset)
+        found = list(walk)
+        if walk.problem is not None and not walk.torn:
+            raise CorruptBatchError(f"bad frame ({walk.problem})", path=view.path,
+                                    position=walk.position, offset=walk.next_offset)
         return found
 
     def log_end_offset(self) -> int:
@@ -317,7 +337,8 @@ class LogReader:
         if not bases:
             return 0
         view = self._view(bases[-1])
-        offset, position = view.offset_index.last_entry() or (bases[-1], 0)
+        offset, position = self._indexed_start(view, *(view.offset_index.last_entry() or (bases[-1], 0)),
+                                               view.size())
         if self._cursor is not None and self._cursor[1] == bases[-1] and self._cursor[2] > position:
             offset, position = self._cursor[0], self._cursor[2]
         headers = self._headers(view, position, offset)
@@ -332,7 +353,7 @@ class LogReader:
         for base in bases:
             view = self._view(base)
             offset = view.time_index.lookup(timestamp_ms)
-            for _, header in self._headers(view, self._seek(view, offset), offset):
+            for _, header in self._headers(view, self._seek(view, offset), None):
                 if header.max_timestamp >= timestamp_ms:
                     return header.base_offset
         return None

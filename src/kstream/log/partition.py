@@ -40,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
 from kstream.errors import (
+    KStreamError,
     LogDirOfflineError,
     NotEnoughReplicasError,
     PartitionOfflineError,
@@ -80,6 +81,7 @@ class Partition:
         self._metadata_version: DataVersion | None = None
         self._online: dict[int, bool] = {}  # log dir id -> online, read with self.info
         self._reader_leader = info.leader  # the leader readers last opened (see refresh_metadata)
+        self._hw_check: tuple[int | None, int | None] | None = None  # (stored, rebuilt), see high_watermark
         self._flushers = LazyThreadPool(1, "kstream-fsync")  # sized by _add_replicas
         self.producer_state = ProducerState()
         self._add_replicas()
@@ -429,8 +431,48 @@ class Partition:
         return self.info.leader != self._reader_leader
 
     def high_watermark(self) -> int | None:
-        """Offset below which every in-sync replica has the data (None: nothing written yet)."""
-        return self._lock.read_high_watermark()
+        """Offset below which every in-sync replica has the data (None: nothing written yet).
+
+        The HW is published in the lock file, which is never fsynced: after a power loss
+        it may be gone, zeroed, or older than the acknowledged data. So the first call
+        on this handle checks it against the in-sync replicas' log ends (each of them
+        fsynced every acks=all batch) and, if it is missing, below their minimum, or past
+        the leader's log end, uses that minimum instead until a writer publishes a new one.
+        Takes no lock and writes nothing.
+        """
+        stored = self._lock.read_high_watermark()
+        if self._hw_check is None:
+            self._hw_check = (stored, self._rebuilt_high_watermark(stored))
+        seen, rebuilt = self._hw_check
+        return rebuilt if stored == seen else stored
+
+    def _rebuilt_high_watermark(self, stored: int | None) -> int | None:
+        """``stored`` when the replicas' logs agree with it, else the least log end offset
+        of the in-sync replicas whose dirs are there (read without a lock)."""
+        ends = {}
+        for replica in self.info.isr:
+            directory = self.replica_dirs.get(replica)
+            if directory is None or not os.path.isdir(directory):
+                continue  # a missing dir is a failed disk: it holds nothing to count
+            reader = LogReader(directory, check_crcs=False)
+            try:
+                ends[replica] = reader.log_end_offset()
+            except (KStreamError, OSError) as err:
+                log.warning("cannot read the log end of %s to check the high watermark: %s",
+                               directory, err)
+            finally:
+                reader.close()
+        leader_end = ends.get(self.info.leader)
+        if leader_end is None:
+            return stored
+        floor = min(ends.values())
+        if stored is not None and floor <= stored <= leader_end:
+            return stored
+        if floor and (stored is None or stored > leader_end):  # (below: may be a writer mid-append)
+            log.warning("%s-%d: stored high watermark %s does not fit the in-sync replicas' log "
+                           "ends %s (lost in a power loss?); using %d", self.topic, self.partition,
+                           stored, ends, floor)
+        return floor if floor or stored is not None else None
 
     def reader(self, check_crcs: bool = True) -> LogReader:
         """A reader of the leader's replica; it reports a missing dir to :meth:`_lost_dir`."""

@@ -8,7 +8,14 @@ Contract:
   (the next segment's file exists), and writes one whole frame.
 * Opening for write recovers the active segment: frames after the recovery
   point (the last position known fsynced) are re-checked, and a torn tail is
-  truncated and reported in :attr:`PartitionLog.truncated_bytes`.
+  truncated and reported in :attr:`PartitionLog.truncated_bytes`. The
+  recovery point is durable before a flush returns (created like Kafka's
+  checkpoints: .tmp, fsync, rename, fsync the directory; then updated in the
+  older of two checksummed slots and fdatasynced), so after a power loss it
+  never names less than what was acknowledged: a bad frame below it is
+  corruption, never cut as a torn tail.
+* A segment rolls when full (``segment.bytes``), old (``segment.ms``), or when
+  an offset or position of the next frame would not fit an index entry.
 * Sealed segments are fsynced at roll and deleted whole by retention (oldest
   first, never the active one). No segment file shrinks in place.
 * An ``OSError`` from the disk raises :class:`LogDirOfflineError`; the caller
@@ -22,7 +29,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,9 +53,15 @@ from kstream.log.segment import NO_TIMESTAMP, Segment, SegmentReplacedError, fsy
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_RECOVERY_POINT = struct.Struct("<qqq")
 _MAX_REOPENS = 16
-_PROCESS_LIMITS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})  # segment base offset, position, next offset
+_PROCESS_LIMITS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
+
+
+class _Unreadable:
+    """A recovery point file that is there but torn or garbage."""
+
+
+_UNREADABLE = _Unreadable()
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,8 +167,8 @@ class PartitionLog:
         active = self._segment(bases[-1])
         verify_from = 0
         point = self._read_recovery_point()
-        if point is not None and point[0] == active.base_offset:
-            verify_from = point[1]
+        if isinstance(point, fmt.RecoveryPoint) and point.segment_base == active.base_offset:
+            verify_from = point.position
         self._note_truncation(active, active.open_existing(verify_tail_from=verify_from))
         self._active = active
         self._seen_generation = self._lock.generation
@@ -176,45 +188,97 @@ class PartitionLog:
         segment.durable_position = self._durable_position
         return segment
 
-    def _durable_position(self, segment_base: int) -> int:
-        """Bytes of the segment known fsynced: a bad frame below this is corruption."""
+    def _durable_position(self, segment_base: int) -> int | None:
+        """Bytes of the segment known fsynced: a bad frame below this is corruption.
+        None when the recovery point is unreadable (nothing is known)."""
         point = self._read_recovery_point()
-        if point is None or point[0] < segment_base:
+        if isinstance(point, _Unreadable):
+            return None
+        if point is None or point.segment_base < segment_base:
             return 0
-        return point[1] if point[0] == segment_base else 1 << 62
+        return point.position if point.segment_base == segment_base else 1 << 62
 
     def _recovery_point_path(self) -> str:
         return os.path.join(self.directory, fmt.RECOVERY_POINT_FILE)
 
-    def _read_recovery_point(self) -> tuple[int, int, int] | None:
+    def _read_recovery_point(self) -> fmt.RecoveryPoint | _Unreadable | None:
+        """The recovery point; None when there is none (nothing was ever flushed);
+        ``_UNREADABLE`` when the file is damaged (no valid slot)."""
         try:
             with open(self._recovery_point_path(), "rb") as f:
-                raw = f.read(_RECOVERY_POINT.size)
+                raw = f.read(fmt.RECOVERY_POINT_FILE_BYTES + 1)
         except FileNotFoundError:
             return None
-        if len(raw) != _RECOVERY_POINT.size:
-            return None
-        return _RECOVERY_POINT.unpack(raw)
+        found = fmt.unpack_recovery_point_file(raw)
+        if found is None:
+            log.warning("%s is damaged or not a recovery point (%d bytes); treating every frame of "
+                        "the active segment as possibly fsynced", self._recovery_point_path(), len(raw))
+            return _UNREADABLE
+        return found[1]
 
     def _advance_recovery_point(self, point: tuple[int, int, int]) -> None:
         """Record that the log is fsynced up to ``point``; it only ever moves forward.
 
         Caller holds the lock (so two flushes cannot move it backwards) and has
-        fsynced up to ``point``. Losing the file costs a longer scan at the next
-        open, never data; a bad frame below it is corruption, not a torn tail.
+        fsynced up to ``point``. Durable on return, so it covers every frame the
+        caller then acknowledges; a bad frame below it is corruption, not a torn tail.
         """
         self._write_point(point, only_forward=True)
 
     def _write_point(self, point: tuple[int, int, int], only_forward: bool = False) -> None:
-        fd = os.open(self._recovery_point_path(), os.O_RDWR | os.O_CREAT, 0o644)
+        """Make ``point`` the durable recovery point now. Caller holds the lock."""
+        fd = self._stage_point(point, only_forward)
+        if fd is not None:
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+
+    def _stage_point(self, point: tuple[int, int, int], only_forward: bool) -> int | None:
+        """Write ``point`` as the recovery point (layout in format.py); caller holds the lock.
+
+        An intact file gets ``point`` in its older slot, written in place: the returned
+        descriptor must then be fdatasynced (it may be, outside the lock) and closed
+        before the point counts; should that write tear, the other slot keeps the
+        previous point. A missing or damaged file is replaced whole (.tmp, fsync,
+        rename over, fsync the directory) and None is returned, as is nothing needed
+        (``only_forward`` and the file is already at or past ``point``).
+        """
+        new = fmt.RecoveryPoint(*point)
+        path = self._recovery_point_path()
         try:
-            if only_forward:
-                raw = os.pread(fd, _RECOVERY_POINT.size, 0)
-                if len(raw) == _RECOVERY_POINT.size and _RECOVERY_POINT.unpack(raw)[:2] >= point[:2]:
-                    return
-            os.pwrite(fd, _RECOVERY_POINT.pack(*point), 0)
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            fd = -1
+        if fd >= 0:
+            keep_open = False
+            try:
+                found = fmt.unpack_recovery_point_file(os.pread(fd, fmt.RECOVERY_POINT_FILE_BYTES + 1, 0))
+                if found is not None:
+                    sequence, current = found
+                    if only_forward and current[:2] >= new[:2]:
+                        return None
+                    sequence += 1
+                    slot = fmt.pack_recovery_slot(sequence, new)
+                    if os.pwrite(fd, slot, (sequence % 2) * fmt.RECOVERY_POINT_SLOT_BYTES) != len(slot):
+                        raise OSError(f"short write to {path}")
+                    keep_open = True
+                    return fd
+            finally:
+                if not keep_open:
+                    os.close(fd)
+        tmp = path + fmt.TMP_SUFFIX
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            raw = fmt.pack_recovery_point_file(new)
+            if os.write(fd, raw) != len(raw):
+                raise OSError(f"short write to {tmp}")
+            os.fsync(fd)
         finally:
             os.close(fd)
+        os.rename(tmp, path)
+        fsync_dir(self.directory)
+        return None
 
     def open(self) -> None:
         """Open and recover now (otherwise the first append does it)."""
@@ -259,7 +323,7 @@ class PartitionLog:
         active = self._ensure_open()
         now_ms = int(time.time() * 1000)
         self._retention_due(now_ms)
-        active = self._maybe_roll(active, batch.frame_size, now_ms)
+        active = self._maybe_roll(active, batch.frame_size, batch.record_count, now_ms)
         base_offset = active.next_offset
         min_ts, max_ts = batch.min_timestamp, batch.max_timestamp
         attributes = batch.attributes
@@ -286,7 +350,7 @@ class PartitionLog:
         active = self._ensure_open()
         now_ms = int(time.time() * 1000)
         self._retention_due(now_ms)
-        active = self._maybe_roll(active, batch.frame_size, now_ms)
+        active = self._maybe_roll(active, batch.frame_size, batch.record_count, now_ms)
         frame = fmt.unpack_header(header)
         if frame.base_offset != active.next_offset:
             raise ReplicaDivergedError(
@@ -297,21 +361,25 @@ class PartitionLog:
 
     def _write(self, active: Segment, header: bytes, batch: EncodedBatch, base_offset: int,
                max_timestamp: int, now_ms: int, leader_epoch: int) -> AppendResult:
+        latest = None if self._epochs is None else self._epochs.latest_epoch
+        if latest is None or leader_epoch > latest:
+            # A new epoch starts here, or another process recorded it first: re-read, then add.
+            # Recorded (durably) before the frame, as Kafka does: an entry whose frame never
+            # made it lies at or past the log end and is dropped when next loaded.
+            self._epochs = LeaderEpochCache.load(self.directory, base_offset)
+            self._epochs.assign(leader_epoch, base_offset)
         active.append(header, batch.payload.parts, batch.payload.size, base_offset, batch.record_count,
                       max_timestamp)
         self._unflushed_messages += batch.record_count
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now_ms
-        latest = None if self._epochs is None else self._epochs.latest_epoch
-        if latest is None or leader_epoch > latest:
-            # A new epoch starts here, or another process recorded it first: re-read, then add.
-            self._epochs = LeaderEpochCache.load(self.directory)
-            self._epochs.assign(leader_epoch, base_offset)
         return AppendResult(base_offset, now_ms, active.base_offset, active.size)
 
     def epochs(self) -> LeaderEpochCache:
-        """This replica's leader epoch cache as on disk (caller holds the lock)."""
-        self._epochs = LeaderEpochCache.load(self.directory)
+        """This replica's leader epoch cache as on disk, checked against the log end
+        (caller holds the lock)."""
+        end = self._guard_io(self._ensure_open).next_offset
+        self._epochs = LeaderEpochCache.load(self.directory, end)
         return self._epochs
 
     def truncate_to_locked(self, offset: int) -> None:
@@ -355,7 +423,7 @@ class PartitionLog:
         segment.close()
         fsync_dir(self.directory)
         point = self._read_recovery_point()
-        if point is not None and point[2] > offset:
+        if not isinstance(point, fmt.RecoveryPoint) or point.next_offset > offset:
             self._write_point((last, 0, last))  # moves back: re-check what is left at next open
         LeaderEpochCache.load(self.directory).truncate_from_end(offset)
         self._epochs = None
@@ -378,13 +446,16 @@ class PartitionLog:
         """Next offset to be assigned (caller holds the partition lock)."""
         return self._guard_io(self._ensure_open).next_offset
 
-    def _maybe_roll(self, active: Segment, frame_size: int, now_ms: int) -> Segment:
+    def _maybe_roll(self, active: Segment, frame_size: int, record_count: int, now_ms: int) -> Segment:
         if active.size == 0:
             return active
         too_big = active.size + frame_size > self.config.segment_bytes
         too_old = (active.first_batch_timestamp != NO_TIMESTAMP
                    and now_ms - active.first_batch_timestamp >= self.config.segment_ms)
-        if not (too_big or too_old):
+        # Index entries hold u32 relative offsets and positions: roll before one would not fit.
+        unindexable = (active.next_offset + record_count - 1 - active.base_offset > fmt.MAX_RELATIVE_OFFSET
+                       or active.size > fmt.MAX_INDEX_POSITION)
+        if not (too_big or too_old or unindexable):
             return active
         # Seal: the old segment and its indexes are durable before the new name exists.
         active.flush()
@@ -418,9 +489,14 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._first_unflushed_ms = None
         if self._durable is None or point[:2] > self._durable[:2]:
+            with self._lock:  # decided and written under the lock; synced outside it
+                point_fd = self._guard_io(lambda: self._stage_point(point, only_forward=True))
+            if point_fd is not None:
+                try:
+                    self._guard_io(lambda: os.fdatasync(point_fd))
+                finally:
+                    os.close(point_fd)
             self._durable = point
-            with self._lock:
-                self._guard_io(lambda: self._advance_recovery_point(point))
 
     def flush_locked(self) -> None:
         """fsync under the lock the caller holds (no group commit); advance the recovery point."""

@@ -18,6 +18,7 @@ log re-syncs it with :meth:`catch_up` under the write lock before appending.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -27,8 +28,10 @@ import pyarrow as pa
 
 from kstream.errors import CorruptBatchError
 from kstream.log import format as fmt
+from kstream.log.frames import FrameWalk, find_frame_after, pread_from
 from kstream.log.index import OffsetIndex, TimeIndex
 
+log = logging.getLogger(__name__)
 NO_TIMESTAMP = -1
 
 
@@ -40,7 +43,7 @@ def _nothing() -> None:
     pass
 
 
-def _no_durable_data(base_offset: int) -> int:
+def _no_durable_data(base_offset: int) -> int | None:
     return 0
 
 
@@ -81,9 +84,10 @@ class Segment:
         self._last_time_entry = NO_TIMESTAMP
         self._fd: int | None = None
         # Set by the owning partition log: announce a file change (before it
-        # happens), and where the fsynced (never truncated) data of a segment ends.
+        # happens), and where the fsynced (never truncated) data of a segment ends
+        # (None: unknown, the recovery point is unreadable).
         self.before_change: Callable[[], None] = _nothing
-        self.durable_position: Callable[[int], int] = _no_durable_data
+        self.durable_position: Callable[[int], int | None] = _no_durable_data
 
     # -- files ---------------------------------------------------------------
 
@@ -207,51 +211,78 @@ class Segment:
         bad tail is truncated: this is the active segment. None means a sealed
         segment, scanned by header from its last index entry to learn its end;
         a bad frame there raises :class:`CorruptBatchError` and nothing changes.
+        An index entry that does not name the frame at its position is a lying
+        index: it is dropped and rebuilt from the segment's start.
         """
         file_size = self.file_size()
         if not self.offset_index.is_consistent(file_size):
-            self.offset_index.truncate_entries(0)
-            self.time_index.truncate_entries(0)
+            self._drop_indexes()
         limit = file_size if verify_tail_from is None else verify_tail_from
         start_offset, start = self.offset_index.entry_at_or_before_position(limit)
+        if start and not self._frame_starts_at(start, start_offset, file_size):
+            log.warning("%s: index entry (offset %d, position %d) does not match the segment; "
+                        "rebuilding the index", self.offset_index.path, start_offset, start)
+            self._drop_indexes()
+            start_offset, start = self.base_offset, 0
         self._reset_to(start, start_offset)
         sealed = verify_tail_from is None
         return self._scan_forward(file_size, verify_payload=not sealed, write_index=True,
                                   truncate=not sealed)
 
+    def _frame_starts_at(self, position: int, offset: int, file_size: int) -> bool:
+        """Whether a valid frame with base offset ``offset`` starts at ``position``."""
+        first = next(iter(FrameWalk(pread_from(self.fd), file_size, position)), None)
+        return first is not None and first[1].base_offset == offset
+
+    def _drop_indexes(self) -> None:
+        self.offset_index.truncate_entries(0)
+        self.time_index.truncate_entries(0)
+
     def _scan_forward(self, file_size: int, *, verify_payload: bool, write_index: bool,
                       truncate: bool) -> int:
         """Advance over whole, valid frames from :attr:`size`; handle the first bad one."""
-        for position, header, problem in self.scan(self.size, file_size, verify_payload):
-            if problem is None and header is not None and header.base_offset != self.next_offset:
-                problem = f"base offset {header.base_offset} where {self.next_offset} was expected"
-            if problem is not None:
-                if not truncate:
-                    raise CorruptBatchError(
-                        f"sealed segment has a bad frame ({problem})",
-                        path=self.path, position=position, offset=self.next_offset,
-                    )
-                break
-            assert header is not None
+        walk = FrameWalk(pread_from(self.fd), file_size, self.size, next_offset=self.next_offset,
+                         verify_payload=verify_payload)
+        for position, header in walk:
             self._after_frame(position, header.frame_size, header.base_offset,
                               header.record_count, header.max_timestamp, write_index=write_index)
+        if walk.problem is not None and not truncate:
+            raise CorruptBatchError(f"sealed segment has a bad frame ({walk.problem})",
+                                    path=self.path, position=walk.position, offset=self.next_offset)
         truncated = file_size - self.size
         if truncated:
             if self.replaced():
                 # Another writer already cut this tail and renamed its copy over
                 # ours: cutting again would clobber what it appended since.
                 raise SegmentReplacedError(self.path)
-            durable = self.durable_position(self.base_offset)
-            if self.size < durable <= file_size:
-                # Fsynced frames follow the bad one: this is corruption, not a torn
-                # tail, and cutting would destroy acknowledged data.
-                raise CorruptBatchError(
-                    "bad frame below the recovery point (fsynced data follows it); not truncating",
-                    path=self.path, position=self.size, offset=self.next_offset)
+            self._check_tail_is_torn(walk, file_size)
             self._replace_with_prefix(self.size)
             self.offset_index.truncate_to_position(self.size)
             self.time_index.truncate_to_offset(self.next_offset)
         return truncated
+
+    def _check_tail_is_torn(self, walk: FrameWalk, file_size: int) -> None:
+        """Raise rather than cut when what follows the last good frame may be fsynced data.
+
+        Below the recovery point every frame was fsynced: a bad one there is
+        corruption, and cutting would destroy acknowledged data. When the
+        recovery point cannot be read (torn, garbage), a bad frame followed by
+        a valid one is treated as corruption too; only a tail with no valid
+        frame after the bad one is cut.
+        """
+        durable = self.durable_position(self.base_offset)
+        if durable is None:
+            after = find_frame_after(pread_from(self.fd), self.size, file_size)
+            if after is not None:
+                raise CorruptBatchError(
+                    f"bad frame ({walk.problem}) followed by a valid frame at position {after}, and the "
+                    "recovery point is unreadable: not truncating what may be fsynced data. Repair the "
+                    "replica from an in-sync peer, or cut the file at this position by hand",
+                    path=self.path, position=self.size, offset=self.next_offset)
+        elif self.size < durable <= file_size:
+            raise CorruptBatchError(
+                f"bad frame ({walk.problem}) below the recovery point (fsynced data follows it); "
+                "not truncating", path=self.path, position=self.size, offset=self.next_offset)
 
     def _reset_to(self, position: int, next_offset: int) -> None:
         """Restart what we know at frame boundary ``position``, keeping index entries before it."""
@@ -274,15 +305,15 @@ class Segment:
         last_time = self.time_index.last_timestamp()
         self.max_timestamp = NO_TIMESTAMP if last_time is None else last_time
         self._last_time_entry = self.max_timestamp
-        first = fmt.unpack_header(os.pread(self.fd, fmt.HEADER_SIZE, 0))
-        self.first_batch_timestamp = first.max_timestamp
+        first = next(iter(FrameWalk(pread_from(self.fd), position)), None)
+        self.first_batch_timestamp = NO_TIMESTAMP if first is None else first[1].max_timestamp
 
     def cut_at_offset(self, offset: int) -> None:
         """Keep the frames before ``offset`` (a frame boundary in this segment); replaces the file."""
+        walk = FrameWalk(pread_from(self.fd), self.file_size())
         position = 0
-        for frame_position, header, problem in self.scan(0, self.file_size(), verify_payload=False):
-            if problem is not None or header is None or header.base_offset >= offset:
-                position = frame_position
+        for frame_position, header in walk:
+            if header.base_offset >= offset:
                 break
             position = frame_position + header.frame_size
         self._replace_with_prefix(position)
@@ -324,25 +355,13 @@ class Segment:
 
     def scan(self, position: int, end: int, verify_payload: bool
              ) -> Iterator[tuple[int, fmt.FrameHeader | None, str | None]]:
-        """Yield (position, header, problem) for frames in [position, end); stop after a problem."""
-        fd = self.fd
-        while position < end:
-            if end - position < fmt.HEADER_SIZE:
-                yield position, None, "truncated header"
-                return
-            raw = os.pread(fd, fmt.HEADER_SIZE, position)
-            header = fmt.unpack_header(raw)
-            problem = fmt.header_problem(raw, header)
-            if problem is None and position + header.frame_size > end:
-                problem = f"frame of {header.frame_size} bytes runs past the end ({end})"
-            if problem is None and verify_payload:
-                payload = os.pread(fd, header.payload_size, position + fmt.HEADER_SIZE)
-                if fmt.crc32c(payload) != header.payload_crc:
-                    problem = "payload checksum mismatch"
-            yield position, header, problem
-            if problem is not None:
-                return
-            position += header.frame_size
+        """Yield (position, header, None) for valid frames in [position, end), then
+        (position, None, problem) for the first bad one, if any."""
+        walk = FrameWalk(pread_from(self.fd), end, position, verify_payload=verify_payload)
+        for frame_position, header in walk:
+            yield frame_position, header, None
+        if walk.problem is not None:
+            yield walk.position, None, walk.problem
 
 
 def fsync_dir(directory: str) -> None:
