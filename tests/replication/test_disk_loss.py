@@ -297,3 +297,22 @@ def test_min_insync_replicas_is_checked_again_after_reconcile(replicated):
         assert handle.high_watermark() == 5
         handle.close()
     assert placements(path)[0].isr == (leader,)
+
+
+def test_only_replica_that_lost_fsynced_frames_is_not_trusted(tmp_path):
+    """RF=1: the segment files vanish but the recovery point (durable, covering every
+    acknowledged frame) stays: the log ends below what was fsynced, so acknowledged records
+    are gone. The next write refuses to go on from the shorter log (no silent restart at 0);
+    a power loss, which drops only unfsynced frames, is told apart by that recovery point."""
+    path = str(tmp_path / "cluster")
+    _new_cluster(path, str(tmp_path / "disk0"))
+    info = make_topic(path, partitions=1, replication_factor=1)
+    produce_acked(path, 10, "a", partitions=[0])
+    with Admin({"cluster": path}) as admin:
+        replica_dir = admin.cluster.partition("t", 0).replica_dirs[info.partitions[0].leader]
+    for name in os.listdir(replica_dir):
+        if name.endswith((fmt.LOG_SUFFIX, fmt.OFFSET_INDEX_SUFFIX, fmt.TIME_INDEX_SUFFIX)):
+            os.unlink(os.path.join(replica_dir, name))
+    with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer, \
+            pytest.raises(KStreamError, match="acknowledged records were lost"):
+        producer.produce_batch("t", pa.table({"value": [b"b"]}), partition=0)

@@ -300,8 +300,16 @@ class Partition:
         leader_end = self._on_replica(self.info.leader, lambda log: log.log_end_offset_locked())
         high_watermark = self._lock.read_high_watermark()
         if high_watermark is not None and leader_end < high_watermark:
-            self._distrust_leader_locked(leader_end, high_watermark)
-            return
+            if self._on_replica(self.info.leader, lambda log: log.lost_durable_data_locked()):
+                self._distrust_leader_locked(leader_end, high_watermark)
+                return
+            # Not a lost disk: a power loss dropped frames that were never fsynced (so never
+            # acknowledged with acks=all) and kept a newer page of the unfsynced lock file.
+            # The leader's log is the truth: followers that kept more are cut back below (they
+            # leave the ISR and rejoin by leader epoch), and the HW is lowered to the log end.
+            log.warning("%s-%s: high watermark %d is past the leader's log end %d (a power loss "
+                        "dropped unfsynced frames); lowering it", self.topic, self.partition,
+                        high_watermark, leader_end)
         behind = {}
         for replica in self.info.isr:
             if replica != self.info.leader:

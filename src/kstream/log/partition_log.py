@@ -198,6 +198,20 @@ class PartitionLog:
             return 0
         return point.position if point.segment_base == segment_base else 1 << 62
 
+    def lost_durable_data_locked(self) -> bool:
+        """Whether this replica lost frames it had made durable: it ends below its recovery
+        point, or its files are gone (no recovery point and no leader-epoch checkpoint: both
+        are written durably before anything they cover is acknowledged). A power loss never
+        does this, it drops only what was not fsynced; a lost, emptied or replaced disk does.
+        A damaged recovery point tells nothing (False). Caller holds the lock."""
+        end = self.log_end_offset_locked()
+        point = self._read_recovery_point()
+        if isinstance(point, fmt.RecoveryPoint):
+            return end < point.next_offset
+        if point is None:
+            return not os.path.exists(os.path.join(self.directory, fmt.LEADER_EPOCH_CHECKPOINT_FILE))
+        return False
+
     def _recovery_point_path(self) -> str:
         return os.path.join(self.directory, fmt.RECOVERY_POINT_FILE)
 
