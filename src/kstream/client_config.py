@@ -20,10 +20,11 @@ from kstream.options import CLUSTER_OPTIONS, Option, parse_options
 def client_options(table: Mapping[str, Option], config: Mapping[str, Any] | None,
                    kwargs: Mapping[str, Any], what: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A client's parsed options (config dict plus keyword overrides) and the broker-side
-    settings among them (unparsed: the cluster parses and checks them)."""
+    settings among them (checked here, returned unparsed: the cluster compares them with its own)."""
     given = {**(config or {}), **kwargs}
     broker = {k: v for k, v in given.items() if k in CLUSTER_OPTIONS and k not in table}
     own = {k: v for k, v in given.items() if k not in broker}
+    parse_options(CLUSTER_OPTIONS, broker, what=what)  # bad settings fail here, before any open or create
     return parse_options(table, own, what=what), broker
 
 
