@@ -11,6 +11,7 @@ no cluster raises :class:`ClusterNotFoundError` and writes nothing.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -121,7 +122,7 @@ class Admin:
     def create_topics(self, new_topics: list[NewTopic], **_: Any) -> dict[str, Future[TopicInfo]]:
         """Create topics (and the cluster, with this Admin's broker-side settings, if the
         path holds none and a topic passes the checks that need no cluster)."""
-        return {t.topic: _done(lambda t=t: self._create_topic(t)) for t in new_topics}
+        return {t.topic: _done(functools.partial(self._create_topic, t)) for t in new_topics}
 
     def _create_topic(self, new: NewTopic) -> TopicInfo:
         if self._opened is None:
@@ -133,14 +134,20 @@ class Admin:
                                          new.config, new.schema)
 
     def delete_topics(self, topics: list[str], **_: Any) -> dict[str, Future[None]]:
-        return {name: _done(lambda name=name: self.cluster.delete_topic(name)) for name in topics}
+        return {name: _done(functools.partial(self._delete_topic, name)) for name in topics}
 
     def create_partitions(self, new_partitions: list[NewPartitions], **_: Any
                           ) -> dict[str, Future[TopicInfo]]:
         return {
-            p.topic: _done(lambda p=p: self.cluster.create_partitions(p.topic, p.new_total_count))
+            p.topic: _done(functools.partial(self._create_partitions, p))
             for p in new_partitions
         }
+
+    def _delete_topic(self, name: str) -> None:
+        self.cluster.delete_topic(name)
+
+    def _create_partitions(self, new: NewPartitions) -> TopicInfo:
+        return self.cluster.create_partitions(new.topic, new.new_total_count)
 
     def alter_topic_config(self, topic: str, config: Mapping[str, Any]) -> TopicInfo:
         """Set topic overrides; a value of None removes one (back to the cluster default)."""
@@ -156,7 +163,7 @@ class Admin:
         return {name: self.cluster.topic(name) for name in names}
 
     def describe_topics(self, topics: list[str]) -> dict[str, Future[TopicDescription]]:
-        return {name: _done(lambda name=name: self.describe_topic(name)) for name in topics}
+        return {name: _done(functools.partial(self.describe_topic, name)) for name in topics}
 
     def describe_topic(self, name: str) -> TopicDescription:
         info = self.cluster.topic(name)

@@ -6,6 +6,7 @@ confluent-kafka's accessor methods, so porting code keeps ``msg.value()``.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 OFFSET_BEGINNING = -2
@@ -41,7 +42,7 @@ class KafkaError:
     def str(self) -> str:
         return self._reason
 
-    def name(self) -> str:
+    def name(self) -> builtins.str:  # (``str`` is the method above, in this class)
         return _ERROR_NAMES.get(self._code, "UNKNOWN")
 
     def fatal(self) -> bool:
@@ -50,7 +51,7 @@ class KafkaError:
     def retriable(self) -> bool:
         return False
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> builtins.str:
         return f"KafkaError{{code={self.name()},val={self._code},str=\"{self._reason}\"}}"
 
     __str__ = __repr__

@@ -8,6 +8,7 @@ benchmark harness (bench/).
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import struct
@@ -148,7 +149,7 @@ def produce(topic: str, num_records: int, record_size: int, producer_config: dic
                 if i % sample_every == 0:
                     now = time.perf_counter()
                     producer.produce(topic, value,
-                                     on_delivery=lambda err, msg, now=now: on_delivery(err, msg, now))
+                                     on_delivery=functools.partial(on_delivery, sent_at=now))
                 else:
                     producer.produce(topic, value)
                 if i % 1000 == 999:
@@ -211,7 +212,7 @@ _STAMP = struct.Struct("<q")
 
 def _latency_consumer(topic: str, config: dict[str, Any], num_records: int,
                       ready: Any, results: Any) -> None:
-    latencies = []
+    latencies: list[float] = []
     with _assigned_consumer(topic, config, OFFSET_END) as consumer:
         ready.set()
         while len(latencies) < num_records:

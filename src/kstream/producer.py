@@ -273,7 +273,9 @@ class Producer:
         if on_delivery is not None or callback is not None:
             if batch.callbacks is None:
                 batch.callbacks = {}
-            batch.callbacks[len(batch.values) - 1] = on_delivery or callback
+            handler = on_delivery if on_delivery is not None else callback
+            assert handler is not None
+            batch.callbacks[len(batch.values) - 1] = handler
         batch.size += size + _RECORD_OVERHEAD_BYTES
         if batch.size >= self._batch_size:
             self._send(state, partition)

@@ -132,7 +132,7 @@ def _plan(service: ConsumerGroups, ctx: click.Context, group: str, scope: list[t
         timestamps = {(tp.topic, tp.partition): tp.offset for tp in found}
     for key in scope:
         start, hw, _ = service.ends(*key)
-        row = committed.get(key)
+        current = committed.get(key)
         if how == "to-earliest":
             target = start
         elif how == "to-latest":
@@ -140,7 +140,7 @@ def _plan(service: ConsumerGroups, ctx: click.Context, group: str, scope: list[t
         elif how == "to-datetime":
             target = hw if timestamps[key] < 0 else timestamps[key]
         elif how == "shift-by":
-            target = (row.offset if row else start) + int(value or 0)
+            target = (current.offset if current else start) + int(value or 0)
         elif how == "to-offset":
             target = int(value or 0)
         else:

@@ -39,7 +39,7 @@ from kstream.groups.offsets_table import FILE_SCHEMA, Offsets, OffsetsTable
 from kstream.log.cluster import Cluster
 from kstream.log.lock import PartitionLock
 from kstream.log.log_reader import LogReader
-from kstream.log.metadata import TopicInfo
+from kstream.log.metadata import DataVersion, TopicInfo
 
 _COMMIT_ATTEMPTS = 50  # concurrent commits of one group conflict; each conflict means one succeeded
 
@@ -92,7 +92,7 @@ class ConsumerGroups:
         self.table = OffsetsTable(cluster.path, cluster.config["offsets.history.retention.ms"])
         self._hw_locks: dict[tuple[str, str, int], PartitionLock] = {}
         self._seen_hw: dict[tuple[str, str, int], int] = {}
-        self._topics: dict[str, tuple[int, TopicInfo]] = {}
+        self._topics: dict[str, tuple[DataVersion, TopicInfo]] = {}
         self.identity = f"{socket.gethostname()}:{os.getpid()}"
 
     # -- committing -------------------------------------------------------------------

@@ -81,7 +81,7 @@ def _type(avro: Any) -> tuple[pa.DataType, bool]:
 
 def decode(values: pa.Array, parsed: Any, schema: pa.Schema, where: str, first_offset: int) -> pa.RecordBatch:
     """The value column decoded to ``schema``'s columns (a null value: all-null columns)."""
-    rows = []
+    rows: list[Any] = []
     for i, raw in enumerate(values.to_pylist()):
         if raw is None:
             rows.append({})
