@@ -405,7 +405,7 @@ class PartitionLog:
             point = (active.base_offset, active.size, active.next_offset)
             self._sync_dir_if_needed()
         try:
-            self._guard_io(lambda: os.fdatasync(fd))
+            self._guard_io(lambda: faults.fdatasync(fd))
         finally:
             os.close(fd)
         self._unflushed_messages = 0
@@ -419,7 +419,7 @@ class PartitionLog:
         """fsync under the lock the caller holds (no group commit); advance the recovery point."""
         active = self._guard_io(self._ensure_open)
         self._sync_dir_if_needed()
-        self._guard_io(lambda: os.fdatasync(active.fd))
+        self._guard_io(lambda: faults.fdatasync(active.fd))
         self._guard_io(lambda: self._advance_recovery_point(
             (active.base_offset, active.size, active.next_offset)))
 
