@@ -58,6 +58,7 @@ class History:
     replica_mismatches: list[str] = field(default_factory=list)
     open_lso: dict[TP, int] = field(default_factory=dict)
     wrong_reads: list[str] = field(default_factory=list)  # a reader handed out the wrong record
+    write_errors: list[str] = field(default_factory=list)  # writes that must have succeeded
 
 
 @dataclass
@@ -82,6 +83,8 @@ def check(h: History) -> Verdict:
     v = Verdict(acknowledged=len(h.acked) + sum(len(t) for t in h.committed_txns))
     seen = {tp: dict(records) for tp, records in h.final.items()}
     where = {value: (tp, offset) for tp, records in h.final.items() for offset, value in records}
+    for error in h.write_errors:
+        v.note(error)
     for tp, error in sorted(h.read_errors.items()):
         v.note(f"{tp[0]}-{tp[1]}: read failed: {error}")
     for ack in h.acked:

@@ -3,8 +3,8 @@
 Each prints one line per outcome, flushed, so a killed child's history is
 what it printed (the last line may be cut; the parent drops it):
 
-  produce CLUSTER TOPIC PARTITIONS ACKS TAG COUNT
-      COUNT records "TAG-i" round-robin over the partitions;
+  produce CLUSTER TOPIC PARTITIONS ACKS TAG COUNT RATE
+      COUNT records "TAG-i" round-robin over the partitions, about RATE a second (0: no limit);
       "A value partition offset" per delivered record, "E value error" per failed one.
   txn CLUSTER TOPIC PARTITIONS TXID TAG COUNT PAUSE
       COUNT transactions of 1-8 records "TAG-t-i", committed or aborted at random;
@@ -29,7 +29,8 @@ def _say(line: str) -> None:
     sys.stdout.flush()
 
 
-def produce(cluster: str, topic: str, partitions: int, acks: str, tag: str, count: int) -> None:
+def produce(cluster: str, topic: str, partitions: int, acks: str, tag: str, count: int,
+            rate: float = 0) -> None:
     def report(err, msg):
         if err is None:
             _say(f"A {msg.value().decode()} {msg.partition()} {msg.offset()}")
@@ -37,10 +38,13 @@ def produce(cluster: str, topic: str, partitions: int, acks: str, tag: str, coun
             _say(f"E {msg.value().decode()} {str(err).replace(chr(10), ' ')[:200]}")
 
     producer = Producer({"cluster": cluster, "acks": acks, "linger.ms": 1, "batch.size": 2000})
+    started = time.monotonic()
     for i in range(count):
         producer.produce(topic, f"{tag}-{i}".encode(), partition=i % partitions, on_delivery=report)
         if i % 7 == 0:
             producer.poll(0)
+        if rate and (ahead := i / rate - (time.monotonic() - started)) > 0:
+            time.sleep(ahead)
     producer.flush()
     producer.close()
     _say("DONE")
@@ -89,7 +93,7 @@ def txn(cluster: str, topic: str, partitions: int, txid: str, tag: str, count: i
 if __name__ == "__main__":
     mode, *args = sys.argv[1:]
     if mode == "produce":
-        produce(args[0], args[1], int(args[2]), args[3], args[4], int(args[5]))
+        produce(args[0], args[1], int(args[2]), args[3], args[4], int(args[5]), float(args[6]))
     elif mode == "txn":
         txn(args[0], args[1], int(args[2]), args[3], args[4], int(args[5]), float(args[6]))
     else:

@@ -16,6 +16,7 @@ the same fault plan.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import random
 import shutil
@@ -104,7 +105,14 @@ def lines(child: subprocess.Popen, timeout: float = 30) -> list[str]:
     """What a child printed (it is waited for, or already dead); a cut last line is dropped."""
     out, _ = child.communicate(timeout=timeout)
     text = (_pending.pop(child.pid, b"") + out).decode(errors="replace")
+    with open(os.path.join(_workdir(child), f"out-{child.pid}"),
+              "w", encoding="utf-8") as f:
+        f.write(text)
     return text.split("\n")[:-1]
+
+
+def _workdir(child: subprocess.Popen) -> str:
+    return os.path.dirname(child.args[3])  # the cluster path's parent: the round's directory
 
 
 def record_produce(ctx: Ctx, output: list[str]) -> int:
@@ -224,17 +232,23 @@ def write_after(ctx: Ctx, acks: str = "all") -> None:
             def report(err, msg, value=value):
                 if err is None:
                     ctx.history.acked.append(Ack(TOPIC, msg.partition(), msg.offset(), value))
+                else:
+                    ctx.history.write_errors.append(f"the next writer failed on {TOPIC}-{msg.partition()}: "
+                                                    f"{str(err)[:200]}")
 
             producer.produce(TOPIC, value, partition=p, on_delivery=report)
         producer.flush()
 
 
-def produce_child(ctx: Ctx, tag: str, count: int, acks: str = "all") -> subprocess.Popen:
-    return ctx.spawn("produce", ctx.cluster, TOPIC, str(ctx.partitions), acks, tag, str(count))
+def produce_child(ctx: Ctx, tag: str, count: int, acks: str = "all", rate: int = 600) -> subprocess.Popen:
+    """A writer of ``count`` records at about ``rate`` a second (rounds stay small)."""
+    return ctx.spawn("produce", ctx.cluster, TOPIC, str(ctx.partitions), acks, tag, str(count), str(rate))
 
 
 def wait_for_acks(child: subprocess.Popen, seconds: float) -> None:
-    """Let the child run ``seconds`` (it may finish first)."""
+    """Let the child run ``seconds`` after its first acknowledgement (it may finish first)."""
+    if child.pid not in _pending:
+        _wait_line(child, "A ", 30)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and child.poll() is None:
         time.sleep(0.02)
@@ -246,7 +260,7 @@ def wait_for_acks(child: subprocess.Popen, seconds: float) -> None:
 def power_cut_round(ctx: Ctx, rf: int) -> None:
     setup(ctx, rf=rf, min_isr=2 if rf == 3 else 1, journal=True)
     child = produce_child(ctx, "w", 100000)
-    wait_for_acks(child, 1.0 + ctx.rng.uniform(0.0, 1.5))
+    wait_for_acks(child, ctx.rng.uniform(0.05, 1.2))
     child.kill()
     record_produce(ctx, lines(child))
     power_cut(ctx.cluster, ctx.log_dirs, ctx.journal or "", ctx.seed)
@@ -277,7 +291,7 @@ def sigkill_round(ctx: Ctx) -> None:
     reader = threading.Thread(target=_reader, args=(ctx, stop), daemon=True)
     reader.start()
     for _ in range(3):
-        wait_for_acks(child, ctx.rng.uniform(0.3, 0.9))
+        wait_for_acks(child, ctx.rng.uniform(0.05, 0.5))
         sample_hw(ctx)
     child.kill()
     record_produce(ctx, lines(child))
@@ -302,9 +316,9 @@ def _reader(ctx: Ctx, stop: threading.Event) -> None:
 def disk_lost_round(ctx: Ctx, under_load: bool) -> None:
     setup(ctx, rf=3, min_isr=2)
     victim = ctx.rng.randrange(3)
-    child = produce_child(ctx, "w", 300)
+    child = produce_child(ctx, "w", 600)
     if under_load:
-        wait_for_acks(child, ctx.rng.uniform(0.8, 2.0))
+        wait_for_acks(child, ctx.rng.uniform(0.05, 0.8))
         shutil.rmtree(ctx.log_dirs[victim])
         record_produce(ctx, lines(child, 60))
     else:
@@ -322,8 +336,8 @@ def disk_lost_round(ctx: Ctx, under_load: bool) -> None:
 def disk_error_round(ctx: Ctx, error: str, only_fsync: bool, rf: int) -> None:
     setup(ctx, rf=rf, min_isr=2 if rf == 3 else 1)
     victim = ctx.rng.randrange(len(ctx.log_dirs))
-    child = produce_child(ctx, "w", 400)
-    wait_for_acks(child, ctx.rng.uniform(0.8, 1.8))
+    child = produce_child(ctx, "w", 600)
+    wait_for_acks(child, ctx.rng.uniform(0.05, 0.6))
     faults.inject(ctx.log_dirs[victim], error, only_fsync=only_fsync)
     time.sleep(0.3)
     faults.clear(ctx.log_dirs[victim])  # the disk is repaired (space freed, replaced)
@@ -422,9 +436,9 @@ def zombie_txn_round(ctx: Ctx, stop_not_kill: bool) -> None:
 
 
 def _wait_line(child: subprocess.Popen, want: str, seconds: float) -> bool:
-    """Read the child's stdout until a line ``want``; what was read is put back for lines()."""
+    """Read the child's stdout until a line starting with ``want``; what was read is kept for lines()."""
     deadline = time.monotonic() + seconds
-    got = b""
+    got = _pending.pop(child.pid, b"")
     assert child.stdout is not None
     os.set_blocking(child.stdout.fileno(), False)
     try:
@@ -432,7 +446,7 @@ def _wait_line(child: subprocess.Popen, want: str, seconds: float) -> bool:
             chunk = child.stdout.read()
             if chunk:
                 got += chunk
-                if f"\n{want}\n".encode() in b"\n" + got:
+                if f"\n{want}".encode() in b"\n" + got:
                     return True
             elif child.poll() is not None:
                 return False
@@ -449,9 +463,9 @@ _pending: dict[int, bytes] = {}
 def sigstop_writer_round(ctx: Ctx) -> None:
     """SIGSTOP one acks=all writer while another writes; SIGCONT; both finish."""
     setup(ctx, rf=3, min_isr=2)
-    a = produce_child(ctx, "a", 300)
-    b = produce_child(ctx, "b", 300)
-    wait_for_acks(a, ctx.rng.uniform(0.8, 1.5))
+    a = produce_child(ctx, "a", 500)
+    b = produce_child(ctx, "b", 500)
+    wait_for_acks(a, ctx.rng.uniform(0.05, 0.5))
     a.send_signal(signal.SIGSTOP)
     sample_hw(ctx)
     time.sleep(ctx.rng.uniform(0.2, 0.8))
@@ -466,12 +480,12 @@ def two_failovers_round(ctx: Ctx) -> None:
     """The leader's disk fails, then the new leader's; the last replica is below min ISR;
     both come back and catch up."""
     setup(ctx, rf=3, min_isr=2)
-    child = produce_child(ctx, "w", 500)
+    child = produce_child(ctx, "w", 800)
     failed = []
     with Admin({"cluster": ctx.cluster}) as admin:
         ids = {path: i for i, path in admin.cluster.log_dir_paths().items()}
         for _ in range(2):
-            wait_for_acks(child, ctx.rng.uniform(0.4, 1.0))
+            wait_for_acks(child, ctx.rng.uniform(0.05, 0.4))
             leader = admin.cluster.topic(TOPIC).partitions[0].leader
             path = next(p for p, i in ids.items() if i == leader)
             faults.inject(path, "EIO")
@@ -545,6 +559,7 @@ def replay_command(name: str, seed: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    logging.getLogger("kstream").setLevel(logging.ERROR)  # recoveries are expected here
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--class", dest="classes", action="append", choices=sorted(CLASSES))
     parser.add_argument("--rounds", type=int, default=20)
