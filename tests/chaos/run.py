@@ -364,7 +364,7 @@ def bit_flip_round(ctx: Ctx, target: str) -> None:
     name = ctx.rng.choice(sealed)
     if target == "index":
         path = os.path.join(replica, name[:-len(fmt.LOG_SUFFIX)] + fmt.OFFSET_INDEX_SUFFIX)
-        _corrupt_index(path, ctx.rng)
+        _corrupt_index(path, os.path.join(replica, name), ctx.rng)
     else:
         path = os.path.join(replica, name)
         with open(path, "r+b") as f:
@@ -375,7 +375,11 @@ def bit_flip_round(ctx: Ctx, target: str) -> None:
             f.write(data)
     values = {a.offset: a.value for a in ctx.history.acked}
     h = ctx.history
-    for offset in sorted(ctx.rng.sample(sorted(values), min(40, len(values)))):
+    base = fmt.parse_segment_file_name(name) or 0
+    following = sorted(n for n in os.listdir(replica) if n.endswith(fmt.LOG_SUFFIX) and n > name)
+    end = fmt.parse_segment_file_name(following[0]) if following else base
+    hit = [o for o in values if base <= o < (end or base)]  # every offset of the damaged segment
+    for offset in sorted(set(hit) | set(ctx.rng.sample(sorted(values), min(10, len(values))))):
         got, error = read_partition(ctx, 0, "read_uncommitted", start=offset, limit=1)
         if got and got[0] != (offset, values[offset]) and not error:
             h.wrong_reads.append(f"asked offset {offset}, got offset {got[0][0]} value {got[0][1]!r}")
@@ -389,18 +393,29 @@ def bit_flip_round(ctx: Ctx, target: str) -> None:
         h.acked = [a for a in h.acked if a.offset < reached]  # after the error: reported, not lost
 
 
-def _corrupt_index(path: str, rng: random.Random) -> None:
-    """Make one entry point too far (still monotonic) or flip a bit: a seek must not trust it."""
+def _corrupt_index(path: str, segment_path: str, rng: random.Random) -> None:
+    """Point one index entry at a later frame (entries stay monotonic: it looks valid), or
+    flip a bit in the index: a seek must check the frame it lands on, not trust it."""
     with open(path, "r+b") as f:
         data = bytearray(f.read())
-    entries = len(data) // fmt.OFFSET_INDEX_ENTRY.size
-    if entries < 2:
-        data[rng.randrange(max(1, len(data)))] ^= 1 << rng.randrange(8) if data else 0
-    else:
-        i = rng.randrange(entries - 1)
-        rel, pos = fmt.OFFSET_INDEX_ENTRY.unpack_from(data, i * 8)
-        next_rel, _ = fmt.OFFSET_INDEX_ENTRY.unpack_from(data, (i + 1) * 8)
-        fmt.OFFSET_INDEX_ENTRY.pack_into(data, i * 8, max(rel, next_rel - 1), pos)  # offset too big
+    entry = fmt.OFFSET_INDEX_ENTRY.size
+    entries = [fmt.OFFSET_INDEX_ENTRY.unpack_from(data, i) for i in range(0, len(data) - entry + 1, entry)]
+    with open(segment_path, "rb") as f:
+        log = f.read()
+    starts, position = [], 0
+    while position + fmt.HEADER_SIZE <= len(log):
+        starts.append(position)
+        position += fmt.unpack_header(log[position:position + fmt.HEADER_SIZE]).frame_size
+    if entries and rng.random() < 0.75:
+        i = rng.randrange(len(entries))
+        rel, pos = entries[i]
+        limit = entries[i + 1][1] if i + 1 < len(entries) else len(log)
+        later = [s for s in starts if pos < s <= limit and s < len(log)]
+        if later:
+            fmt.OFFSET_INDEX_ENTRY.pack_into(data, i * entry, rel, later[0])
+    elif data:
+        at = rng.randrange(len(data))
+        data[at] ^= 1 << rng.randrange(8)
     with open(path, "r+b") as f:
         f.write(data)
 
