@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 TP = tuple[str, int]
 
@@ -104,7 +105,7 @@ def check(h: History) -> Verdict:
             v.note(f"{value!r} stored {dups[value]} times ({name})")
     # Offsets contiguous, frame by frame.
     for tp, frames in sorted(h.frames.items()):
-        for (_, end), (base, _) in zip(frames, frames[1:], strict=False):
+        for (_, end), (base, _) in pairwise(frames):
             if base != end:
                 v.note(f"{tp[0]}-{tp[1]}: frame at {base} follows one ending at {end}")
                 break
@@ -156,7 +157,7 @@ def _all_or_nothing(h: History, v: Verdict, where: dict[bytes, tuple[TP, int]]) 
 
 def _check_monotonic(h: History, v: Verdict) -> None:
     for tp, samples in sorted(h.hw_samples.items()):
-        for a, b in zip(samples, samples[1:], strict=False):
+        for a, b in pairwise(samples):
             if b < a:
                 v.note(f"{tp[0]}-{tp[1]}: high watermark went back from {a} to {b}")
                 break
@@ -169,7 +170,7 @@ def _check_monotonic(h: History, v: Verdict) -> None:
         if hw is None or hw < end:
             v.note(f"{tp[0]}-{tp[1]}: high watermark {hw} below acknowledged end {end}")
     for key, offsets in sorted(h.group_offsets.items()):
-        for a, b in zip(offsets, offsets[1:], strict=False):
+        for a, b in pairwise(offsets):
             if b < a:
                 v.note(f"group {key[0]} {key[1]}-{key[2]}: committed offset went back from {a} to {b}")
                 break

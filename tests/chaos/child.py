@@ -50,12 +50,12 @@ def produce(cluster: str, topic: str, partitions: int, acks: str, tag: str, coun
     _say("DONE")
 
 
-class _Wake(Exception):
+class _WakeError(Exception):
     pass
 
 
 def _wake(*_: object) -> None:
-    raise _Wake
+    raise _WakeError
 
 
 def txn(cluster: str, topic: str, partitions: int, txid: str, tag: str, count: int, pause: float) -> None:
@@ -75,7 +75,7 @@ def txn(cluster: str, topic: str, partitions: int, txid: str, tag: str, count: i
                 _say("P")
                 try:
                     time.sleep(pause)
-                except _Wake:
+                except _WakeError:
                     pass
             if rng.random() < 0.6:
                 producer.commit_transaction()
@@ -83,7 +83,7 @@ def txn(cluster: str, topic: str, partitions: int, txid: str, tag: str, count: i
             else:
                 producer.abort_transaction()
                 _say(f"X {t} {','.join(values)}")
-        except Exception as err:  # noqa: BLE001 - the history records it
+        except Exception as err:  # the history records it
             _say(f"F {t} {type(err).__name__}: {str(err)[:200]}")
             return
     producer.close()

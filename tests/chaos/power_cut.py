@@ -209,7 +209,7 @@ def cut_content(durable: bytes | None, current: bytes | None, rng: random.Random
     if mode == "all":
         return current
     if mode == "prefix" and current.startswith(base):
-        cuts = list(range(_round_up(len(base) + 1, page), len(current), page)) + [len(current)]
+        cuts = [*range(_round_up(len(base) + 1, page), len(current), page), len(current)]
         return current[:rng.choice(cuts)]
     # Some pages reached the disk, others not: an in-place rewrite or a torn append.
     low, high = sorted((len(base), len(current)))

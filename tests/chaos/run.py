@@ -31,19 +31,19 @@ from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from chaos.checker import Ack, History, Verdict, check  # noqa: E402
-from chaos.power_cut import power_cut, sync_all  # noqa: E402
-from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition  # noqa: E402
-from kstream.log import faults  # noqa: E402
-from kstream.log import format as fmt  # noqa: E402
-from kstream.log.transactions import TransactionStore  # noqa: E402
+from chaos.checker import Ack, History, Verdict, check
+from chaos.power_cut import power_cut, sync_all
+from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition
+from kstream.log import faults
+from kstream.log import format as fmt
+from kstream.log.transactions import TransactionStore
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 TOPIC = "t"
 ROUND_TIMEOUT_S = 60
 
 
-class RoundHung(Exception):
+class RoundHungError(Exception):
     pass
 
 
@@ -70,7 +70,7 @@ class Ctx:
         return env
 
     def spawn(self, *args: str) -> subprocess.Popen:
-        err = open(os.path.join(self.work, f"child-{len(self.children)}.err"), "wb")  # noqa: SIM115
+        err = open(os.path.join(self.work, f"child-{len(self.children)}.err"), "wb")
         child = subprocess.Popen([sys.executable, CHILD, *args], stdout=subprocess.PIPE, stderr=err,
                                  env=self.env())
         err.close()
@@ -167,7 +167,7 @@ def read_partition(ctx: Ctx, p: int, level: str, start: int = 0, limit: int = 1 
             if message.error() is not None:
                 return out, str(message.error())
             out.append((message.offset(), message.value()))
-    except Exception as err:  # noqa: BLE001 - a failed read is a finding
+    except Exception as err:  # a failed read is a finding
         return out, f"{type(err).__name__}: {err}"
     finally:
         consumer.close()
@@ -192,7 +192,7 @@ def read_back(ctx: Ctx, label: str = "") -> None:
                 h.final_hw[(TOPIC, p)] = hw
                 h.hw_samples.setdefault((TOPIC, p), []).append(hw or 0)
                 h.frames[(TOPIC, p)] = _frames(handle, hw or 0)
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 h.read_errors[(TOPIC, p)] = f"{label}frame walk: {type(err).__name__}: {err}"[:300]
             finally:
                 handle.close()
@@ -202,7 +202,7 @@ def read_back(ctx: Ctx, label: str = "") -> None:
         try:
             h.replica_mismatches = [f"{m.topic}-{m.partition} leader {m.leader} vs {m.replica} at "
                                     f"{m.offset}: {m.reason}" for m in admin.verify_replicas([TOPIC])]
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             h.replica_mismatches = [f"verify-replicas failed: {type(err).__name__}: {err}"]
 
 
@@ -546,7 +546,7 @@ def run_round(name: str, seed: int, keep: bool = False) -> tuple[Verdict, float,
     started = time.monotonic()
 
     def hung(*_):
-        raise RoundHung(f"round did not finish in {ROUND_TIMEOUT_S}s")
+        raise RoundHungError(f"round did not finish in {ROUND_TIMEOUT_S}s")
 
     previous = signal.signal(signal.SIGALRM, hung) if threading.current_thread() is threading.main_thread() else None
     if previous is not None:
@@ -554,7 +554,7 @@ def run_round(name: str, seed: int, keep: bool = False) -> tuple[Verdict, float,
     try:
         CLASSES[name](ctx)
         verdict = check(ctx.history)
-    except Exception as err:  # noqa: BLE001 - a crash of the round is a failed round
+    except Exception as err:  # a crash of the round is a failed round
         verdict = check(ctx.history)
         verdict.problems.insert(0, f"round raised {type(err).__name__}: {str(err)[:300]}")
     finally:
