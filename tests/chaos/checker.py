@@ -60,6 +60,8 @@ class History:
     open_lso: dict[TP, int] = field(default_factory=dict)
     wrong_reads: list[str] = field(default_factory=list)  # a reader handed out the wrong record
     write_errors: list[str] = field(default_factory=list)  # writes that must have succeeded
+    # Acknowledged records a fresh reader could not see before the next write (lost to readers).
+    invisible: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -86,6 +88,9 @@ def check(h: History) -> Verdict:
     where = {value: (tp, offset) for tp, records in h.final.items() for offset, value in records}
     for error in h.write_errors:
         v.note(error)
+    v.lost += len(h.invisible)
+    if h.invisible:
+        v.note(f"{len(h.invisible)} acknowledged records invisible until the next write, e.g. {h.invisible[0]}")
     for tp, error in sorted(h.read_errors.items()):
         v.note(f"{tp[0]}-{tp[1]}: read failed: {error}")
     for ack in h.acked:

@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from chaos.checker import Ack, History, Verdict, check
@@ -279,9 +281,9 @@ def _merge_first_read(first: History, h: History) -> None:
     for ack in first.acked:
         tp = (ack.topic, ack.partition)
         if tp not in first.read_errors and dict(first.final.get(tp, [])).get(ack.offset) != ack.value:
-            h.read_errors.setdefault(tp, f"acknowledged {ack.value!r}@{ack.offset} invisible until the next write")
-    for tp, hw in first.final_hw.items():
-        h.hw_samples[tp] = [hw or 0, *h.hw_samples.get(tp, [])]
+            h.invisible.append(f"{ack.value!r} at {tp[0]}-{tp[1]}@{ack.offset}")
+    for tp, samples in first.hw_samples.items():
+        h.hw_samples[tp] = [*samples, *h.hw_samples.get(tp, [])]
 
 
 def sigkill_round(ctx: Ctx) -> None:
@@ -327,8 +329,12 @@ def disk_lost_round(ctx: Ctx, under_load: bool) -> None:
         shutil.rmtree(ctx.log_dirs[victim])
         read_back(ctx, "quiet, before the next write: ")
         first = ctx.history
-        ctx.history = History(acked=list(first.acked), hw_samples=dict(first.hw_samples))
+        ctx.history = History(acked=list(first.acked), hw_samples={})
         ctx.history.read_errors = dict(first.read_errors)
+        write_after(ctx)
+        read_back(ctx)
+        _merge_first_read(first, ctx.history)
+        return
     write_after(ctx)
     read_back(ctx)
 
@@ -357,8 +363,17 @@ def bit_flip_round(ctx: Ctx, target: str) -> None:
     raises a clear error: no record is silently skipped or changed."""
     ctx.partitions = 1
     setup(ctx, rf=1, segment_bytes=6000, index_interval=256)
-    child = produce_child(ctx, "w", 300)
-    record_produce(ctx, lines(child, 60))
+    # Written in-process in seeded batches: the same seed gives the same segments.
+    with Producer({"cluster": ctx.cluster, "acks": "all"}) as producer:
+        i = 0
+        while i < 300:
+            values = [f"w-{j}".encode() for j in range(i, i + ctx.rng.randint(1, 9))]
+            done = 0
+            for r in producer.produce_batch(TOPIC, pa.table({"value": values}), partition=0):
+                ctx.history.acked.extend(Ack(TOPIC, 0, r.base_offset + k, values[done + k])
+                                         for k in range(r.record_count))
+                done += r.record_count
+            i += len(values)
     replica = os.path.join(ctx.log_dirs[0], fmt.replica_dir_name(TOPIC, 0))
     sealed = sorted(n for n in os.listdir(replica) if n.endswith(fmt.LOG_SUFFIX))[:-1]
     name = ctx.rng.choice(sealed)
