@@ -26,9 +26,19 @@ OPEN_DEFECTS = {
     "zombie_txn_paused": "#4 a timed-out transaction is aborted without fencing its producer",
 }
 
+# Whether a disk lost under load is noticed by the writer (at a segment roll) or only by the
+# next open depends on timing, so some rounds pass today: not strict.
+TIMING_DEPENDENT = {"disk_lost_load"}
+
+
+def _marks(name: str) -> list:
+    if name not in OPEN_DEFECTS:
+        return []
+    return [pytest.mark.xfail(strict=name not in TIMING_DEPENDENT, reason=OPEN_DEFECTS[name])]
+
+
 QUICK = [
-    pytest.param(name, seed, id=f"{name}-{seed}",
-                 marks=[pytest.mark.xfail(strict=True, reason=OPEN_DEFECTS[name])] if name in OPEN_DEFECTS else [])
+    pytest.param(name, seed, id=f"{name}-{seed}", marks=_marks(name))
     for name in CLASSES for seed in ((1, 2) if name in EXTRA_SEED else (1,))
 ]
 
