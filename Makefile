@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install run run-cli test test-slow bench lint clean
+.PHONY: install run run-cli test test-slow bench lint clean chaos
 
 $(STAMP): setup.cfg pyproject.toml scripts/ensure-java.sh
 	bash scripts/ensure-java.sh
@@ -31,6 +31,11 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
+
+# Seeded fault rounds (power cut, SIGKILL, lost disk, EIO, ENOSPC, bit flips, zombies, ...):
+# 20 per class, one table; a failing round prints the command that replays it.
+chaos: $(STAMP)
+	$(PY) -m tests.chaos.run --rounds 20
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

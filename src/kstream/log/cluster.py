@@ -30,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from kstream.errors import ClusterError, ClusterNotFoundError, ConfigError, PartitionNotFoundError
+from kstream.log import faults
 from kstream.log import format as fmt
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
@@ -79,7 +80,7 @@ def write_properties_atomically(path: str, values: Mapping[str, str], comment: s
         for key, value in values.items():
             f.write(f"{key}={value}\n")
         f.flush()
-        os.fsync(f.fileno())
+        faults.fsync(f.fileno())
     os.rename(tmp, path)
     fsync_dir(os.path.dirname(path))
 

@@ -1,40 +1,73 @@
-"""A test-only hook that makes a log dir fail, as a dying disk would.
+"""Test-only hooks: a log dir that fails as a dying disk would, and a power-cut journal.
 
-With ``KSTREAM_FAULT_INJECTION=1`` in the environment (read once, at import;
-tests set it, also for child processes), every write-side operation on a
+Both are off by default; each then costs one boolean test. Both are read once,
+at import, from the environment, so child processes inherit them.
+
+Failing disk (``KSTREAM_FAULT_INJECTION=1``): every write-side operation on a
 replica first checks its log dir for a file ``.kstream-fault`` holding an
-errno name (``EIO``, ``ENOSPC``) and fails with that error if present.
-Permission tricks cannot do this: tests run as root. Off by default: then
-the check is a single boolean test.
+errno name (``EIO``, ``ENOSPC``) and fails with that error if present. With
+a second word ``fsync`` (``EIO fsync``) only fsyncs fail, after the write
+went through: the page cache holds data the disk refused. Permission tricks
+cannot do this: tests run as root.
+
+Power-cut journal (``KSTREAM_POWER_JOURNAL=/a/dir``): every fsync and
+fdatasync kstream does goes through :func:`fsync` / :func:`fdatasync` here,
+which first record what the call makes durable: for a file, its content at
+that moment; for a directory, its entries (name -> inode). Records are keyed
+by (device, inode, inode generation), so a reused inode number is not taken
+for the old file, and each is written as its own file (tmp, then rename)
+under a flock of the journal, so any number of processes and threads can
+record into one journal and the last record of an inode is the newest state.
+``tests/chaos/power_cut.py`` then builds the tree a power loss could leave.
+The record is made before the real fsync: a process killed during an fsync
+counts it as done, which a power loss at that instant also allows.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
+import json
 import os
+import struct
 
 FAULT_FILE = ".kstream-fault"
 ENABLED = os.environ.get("KSTREAM_FAULT_INJECTION") == "1"
+JOURNAL_ENV = "KSTREAM_POWER_JOURNAL"
+JOURNAL: str | None = os.environ.get(JOURNAL_ENV) or None
+
+_FS_IOC_GETVERSION = 0x80087601  # the inode generation (ext4, xfs, btrfs, tmpfs)
+_LONG = struct.Struct("l")
+
+
+def _marker(log_dir: str) -> tuple[int, bool] | None:
+    """(errno, fsync only) injected into ``log_dir``, or None."""
+    try:
+        with open(os.path.join(log_dir, FAULT_FILE), encoding="ascii") as f:
+            words = f.read().split()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    name = words[0] if words else "EIO"
+    return getattr(errno, name, errno.EIO), "fsync" in words[1:]
+
+
+def _raise(code: int, path: str) -> None:
+    raise OSError(code, f"{os.strerror(code)} (injected)", path)
 
 
 def check(replica_dir: str) -> None:
     """Raise the injected OSError for the log dir holding ``replica_dir``, if any."""
     if not ENABLED:
         return
-    marker = os.path.join(os.path.dirname(replica_dir.rstrip("/")), FAULT_FILE)
-    try:
-        with open(marker, encoding="ascii") as f:
-            name = f.read().strip() or "EIO"
-    except FileNotFoundError:
-        return
-    code = getattr(errno, name, errno.EIO)
-    raise OSError(code, f"{os.strerror(code)} (injected)", replica_dir)
+    found = _marker(os.path.dirname(replica_dir.rstrip("/")))
+    if found is not None and not found[1]:
+        _raise(found[0], replica_dir)
 
 
-def inject(log_dir: str, error: str = "EIO") -> None:
-    """Make ``log_dir`` fail every operation with ``error`` (tests only)."""
+def inject(log_dir: str, error: str = "EIO", only_fsync: bool = False) -> None:
+    """Make ``log_dir`` fail every operation (or only fsyncs) with ``error`` (tests only)."""
     with open(os.path.join(log_dir, FAULT_FILE), "w", encoding="ascii") as f:
-        f.write(error)
+        f.write(error + (" fsync" if only_fsync else ""))
 
 
 def clear(log_dir: str) -> None:
@@ -42,3 +75,96 @@ def clear(log_dir: str) -> None:
         os.unlink(os.path.join(log_dir, FAULT_FILE))
     except FileNotFoundError:
         pass
+
+
+# -- fsync: the one way kstream makes data durable -------------------------------------
+
+
+def fsync(fd: int) -> None:
+    """``os.fsync(fd)``, recorded in the power-cut journal and subject to injected faults."""
+    if ENABLED or JOURNAL is not None:
+        _before_sync(fd)
+    os.fsync(fd)
+
+
+def fdatasync(fd: int) -> None:
+    """``os.fdatasync(fd)``, as :func:`fsync` (the journal records the same either way)."""
+    if ENABLED or JOURNAL is not None:
+        _before_sync(fd)
+    os.fdatasync(fd)
+
+
+def _before_sync(fd: int) -> None:
+    proc = f"/proc/self/fd/{fd}"
+    if ENABLED:
+        path = os.readlink(proc)
+        for log_dir in (os.path.dirname(path), os.path.dirname(os.path.dirname(path))):
+            found = _marker(log_dir)
+            if found is not None:
+                _raise(found[0], path)
+    if JOURNAL is not None:
+        record(JOURNAL, proc)
+
+
+def inode_key(fd: int) -> str:
+    """``dev-ino-generation`` of an open file: names the inode even if its number is reused."""
+    st = os.fstat(fd)
+    try:
+        generation = _LONG.unpack(fcntl.ioctl(fd, _FS_IOC_GETVERSION, b"\0" * _LONG.size))[0]
+    except OSError:
+        generation = 0
+    return f"{st.st_dev}-{st.st_ino}-{generation & 0xFFFFFFFF}"
+
+
+def record(journal: str, path: str) -> None:
+    """Record ``path`` (a file or directory, or /proc/self/fd/N) as durable as of now."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        key = inode_key(fd)
+        is_dir = os.path.isdir(path)
+        lock = os.open(os.path.join(journal, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            # Read under the lock, so records of one inode land in the order of the reads.
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = _listing(path) if is_dir else _content(fd)
+            target = os.path.join(journal, "dirs" if is_dir else "files", key)
+            tmp = f"{target}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as out:
+                out.write(data)
+            os.rename(tmp, target)
+        finally:
+            os.close(lock)
+    finally:
+        os.close(fd)
+
+
+def _content(fd: int) -> bytes:
+    data = b""
+    while chunk := os.pread(fd, 1 << 20, len(data)):
+        data += chunk
+    return data
+
+
+def _listing(path: str) -> bytes:
+    """JSON: the directory's path and its entries, name -> [inode key, is a directory]."""
+    entries = {}
+    with os.scandir(path) as it:
+        for entry in it:
+            try:
+                sub = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue  # gone meanwhile, or a symlink (kstream makes none)
+            try:
+                entries[entry.name] = [inode_key(sub), entry.is_dir(follow_symlinks=False)]
+            finally:
+                os.close(sub)
+    real = os.readlink(path) if path.startswith("/proc/") else path
+    return json.dumps({"path": real, "entries": entries}).encode()
+
+
+def start_journal(journal: str) -> None:
+    """Create ``journal`` and record into it from this process on (children: set the env)."""
+    global JOURNAL
+    for kind in ("files", "dirs"):
+        os.makedirs(os.path.join(journal, kind), exist_ok=True)
+    JOURNAL = journal

@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import os
 
+from kstream.log import faults
 from kstream.log import format as fmt
 from kstream.log.frames import FrameWalk, pread_from
 
@@ -106,13 +107,13 @@ class LeaderEpochCache:
         try:
             if os.write(fd, raw) != len(raw):
                 raise OSError(f"short write to {tmp}")
-            os.fsync(fd)
+            faults.fsync(fd)
         finally:
             os.close(fd)
         os.rename(tmp, self.path)
         fd = os.open(self.directory, os.O_RDONLY)
         try:
-            os.fsync(fd)
+            faults.fsync(fd)
         finally:
             os.close(fd)
 

@@ -244,7 +244,7 @@ class PartitionLog:
         fd = self._stage_point(point, only_forward)
         if fd is not None:
             try:
-                os.fdatasync(fd)
+                faults.fdatasync(fd)
             finally:
                 os.close(fd)
 
@@ -287,7 +287,7 @@ class PartitionLog:
             raw = fmt.pack_recovery_point_file(new)
             if os.write(fd, raw) != len(raw):
                 raise OSError(f"short write to {tmp}")
-            os.fsync(fd)
+            faults.fsync(fd)
         finally:
             os.close(fd)
         os.rename(tmp, path)
@@ -497,7 +497,7 @@ class PartitionLog:
             point = (active.base_offset, active.size, active.next_offset)
             self._sync_dir_if_needed()
         try:
-            self._guard_io(lambda: os.fdatasync(fd))
+            self._guard_io(lambda: faults.fdatasync(fd))
         finally:
             os.close(fd)
         self._unflushed_messages = 0
@@ -507,7 +507,7 @@ class PartitionLog:
                 point_fd = self._guard_io(lambda: self._stage_point(point, only_forward=True))
             if point_fd is not None:
                 try:
-                    self._guard_io(lambda: os.fdatasync(point_fd))
+                    self._guard_io(lambda: faults.fdatasync(point_fd))
                 finally:
                     os.close(point_fd)
             self._durable = point
@@ -516,7 +516,7 @@ class PartitionLog:
         """fsync under the lock the caller holds (no group commit); advance the recovery point."""
         active = self._guard_io(self._ensure_open)
         self._sync_dir_if_needed()
-        self._guard_io(lambda: os.fdatasync(active.fd))
+        self._guard_io(lambda: faults.fdatasync(active.fd))
         self._guard_io(lambda: self._advance_recovery_point(
             (active.base_offset, active.size, active.next_offset)))
 

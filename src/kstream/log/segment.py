@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from kstream.errors import CorruptBatchError
+from kstream.log import faults
 from kstream.log import format as fmt
 from kstream.log.frames import FrameWalk, find_frame_after, pread_from
 from kstream.log.index import OffsetIndex, TimeIndex
@@ -121,14 +122,14 @@ class Segment:
 
     def flush(self) -> None:
         """fdatasync the log file. An OSError here must take the log dir offline."""
-        os.fdatasync(self.fd)
+        faults.fdatasync(self.fd)
 
     def flush_indexes(self) -> None:
         for index in (self.offset_index, self.time_index):
             if os.path.exists(index.path):
                 fd = os.open(index.path, os.O_RDONLY)
                 try:
-                    os.fsync(fd)
+                    faults.fsync(fd)
                 finally:
                     os.close(fd)
 
@@ -339,7 +340,7 @@ class Segment:
                 if sent == 0:
                     raise OSError(f"short copy of {self.path}: {copied} of {size} bytes")
                 copied += sent
-            os.fsync(out)
+            faults.fsync(out)
         finally:
             os.close(out)
         os.rename(tmp, self.path)
@@ -368,6 +369,6 @@ def fsync_dir(directory: str) -> None:
     """Make a directory's entries (created, renamed, deleted files) durable."""
     fd = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        faults.fsync(fd)
     finally:
         os.close(fd)

@@ -1,0 +1,100 @@
+"""Writers the chaos rounds run as child processes (killed, stopped, power-cut).
+
+Each prints one line per outcome, flushed, so a killed child's history is
+what it printed (the last line may be cut; the parent drops it):
+
+  produce CLUSTER TOPIC PARTITIONS ACKS TAG COUNT RATE
+      COUNT records "TAG-i" round-robin over the partitions, about RATE a second (0: no limit);
+      "A value partition offset" per delivered record, "E value error" per failed one.
+  txn CLUSTER TOPIC PARTITIONS TXID TAG COUNT PAUSE
+      COUNT transactions of 1-8 records "TAG-t-i", committed or aborted at random;
+      "B t" at begin, "C t v1,v2,..." once committed, "X t v1,..." once aborted,
+      "F t error" when the commit or abort failed. With PAUSE > 0, after the first
+      transaction's records are flushed it prints "P" and sleeps PAUSE seconds
+      (a zombie: the parent stops or kills it there).
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import sys
+import time
+
+from kstream import Producer
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def produce(cluster: str, topic: str, partitions: int, acks: str, tag: str, count: int,
+            rate: float = 0) -> None:
+    def report(err, msg):
+        if err is None:
+            _say(f"A {msg.value().decode()} {msg.partition()} {msg.offset()}")
+        else:
+            _say(f"E {msg.value().decode()} {str(err).replace(chr(10), ' ')[:200]}")
+
+    producer = Producer({"cluster": cluster, "acks": acks, "linger.ms": 1, "batch.size": 2000})
+    started = time.monotonic()
+    for i in range(count):
+        producer.produce(topic, f"{tag}-{i}".encode(), partition=i % partitions, on_delivery=report)
+        if i % 7 == 0:
+            producer.poll(0)
+        if rate and (ahead := i / rate - (time.monotonic() - started)) > 0:
+            time.sleep(ahead)
+    producer.flush()
+    producer.close()
+    _say("DONE")
+
+
+class _WakeError(Exception):
+    pass
+
+
+def _wake(*_: object) -> None:
+    raise _WakeError
+
+
+def txn(cluster: str, topic: str, partitions: int, txid: str, tag: str, count: int, pause: float) -> None:
+    rng = random.Random(tag)
+    signal.signal(signal.SIGUSR1, _wake)
+    producer = Producer({"cluster": cluster, "transactional.id": txid, "linger.ms": 0})
+    producer.init_transactions()
+    for t in range(count):
+        values = [f"{tag}-{t}-{i}" for i in range(rng.randint(1, 8))]
+        producer.begin_transaction()
+        _say(f"B {t} {','.join(values)}")
+        try:
+            for i, value in enumerate(values):
+                producer.produce(topic, value.encode(), partition=(t + i) % partitions)
+            producer.flush()
+            if pause > 0 and t == 0:
+                _say("P")
+                try:
+                    time.sleep(pause)
+                except _WakeError:
+                    pass
+            if rng.random() < 0.6:
+                producer.commit_transaction()
+                _say(f"C {t} {','.join(values)}")
+            else:
+                producer.abort_transaction()
+                _say(f"X {t} {','.join(values)}")
+        except Exception as err:  # the history records it
+            _say(f"F {t} {type(err).__name__}: {str(err)[:200]}")
+            return
+    producer.close()
+    _say("DONE")
+
+
+if __name__ == "__main__":
+    mode, *args = sys.argv[1:]
+    if mode == "produce":
+        produce(args[0], args[1], int(args[2]), args[3], args[4], int(args[5]), float(args[6]))
+    elif mode == "txn":
+        txn(args[0], args[1], int(args[2]), args[3], args[4], int(args[5]), float(args[6]))
+    else:
+        raise SystemExit(f"unknown mode {mode}")

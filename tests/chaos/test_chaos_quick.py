@@ -1,0 +1,50 @@
+"""A few seeded rounds of every fault class (``make chaos`` runs 20 of each).
+
+Classes that fail today because of an open defect of issue 10 are xfail(strict):
+when the fix is merged the round passes, the xfail turns into a failure, and the
+mark comes off. The checker is never weakened to make a round pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from chaos.run import CLASSES, replay_command, run_round
+
+# One round per class (two for power cuts and SIGKILL) keeps this under a minute.
+EXTRA_SEED = {"power_cut_rf1", "power_cut_rf3", "sigkill"}
+
+# class -> the issue-10 defect that makes it fail today (see docs/RELIABILITY.md).
+OPEN_DEFECTS = {
+    "power_cut_rf1": "#5 the high watermark lives only in an unfsynced lock file",
+    "power_cut_rf3": "#5 the high watermark lives only in an unfsynced lock file",
+    "disk_lost_quiet": "#1 a missing log dir is re-created empty",
+    "disk_lost_load": "#1 a missing log dir is re-created empty",
+    "enospc_rf1": "#8 one ENOSPC on an RF=1 partition makes it unwritable forever",
+    "bad_index": "#11 readers trust the offset index",
+    "zombie_txn_dead": "#3 transaction.timeout.ms is enforced only by init_transactions()",
+    "zombie_txn_paused": "#4 a timed-out transaction is aborted without fencing its producer",
+}
+
+# Whether a disk lost under load is noticed by the writer (at a segment roll) or only by the
+# next open depends on timing, so some rounds pass today: not strict.
+TIMING_DEPENDENT = {"disk_lost_load"}
+
+
+def _marks(name: str) -> list:
+    if name not in OPEN_DEFECTS:
+        return []
+    return [pytest.mark.xfail(strict=name not in TIMING_DEPENDENT, reason=OPEN_DEFECTS[name])]
+
+
+QUICK = [
+    pytest.param(name, seed, id=f"{name}-{seed}", marks=_marks(name))
+    for name in CLASSES for seed in ((1, 2) if name in EXTRA_SEED else (1,))
+]
+
+
+@pytest.mark.parametrize(("name", "seed"), QUICK)
+def test_chaos_round(name, seed):
+    verdict, _seconds, work = run_round(name, seed)
+    assert verdict.ok, (f"{name} seed {seed} failed (kept in {work}); replay: {replay_command(name, seed)}\n"
+                        + "\n".join(verdict.problems))
