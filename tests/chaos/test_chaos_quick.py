@@ -15,15 +15,7 @@ from chaos.run import CLASSES, replay_command, run_round
 EXTRA_SEED = {"power_cut_rf1", "power_cut_rf3", "sigkill"}
 
 # class -> the issue-10 defect that makes it fail today (see docs/RELIABILITY.md).
-OPEN_DEFECTS = {
-    "power_cut_rf1": "#5 the high watermark lives only in an unfsynced lock file",
-    "power_cut_rf3": "#5 the high watermark lives only in an unfsynced lock file",
-    "disk_lost_quiet": "#1 a missing log dir is re-created empty",
-    "disk_lost_load": "#1 a missing log dir is re-created empty",
-    "enospc_rf1": "#8 one ENOSPC on an RF=1 partition makes it unwritable forever",
-    "bad_index": "#11 readers trust the offset index",
-    "zombie_txn_dead": "#3 transaction.timeout.ms is enforced only by init_transactions()",
-    "zombie_txn_paused": "#4 a timed-out transaction is aborted without fencing its producer",
+OPEN_DEFECTS: dict[str, str] = {
 }
 
 # Whether a disk lost under load is noticed by the writer (at a segment roll) or only by the
