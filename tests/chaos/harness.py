@@ -25,6 +25,7 @@ from kstream.log.transactions import TransactionStore
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 TOPIC = "t"
 ROUND_TIMEOUT_S = 60
+READ_PATIENCE_S = 5  # longest a final read waits for records below the HW to arrive
 
 
 class RoundHungError(Exception):
@@ -147,7 +148,19 @@ def read_partition(ctx: Ctx, p: int, level: str, start: int = 0, limit: int = 1 
     out: list[tuple[int, bytes]] = []
     try:
         consumer.assign([TopicPartition(TOPIC, p, start)])
-        while len(out) < limit and (message := consumer.poll(0.2)) is not None:
+        # An empty poll is not the end: the first one after a fault also opens the cluster and
+        # rebuilds state, which a loaded machine may not finish in one poll. Read on until the
+        # high watermark (read_committed stops earlier at an open transaction: then until a
+        # deadline; a stuck LSO is the checker's to report).
+        deadline = time.monotonic() + READ_PATIENCE_S
+        while len(out) < limit:
+            message = consumer.poll(0.2)
+            if message is None:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, p))
+                reached = consumer.position([TopicPartition(TOPIC, p)])[0].offset
+                if reached >= high or time.monotonic() > deadline:
+                    break
+                continue
             if message.error() is not None:
                 return out, str(message.error())
             out.append((message.offset(), message.value()))
