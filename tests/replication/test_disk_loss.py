@@ -276,18 +276,22 @@ def test_leader_whose_replica_was_emptied_is_not_trusted(replicated):
     assert len(placements(path)[0].isr) == 3
 
 
-def test_min_insync_replicas_is_checked_again_after_reconcile(replicated):
-    """Reconcile drops followers it cannot fix; an acks=all write then fails before anything
-    is written instead of landing on the leader alone."""
-    path, _ = replicated
+def test_min_insync_replicas_is_checked_again_after_reconcile(replicated, monkeypatch):
+    """Reconcile drops followers it cannot fix (here: their disks fail when it reads them);
+    an acks=all write then fails before anything is written instead of landing on the
+    leader alone."""
+    monkeypatch.setattr(faults, "ENABLED", True)
+    path, log_dirs = replicated
     info = make_topic(path, partitions=1)
     produce_acked(path, 5, "a", partitions=[0])
     leader, *followers = info.partitions[0].replicas
     with Admin({"cluster": path}) as admin:
         handle = admin.cluster.partition("t", 0)
-        for follower in followers:  # followers ahead of the leader: diverged, cannot be fixed inline
+        for follower in followers:  # followers that differ from the leader: reconcile must look at them
             handle.logs[follower].append(encoded([b"stray"]), leader_epoch=0)
         handle.close()
+    for follower in followers:
+        faults.inject(log_dirs[follower], "EIO")
     with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer:
         with pytest.raises(NotEnoughReplicasError, match="nothing was written"):
             producer.produce_batch("t", pa.table({"value": [b"refused"]}), partition=0)
@@ -297,6 +301,28 @@ def test_min_insync_replicas_is_checked_again_after_reconcile(replicated):
         assert handle.high_watermark() == 5
         handle.close()
     assert placements(path)[0].isr == (leader,)
+
+
+def test_followers_that_kept_an_unsynced_tail_are_cut_back_and_stay_in_sync(replicated):
+    """After a power loss each replica keeps its own prefix of the unsynced tail, at the same
+    leader epoch: a follower may end past the leader, or at the leader's end with other
+    frames. Reconcile cuts it back to where its frames are the leader's (by content: epochs
+    cannot tell), keeps it in the ISR, and the next acks=all write succeeds on every replica."""
+    path, _ = replicated
+    info = make_topic(path, partitions=1)
+    produce_acked(path, 5, "a", partitions=[0])
+    leader, ahead, same_end = info.partitions[0].replicas
+    with Admin({"cluster": path}) as admin:
+        handle = admin.cluster.partition("t", 0)
+        handle.logs[ahead].append(encoded([b"kept-1", b"kept-2"]), leader_epoch=0)
+        handle.logs[same_end].append(encoded([b"other"]), leader_epoch=0)
+        handle.logs[leader].append(encoded([b"lead"]), leader_epoch=0)  # 6: the leader's own tail
+        handle.close()
+    produce_acked(path, 1, "b", partitions=[0])
+    assert placements(path)[0].isr == info.partitions[0].replicas
+    with Admin({"cluster": path}) as admin:
+        assert admin.verify_replicas() == []
+    assert consume_all(path) == [*expected("a", 0, 5), b"lead", b"b-0-0"]
 
 
 def test_only_replica_that_lost_fsynced_frames_is_not_trusted(tmp_path):
@@ -316,3 +342,24 @@ def test_only_replica_that_lost_fsynced_frames_is_not_trusted(tmp_path):
     with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer, \
             pytest.raises(KStreamError, match="acknowledged records were lost"):
         producer.produce_batch("t", pa.table({"value": [b"b"]}), partition=0)
+
+
+def test_rejoining_follower_with_a_stale_frame_at_the_same_epoch_is_cut_back(replicated):
+    """An out-of-sync follower kept a frame the leader lost in a power loss; the leader then
+    wrote other frames at those offsets in the same epoch. Catch-up must cut the follower by
+    content (leader epochs agree), not append after the stale frame."""
+    path, _ = replicated
+    info = make_topic(path, partitions=1)
+    produce_acked(path, 5, "a", partitions=[0])
+    _leader, stale, _other = info.partitions[0].replicas
+    with Admin({"cluster": path}) as admin:
+        admin.cluster.metadata.remove_from_isr("t", 0, {stale})
+        handle = admin.cluster.partition("t", 0)
+        handle.logs[stale].append(encoded([b"stale"]), leader_epoch=0)
+        handle.close()
+    produce_acked(path, 3, "b", partitions=[0])
+    with Admin({"cluster": path}) as admin:
+        admin.sync_replicas()
+        assert admin.verify_replicas() == []
+    assert placements(path)[0].isr == info.partitions[0].replicas
+    assert consume_all(path) == [*expected("a", 0, 5), *expected("b", 0, 3)]

@@ -55,7 +55,7 @@ from kstream.log.metadata import DataVersion, Metadata, PartitionInfo
 from kstream.log.partition_log import AppendResult, EncodedBatch, PartitionLog
 from kstream.log.producer_state import ProducerState
 from kstream.log.records import Payload
-from kstream.log.replica_sync import sync_followers
+from kstream.log.replica_sync import agreed_offset, sync_followers
 from kstream.log.thread_pool import LazyThreadPool
 
 if TYPE_CHECKING:
@@ -83,6 +83,7 @@ class Partition:
         self._reader_leader = info.leader  # the leader readers last opened (see refresh_metadata)
         self._hw_check: tuple[int | None, int | None] | None = None  # (stored, rebuilt), see high_watermark
         self._flushers = LazyThreadPool(1, "kstream-fsync")  # sized by _add_replicas
+        self._content_checked = False  # see _reconcile_locked
         self.producer_state = ProducerState()
         self._add_replicas()
 
@@ -317,13 +318,18 @@ class Partition:
                     end = self._on_replica(replica, lambda log: log.log_end_offset_locked())
                 except LogDirOfflineError:
                     continue  # now offline and out of the ISR
-                if end != leader_end:
+                if end != leader_end or not self._content_checked:
                     behind[replica] = end
+        # A follower with the leader's end may still hold other frames (a power loss left each
+        # replica its own part of an unsynced tail): the first reconcile of this handle (a
+        # new writer, as after a crash) compares every in-sync follower by content.
+        self._content_checked = True
         if behind:
             failed = set()
             for replica, end in behind.items():
                 try:
-                    if self.copy_frames_locked(replica, end, leader_end, _CATCH_UP_BYTES) != leader_end:
+                    start = self._agreed_start_locked(replica, end, leader_end)
+                    if self.copy_frames_locked(replica, start, leader_end, _CATCH_UP_BYTES) != leader_end:
                         failed.add(replica)  # too far behind to fix inline: out of the ISR, caught up later
                 except (LogDirOfflineError, ReplicaDivergedError):
                     failed.add(replica)
@@ -331,6 +337,18 @@ class Partition:
                 self._remove_locked(failed)
         if high_watermark != leader_end:
             self._lock.write_high_watermark(leader_end)
+
+    def _agreed_start_locked(self, replica: int, end: int, leader_end: int) -> int:
+        """Where an in-sync follower that ends at ``end`` still agrees with the leader, its
+        tail after that cut (the frames a power loss left it and the leader lost: never
+        fsynced on the leader, so never acknowledged). Caller holds the lock."""
+        start = agreed_offset(self.leader_dir, self.replica_dirs[replica], min(end, leader_end))
+        if start < end:
+            log.warning("replica %s of %s-%s: frames %d..%d differ from the leader's (an unsynced tail "
+                        "kept through a power loss); cut back to %d", replica, self.topic, self.partition,
+                        start, end, start)
+            self._on_replica(replica, lambda replica_log: replica_log.truncate_to_locked(start))
+        return start
 
     def _distrust_leader_locked(self, leader_end: int, high_watermark: int) -> None:
         leader = self.info.leader

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kstream.log.partition import Partition
 
 log = logging.getLogger(__name__)
+_MAX_WALK_BACK_FRAMES = 100_000  # bound on the content check of a divergence point
 
 
 def out_of_sync(partition: Partition, online: dict[int, bool]) -> list[int]:
@@ -69,6 +70,7 @@ def _catch_up_locked(partition: Partition, replica: int, max_bytes: int) -> bool
         follower_end = leader_start
     target = divergence_offset(leader_log.epochs(), leader_end, follower_log.epochs(), follower_end)
     target = _frame_start(partition.replica_dirs[replica], target, follower_end)
+    target = agreed_offset(partition.leader_dir, partition.replica_dirs[replica], target)
     if target < follower_end:
         log.info("truncating replica %s of %s-%s from %d to %d (diverged by leader epoch)",
                  replica, partition.topic, partition.partition, follower_end, target)
@@ -77,6 +79,41 @@ def _catch_up_locked(partition: Partition, replica: int, max_bytes: int) -> bool
     end = partition.copy_frames_locked(replica, follower_end, leader_end, max_bytes)
     follower_log.flush_locked()
     return end == leader_end
+
+
+def agreed_offset(leader_dir: str, follower_dir: str, upto: int) -> int:
+    """The largest frame boundary <= ``upto`` at which the follower's log still is the
+    leader's: its frame ending there equals the leader's frame byte for byte (the header,
+    whose checksum covers the payload's checksum).
+
+    Leader epochs find where an old leader's unreplicated tail diverged. They cannot see
+    replicas that kept different parts of one unsynced tail at the same epoch (a power
+    loss: each replica keeps a prefix of its own), after which the leader writes new
+    frames at those offsets. So the boundary is checked by content too, walking back a
+    frame at a time (bounded; one frame when the logs agree, as they nearly always do).
+    """
+    leader = LogReader(leader_dir, check_crcs=False)
+    follower = LogReader(follower_dir, check_crcs=False)
+    try:
+        offset = upto
+        start = follower.log_start_offset()
+        for _ in range(_MAX_WALK_BACK_FRAMES):
+            if offset <= start:
+                return start
+            theirs = follower.read(offset - 1, 1, end_offset=offset, verify=False)
+            ours = leader.read(offset - 1, 1, end_offset=offset, verify=False)
+            if not theirs:
+                return start
+            if ours and ours[0].header == theirs[0].header and theirs[0].header.next_offset == offset:
+                return offset
+            offset = theirs[0].header.base_offset
+        raise ReplicaDivergedError(f"{follower_dir} still differs from the leader {_MAX_WALK_BACK_FRAMES} "
+                                   f"frames back from offset {upto}; re-fill it from the leader")
+    except CorruptBatchError as err:
+        raise ReplicaDivergedError(f"cannot compare {follower_dir} with the leader below {upto}: {err}") from err
+    finally:
+        leader.close()
+        follower.close()
 
 
 def _frame_start(directory: str, offset: int, end: int) -> int:
