@@ -353,3 +353,28 @@ def test_transactional_producer_ids_stop_at_the_i64_maximum(cluster_path, make_t
     with pytest.raises(KStreamError, match="unknown"):
         store.get("one-too-many")
     cluster.close()
+
+
+def test_opening_the_metadata_never_opens_its_file_outside_sqlite(cluster_path, make_topic, monkeypatch):
+    """Closing any descriptor of a file drops all of this process's POSIX locks on it, those of
+    its other SQLite connections included; another process could then checkpoint the WAL under
+    them (a "malformed" database). So a second connection must not read the file itself."""
+    import builtins
+
+    from kstream.log import format as fmt
+    from kstream.log.metadata import Metadata
+
+    make_topic("t")
+    first = Metadata(os.path.join(cluster_path, fmt.METADATA_DB))
+    first.connection.execute("SELECT count(*) FROM topics").fetchone()
+    real_open = builtins.open
+
+    def guarded_open(file, *args, **kwargs):
+        assert not str(file).endswith(fmt.METADATA_DB), "metadata.db opened outside SQLite"
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", guarded_open)
+    second = Metadata(os.path.join(cluster_path, fmt.METADATA_DB))
+    assert second.connection.execute("SELECT count(*) FROM topics").fetchone() == (1,)
+    second.close()
+    first.close()

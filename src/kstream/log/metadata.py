@@ -44,21 +44,24 @@ CREATE TABLE IF NOT EXISTS partitions (
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS formatted_log_dirs (id INTEGER PRIMARY KEY);
 """
-_SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+_IS_KSTREAM_METADATA = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'log_dirs'"
 
 
 def _check_database_file(path: str) -> None:
-    """ClusterError unless ``path`` starts like an SQLite database (an existing one is
-    never empty: switching it to WAL mode wrote its first page)."""
+    """ClusterError when ``path`` is missing or empty (an existing metadata DB is never
+    empty: switching it to WAL mode wrote its first page).
+
+    Only ``stat``: never open() the database file outside SQLite. Closing any descriptor
+    of a file drops every POSIX lock this process holds on it, including those of this
+    process's other SQLite connections, and another process may then checkpoint the WAL
+    under them ("database disk image is malformed"; sqlite.org/howtocorrupt.html 2.2).
+    """
     try:
-        with open(path, "rb") as f:
-            head = f.read(len(_SQLITE_MAGIC))
+        size = os.stat(path).st_size
     except FileNotFoundError as err:
         raise ClusterError(_lost(path, "is missing")) from err
-    if not head:
+    if size == 0:
         raise ClusterError(_lost(path, "is empty (zero length)"))
-    if head != _SQLITE_MAGIC:
-        raise ClusterError(_lost(path, "is corrupt (not an SQLite database)"))
 
 
 def _lost(path: str, what: str) -> str:
@@ -120,17 +123,22 @@ class Metadata:
             _check_database_file(self.path)
         mode = "rwc" if self._create else "rw"  # rw: a missing file is an error, not a new database
         uri = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode={mode}"
+        connection: sqlite3.Connection | None = None
         try:
             connection = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None)
+            if not self._create and connection.execute(_IS_KSTREAM_METADATA).fetchone() is None:
+                raise ClusterError(_lost(self.path, "is not a kstream metadata database (no log_dirs table)"))
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
             connection.executescript(_SCHEMA)
-        except sqlite3.OperationalError as err:
-            if os.path.exists(self.path):
-                raise  # locked, read-only, out of space...: not a lost database
-            raise ClusterError(_lost(self.path, "is missing")) from err
-        except sqlite3.DatabaseError as err:  # "file is not a database" and the like
-            raise ClusterError(_lost(self.path, f"is corrupt ({err})")) from err
+        except BaseException as err:
+            if connection is not None:
+                connection.close()
+            if isinstance(err, sqlite3.OperationalError) and not os.path.exists(self.path):
+                raise ClusterError(_lost(self.path, "is missing")) from err
+            if isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.OperationalError):
+                raise ClusterError(_lost(self.path, f"is corrupt ({err})")) from err
+            raise  # locked, read-only, out of space...: not a lost database
         return connection
 
     @contextmanager
