@@ -37,6 +37,7 @@ from chaos.harness import (
     wait_line,
     write_after,
 )
+from chaos import group_rounds
 from chaos.power_cut import power_cut
 from kstream import Admin, Consumer, Producer, TopicPartition
 from kstream.log import faults
@@ -311,4 +312,6 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "zombie_txn_paused": lambda ctx: zombie_txn_round(ctx, stop_not_kill=True),
     "sigstop_writer": sigstop_writer_round,
     "two_failovers": two_failovers_round,
+    "sigstop_group_member": group_rounds.sigstop_group_member_round,
+    "zombie_sink_attempt": group_rounds.zombie_sink_attempt_round,
 }
