@@ -11,7 +11,8 @@
       One Spark task attempt of the exactly-once sink, driven as sink/writer.py's
       write_task does: ROWS is a JSON file of [value, partition]; each row is appended
       alone (produce, flush). Prints "S producer_id" once its writer exists; before row
-      PAUSE_AT (-1: never) prints "P" and sleeps until SIGUSR1; "F i error" when an
+      PAUSE_AT (-1: never) prints "P" and waits for a line on stdin (not a signal: one
+      may land on the producer's thread and leave the main thread asleep); "F i error" when an
       append is fenced (and stops); "D producer_id partitions records" when done.
   commit CLUSTER SINK_ID BATCH WRITES
       A driver's commit of a micro-batch: prints "R" when ready, commits on a line on
@@ -24,7 +25,6 @@ import json
 import os
 import signal
 import sys
-import time
 
 
 def _say(line: str) -> None:
@@ -75,21 +75,12 @@ def member(cluster: str, group: str, topic: str, out_path: str, name: str, pause
     out.write("EXIT\n")
 
 
-class _WakeError(Exception):
-    pass
-
-
-def _wake(*_: object) -> None:
-    raise _WakeError
-
-
 def sink(cluster: str, sink_id: str, topic: str, rows_path: str, pause_at: str) -> None:
     from kstream import Producer
     from kstream.errors import FencedError
     from kstream.log.sink_transactions import SinkStore, SinkTaskWriter
     from kstream.log.txn_expiry import try_expire
 
-    signal.signal(signal.SIGUSR1, _wake)
     with open(rows_path) as f:
         rows = json.load(f)
     producer = Producer({"cluster": cluster, "acks": "1", "enable.idempotence": False, "linger.ms": 0})
@@ -101,10 +92,7 @@ def sink(cluster: str, sink_id: str, topic: str, rows_path: str, pause_at: str) 
     for i, (value, partition) in enumerate(rows):
         if i == int(pause_at):
             _say("P")
-            try:
-                time.sleep(600)
-            except _WakeError:
-                pass
+            sys.stdin.readline()
         try:
             producer.produce(topic, value.encode(), partition=partition)
             producer.flush()

@@ -27,6 +27,7 @@ stops that partition's or group's writers like a stopped broker would.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -37,7 +38,7 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from chaos.checker import Ack
+from chaos.checker import Ack, History
 from chaos.harness import TOPIC, Ctx, read_back, wait_line
 from chaos.harness import lines as child_lines
 from kstream import Admin, NewTopic, Producer
@@ -105,16 +106,10 @@ def sigstop_group_member_round(ctx: Ctx) -> None:
 
     def produce(count: int = 8) -> None:
         for _ in range(count):
-            i = produced[0]
+            value = f"r-{produced[0]}".encode()
+            producer.produce(TOPIC, value, partition=produced[0] % ctx.partitions,
+                             on_delivery=functools.partial(_report, h, value))
             produced[0] += 1
-
-            def report(err, msg, value=f"r-{i}".encode()):
-                if err is None:
-                    h.acked.append(Ack(TOPIC, msg.partition(), msg.offset(), value))
-                else:
-                    h.write_errors.append(f"produce failed: {str(err)[:200]}")
-
-            producer.produce(TOPIC, f"r-{i}".encode(), partition=i % ctx.partitions, on_delivery=report)
         producer.flush()
 
     groups = ConsumerGroups(Cluster.open(ctx.cluster))
@@ -190,6 +185,13 @@ def sigstop_group_member_round(ctx: Ctx) -> None:
     read_back(ctx)
 
 
+def _report(h: History, value: bytes, err, msg) -> None:
+    if err is None:
+        h.acked.append(Ack(TOPIC, msg.partition(), msg.offset(), value))
+    else:
+        h.write_errors.append(f"produce failed: {str(err)[:200]}")
+
+
 def _all_committed(groups: ConsumerGroups, ctx: Ctx) -> bool:
     committed = groups.committed(GROUP)
     return all(committed.get((TOPIC, p)) is not None and committed[(TOPIC, p)].offset == groups.ends(TOPIC, p)[1]
@@ -246,7 +248,7 @@ def zombie_sink_attempt_round(ctx: Ctx) -> None:
         with open(path, "w") as f:
             json.dump(rows, f)
         pause_at = rng.randrange(len(rows))  # 0: every zombie append comes after the commit
-        zombie = _spawn(ctx, "sink", sink_id, TOPIC, path, str(pause_at))
+        zombie = _spawn(ctx, "sink", sink_id, TOPIC, path, str(pause_at), stdin=True)
         if not wait_line(zombie, "P", 30):
             raise RuntimeError(f"the zombie attempt of task {t} never reached its pause")
         zombies.append(zombie)
@@ -257,7 +259,7 @@ def zombie_sink_attempt_round(ctx: Ctx) -> None:
     elif zombie_mode == "sigkill":  # mid-write: at its pause or a moment after it woke
         for zombie in zombies:
             if rng.random() < 0.5:
-                os.kill(zombie.pid, signal.SIGUSR1)
+                _wake(zombie)
                 time.sleep(rng.uniform(0, 0.02))
             zombie.kill()
     writes = [_task_writes(ctx, w) for w in winners]
@@ -277,7 +279,7 @@ def zombie_sink_attempt_round(ctx: Ctx) -> None:
     for zombie in zombies:  # the zombie goes on after the commit, on old and new partitions
         if zombie.poll() is None:
             zombie.send_signal(signal.SIGCONT)
-            os.kill(zombie.pid, signal.SIGUSR1)
+            _wake(zombie)
     if crash is not None:  # Spark runs the batch again and commits it again: nothing twice
         _commit(ctx, sink_id, batch, [_task_writes(ctx, _spawn(ctx, "sink", sink_id, TOPIC,
                                                                 os.path.join(ctx.work, f"task-{t}.json"), "-1"))
@@ -293,6 +295,12 @@ def zombie_sink_attempt_round(ctx: Ctx) -> None:
     read_back(ctx)
     h.eos_output = [value for p in range(ctx.partitions) for _, value in h.final.get((TOPIC, p), [])]
     h.final, h.final_uncommitted = {}, {}  # the input repeats values: compared as a multiset above
+
+
+def _wake(zombie: subprocess.Popen) -> None:
+    assert zombie.stdin is not None
+    zombie.stdin.write(b"go\n")
+    zombie.stdin.flush()
 
 
 def _task_writes(ctx: Ctx, attempt: subprocess.Popen) -> TaskWrites:

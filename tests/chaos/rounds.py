@@ -21,6 +21,7 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from chaos import group_rounds
 from chaos.checker import Ack, History
 from chaos.harness import (
     TOPIC,
@@ -37,7 +38,6 @@ from chaos.harness import (
     wait_line,
     write_after,
 )
-from chaos import group_rounds
 from chaos.power_cut import power_cut
 from kstream import Admin, Consumer, Producer, TopicPartition
 from kstream.log import faults
