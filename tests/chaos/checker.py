@@ -12,7 +12,8 @@ trusts nothing else. Invariants (each violation is counted or named):
 * a transaction is all or nothing for read_committed readers;
 * exactly-once output is the input multiset;
 * group offsets and the high watermark never go backwards, and the high
-  watermark covers every acknowledged record;
+  watermark covers every acknowledged record; every record below a group's
+  final committed offset was delivered to some member (at-least-once);
 * in-sync replicas agree frame by frame up to the high watermark;
 * no partition is left with an open transaction holding its LSO after every
   producer is gone and ``transaction.timeout.ms`` has passed (stuck LSO).
@@ -62,6 +63,10 @@ class History:
     write_errors: list[str] = field(default_factory=list)  # writes that must have succeeded
     # Acknowledged records a fresh reader could not see before the next write (lost to readers).
     invisible: list[str] = field(default_factory=list)
+    # At-least-once: records below a group's final committed offset no member was handed.
+    undelivered: list[str] = field(default_factory=list)
+    # What a round saw break itself: a group not rebalanced in time, a fenced writer's write landing.
+    round_problems: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -83,12 +88,18 @@ class Verdict:
 
 
 def check(h: History) -> Verdict:
-    v = Verdict(acknowledged=len(h.acked) + sum(len(t) for t in h.committed_txns))
+    v = Verdict(acknowledged=len(h.acked) + sum(len(t) for t in h.committed_txns) + len(h.eos_input or ()))
     seen = {tp: dict(records) for tp, records in h.final.items()}
     where = {value: (tp, offset) for tp, records in h.final.items() for offset, value in records}
     for error in h.write_errors:
         v.note(error)
     v.lost += len(h.invisible)
+    v.lost += len(h.undelivered)
+    if h.undelivered:
+        v.note(f"{len(h.undelivered)} records below the group's committed offset were never delivered, "
+               f"e.g. {h.undelivered[0]}")
+    for problem in h.round_problems:
+        v.note(problem)
     if h.invisible:
         v.note(f"{len(h.invisible)} acknowledged records invisible until the next write, e.g. {h.invisible[0]}")
     for tp, error in sorted(h.read_errors.items()):

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from chaos import group_rounds
 from chaos.checker import Ack, History
 from chaos.harness import (
     TOPIC,
@@ -311,4 +312,6 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "zombie_txn_paused": lambda ctx: zombie_txn_round(ctx, stop_not_kill=True),
     "sigstop_writer": sigstop_writer_round,
     "two_failovers": two_failovers_round,
+    "sigstop_group_member": group_rounds.sigstop_group_member_round,
+    "zombie_sink_attempt": group_rounds.zombie_sink_attempt_round,
 }
