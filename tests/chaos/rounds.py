@@ -21,6 +21,7 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from chaos import disk_rounds
 from chaos.checker import Ack, History
 from chaos.harness import (
     TOPIC,
@@ -311,4 +312,8 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "zombie_txn_paused": lambda ctx: zombie_txn_round(ctx, stop_not_kill=True),
     "sigstop_writer": sigstop_writer_round,
     "two_failovers": two_failovers_round,
+    "read_only_dir": lambda ctx: disk_rounds.read_only_round(ctx, rf=3),
+    "read_only_rf1": lambda ctx: disk_rounds.read_only_round(ctx, rf=1),
+    "misdirected_write_segment": lambda ctx: disk_rounds.misdirected_write_round(ctx, "segment"),
+    "misdirected_write_index": lambda ctx: disk_rounds.misdirected_write_round(ctx, "index"),
 }

@@ -66,8 +66,10 @@ def check(replica_dir: str) -> None:
 
 def inject(log_dir: str, error: str = "EIO", only_fsync: bool = False) -> None:
     """Make ``log_dir`` fail every operation (or only fsyncs) with ``error`` (tests only)."""
-    with open(os.path.join(log_dir, FAULT_FILE), "w", encoding="ascii") as f:
+    path = os.path.join(log_dir, FAULT_FILE)
+    with open(path + ".tmp", "w", encoding="ascii") as f:
         f.write(error + (" fsync" if only_fsync else ""))
+    os.rename(path + ".tmp", path)  # whole at once: a reader never sees it empty (read as EIO)
 
 
 def clear(log_dir: str) -> None:
