@@ -5,7 +5,10 @@ at import, from the environment, so child processes inherit them.
 
 Failing disk (``KSTREAM_FAULT_INJECTION=1``): every write-side operation on a
 replica first checks its log dir for a file ``.kstream-fault`` holding an
-errno name (``EIO``, ``ENOSPC``) and fails with that error if present. With
+errno name (``EIO``, ``ENOSPC``, ``EROFS``) and fails with that error if present;
+so does every fsync of a file or directory in it. Readers never check it, so
+``EROFS`` is a file system remounted read-only: writes, creates and fsyncs fail,
+reads work. With
 a second word ``fsync`` (``EIO fsync``) only fsyncs fail, after the write
 went through: the page cache holds data the disk refused. Permission tricks
 cannot do this: tests run as root.
