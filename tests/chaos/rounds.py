@@ -21,7 +21,7 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from chaos import group_rounds
+from chaos import disk_rounds, group_rounds
 from chaos.checker import Ack, History
 from chaos.harness import (
     TOPIC,
@@ -314,4 +314,8 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "two_failovers": two_failovers_round,
     "sigstop_group_member": group_rounds.sigstop_group_member_round,
     "zombie_sink_attempt": group_rounds.zombie_sink_attempt_round,
+    "read_only_dir": lambda ctx: disk_rounds.read_only_round(ctx, rf=3),
+    "read_only_rf1": lambda ctx: disk_rounds.read_only_round(ctx, rf=1),
+    "misdirected_write_segment": lambda ctx: disk_rounds.misdirected_write_round(ctx, "segment"),
+    "misdirected_write_index": lambda ctx: disk_rounds.misdirected_write_round(ctx, "index"),
 }

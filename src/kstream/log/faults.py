@@ -5,7 +5,10 @@ at import, from the environment, so child processes inherit them.
 
 Failing disk (``KSTREAM_FAULT_INJECTION=1``): every write-side operation on a
 replica first checks its log dir for a file ``.kstream-fault`` holding an
-errno name (``EIO``, ``ENOSPC``) and fails with that error if present. With
+errno name (``EIO``, ``ENOSPC``, ``EROFS``) and fails with that error if present;
+so does every fsync of a file or directory in it. Readers never check it, so
+``EROFS`` is a file system remounted read-only: writes, creates and fsyncs fail,
+reads work. With
 a second word ``fsync`` (``EIO fsync``) only fsyncs fail, after the write
 went through: the page cache holds data the disk refused. Permission tricks
 cannot do this: tests run as root.
@@ -66,8 +69,10 @@ def check(replica_dir: str) -> None:
 
 def inject(log_dir: str, error: str = "EIO", only_fsync: bool = False) -> None:
     """Make ``log_dir`` fail every operation (or only fsyncs) with ``error`` (tests only)."""
-    with open(os.path.join(log_dir, FAULT_FILE), "w", encoding="ascii") as f:
+    path = os.path.join(log_dir, FAULT_FILE)
+    with open(path + ".tmp", "w", encoding="ascii") as f:
         f.write(error + (" fsync" if only_fsync else ""))
+    os.rename(path + ".tmp", path)  # whole at once: a reader never sees it empty (read as EIO)
 
 
 def clear(log_dir: str) -> None:

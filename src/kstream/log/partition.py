@@ -33,6 +33,7 @@ Thread-safe for appends; any number of processes may append at once.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from collections.abc import Callable
@@ -47,6 +48,7 @@ from kstream.errors import (
     ReplicaDivergedError,
     TopicNotFoundError,
 )
+from kstream.log import faults
 from kstream.log import format as fmt
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
@@ -85,6 +87,10 @@ class Partition:
         self._flushers = LazyThreadPool(1, "kstream-fsync")  # sized by _add_replicas
         self._content_checked = False  # see _reconcile_locked
         self.producer_state = ProducerState()
+        # Why each replica's last fsync failed (set on fsync threads), and the failures the
+        # last settle_syncs found: a NotEnoughReplicas error names its cause (EROFS, EIO...).
+        self._sync_errors: dict[int, LogDirOfflineError] = {}
+        self._settled_failures: dict[int, LogDirOfflineError] = {}
         self._add_replicas()
 
     def _add_replicas(self) -> None:
@@ -203,14 +209,17 @@ class Partition:
                 self._lock.bump_generation()
                 return
 
-    def _offline_error(self, cause: BaseException | None) -> PartitionOfflineError:
+    def _offline_error(self, cause: BaseException | str | None) -> PartitionOfflineError:
         leader = self.info.leader
+        if cause is None and _read_only(self.leader_dir):
+            cause = "its file system is read-only (EROFS)"
         return PartitionOfflineError(
             f"{self.topic}-{self.partition} is offline: its last in-sync replica is on log dir {leader}, "
             f"which is offline{f' ({cause})' if cause else ''}. If that disk kept its data (e.g. it "
-            f"only filled up), nothing acknowledged is lost: fix it (free space on it), then run "
-            f"`kstream log-dirs online {leader}`. If the disk is gone, set "
-            "unclean.leader.election.enable=true to go on from another replica, losing what it lacks")
+            f"only filled up or was remounted read-only), nothing acknowledged is lost: fix it (free "
+            f"space on it, or remount it read-write), then run `kstream log-dirs online {leader}`. "
+            "If the disk is gone, set unclean.leader.election.enable=true to go on from another "
+            "replica, losing what it lacks")
 
     def _check_isr_locked(self, acks: str) -> None:
         minimum = self.config.min_insync_replicas
@@ -409,14 +418,18 @@ class Partition:
         metadata access: pass the verdicts to :meth:`settle_syncs` on the owning thread)."""
         try:
             self.logs[replica].flush()
+            self._sync_errors.pop(replica, None)
             return True
-        except LogDirOfflineError:
+        except LogDirOfflineError as err:
+            self._sync_errors[replica] = err
             return False
 
     def settle_syncs(self, replicas: list[int], synced: list[bool]) -> list[int]:
         """Take the log dirs of replicas whose fsync failed offline (never retried); returns
         the replicas that fsynced."""
         failed = [replica for replica, ok in zip(replicas, synced, strict=True) if not ok]
+        # (Not popped: a batch still in flight on the same replica failed the same way.)
+        self._settled_failures = {r: e for r in failed if (e := self._sync_errors.get(r)) is not None}
         if failed:
             with self._lock:
                 for replica in failed:
@@ -443,9 +456,12 @@ class Partition:
         """NotEnoughReplicasError unless ``in_sync`` (replicas that fsynced) reaches min.insync.replicas."""
         minimum = self.config.min_insync_replicas
         if len(in_sync) < minimum:
+            causes = "".join(f"; replica {r}: {e} (fix that disk, then run `kstream log-dirs online {r}`)"
+                             for r, e in self._settled_failures.items() if r not in in_sync)
             raise NotEnoughReplicasError(
                 f"{self.topic}-{self.partition}: {what} are written but only {len(in_sync)} replica(s) "
-                f"{in_sync} have them fsynced, fewer than min.insync.replicas={minimum}; not acknowledged")
+                f"{in_sync} have them fsynced, fewer than min.insync.replicas={minimum}; not acknowledged"
+                f"{causes}")
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -533,3 +549,13 @@ class Partition:
             log.close()
         self._flushers.shutdown(wait=True)
         self._lock.close()
+
+
+def _read_only(replica_dir: str) -> bool:
+    """Whether the file system of ``replica_dir``'s log dir is read-only (mounted so, or a
+    test's injected EROFS): why its partitions went offline, for the error message."""
+    try:
+        faults.check(replica_dir)
+        return bool(os.statvfs(os.path.dirname(replica_dir.rstrip("/"))).f_flag & os.ST_RDONLY)
+    except OSError as err:
+        return err.errno == errno.EROFS

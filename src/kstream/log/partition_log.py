@@ -557,8 +557,9 @@ class PartitionLog:
                 raise ResourceExhaustedError(
                     f"{err} while using {self.directory}; raise the open-files limit (ulimit -n) or "
                     "use fewer partitions per process (open.partitions.max)") from err
+            name = errno.errorcode.get(err.errno or 0, "no errno")  # EROFS, ENOSPC, EIO: what to fix
             raise LogDirOfflineError(
-                f"I/O error on log dir of {self.directory}: {err}; the log dir is taken offline"
+                f"I/O error ({name}) on log dir of {self.directory}: {err}; the log dir is taken offline"
             ) from err
 
     def close(self) -> None:
