@@ -311,4 +311,5 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "zombie_txn_paused": lambda ctx: zombie_txn_round(ctx, stop_not_kill=True),
     "sigstop_writer": sigstop_writer_round,
     "two_failovers": two_failovers_round,
+    "power_cut_readers": lambda ctx: __import__("chaos.visibility_rounds", fromlist=["_"]).power_cut_readers_round(ctx),
 }
