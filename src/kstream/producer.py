@@ -580,6 +580,8 @@ class Producer:
                 try:
                     head.handle.require_synced(head.handle.settle_syncs(head.in_sync, synced),
                                                f"the batch at offset {head.offsets[0][1]}")
+                    start, base = head.offsets[-1]  # fsynced: readers may see it now
+                    head.handle.publish_high_watermark(base + len(head.batch.values) - start)
                 except KStreamError as err:
                     if not head.sent:
                         raise
