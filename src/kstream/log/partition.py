@@ -2,9 +2,11 @@
 
 Replication happens in the writing process (no broker, no replicator daemon):
 under the partition lock, the writer appends a frame to the leader's log and
-copies the same bytes to every in-sync follower, then publishes the high
-watermark (HW), the offset up to which every ISR replica has the data. Readers
-read the leader's log below the HW.
+copies the same bytes to every in-sync follower. Readers read the leader's log
+below the high watermark (HW), published in the lock file: for ``acks=all`` only
+once min.insync.replicas replicas fsynced the batch (:meth:`Partition.publish_high_watermark`),
+so no reader sees a record a power loss can take away; for ``acks=1``/``0`` at
+once (no durability promise: a power loss may remove what a reader saw).
 
 * ``acks=all``: refused up front with :class:`NotEnoughReplicasError` when the
   ISR is smaller than ``min.insync.replicas``; otherwise returns only after
