@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
@@ -560,6 +561,8 @@ class Producer:
         handle = self._partition(state, partition)
         in_sync = list(handle.info.isr)
         syncs = [self._syncers.get().submit(handle.sync_replica, replica) for replica in in_sync]
+        start, base = offsets[-1]
+        _publish_when_synced(handle, syncs, base + len(batch.values) - start)
         self._in_flight.append(_InFlight(handle, in_sync, syncs, state.info.name, partition, batch,
                                          offsets, timestamps_ms, sent))
         if len(self._in_flight) > self._max_in_flight:
@@ -580,6 +583,9 @@ class Producer:
                 try:
                     head.handle.require_synced(head.handle.settle_syncs(head.in_sync, synced),
                                                f"the batch at offset {head.offsets[0][1]}")
+                    # Visible before it is reported (the fsync threads may not have published yet).
+                    start, base = head.offsets[-1]
+                    head.handle.publish_high_watermark(base + len(head.batch.values) - start)
                 except KStreamError as err:
                     if not head.sent:
                         raise
@@ -702,6 +708,29 @@ class Producer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _publish_when_synced(handle: Partition, syncs: list[Future[bool]], end: int) -> None:
+    """Once the last fsync of a batch returns, on that fsync's thread: if enough replicas
+    fsynced it (min.insync.replicas), move the high watermark past it, so readers see it
+    without waiting for this producer's next poll(). Errors are left to :meth:`Producer._settle`."""
+    remaining = [len(syncs)]
+    guard = threading.Lock()
+
+    def done(_: Future[bool]) -> None:
+        with guard:
+            remaining[0] -= 1
+            if remaining[0]:
+                return
+        synced = sum(1 for sync in syncs if not sync.cancelled() and sync.exception() is None and sync.result())
+        if synced >= handle.config.min_insync_replicas:
+            try:
+                handle.publish_high_watermark(end)
+            except (KStreamError, OSError):
+                pass  # the batch is settled (and its error reported) on the producer's thread
+
+    for sync in syncs:
+        sync.add_done_callback(done)
 
 
 def _to_bytes(value: Any, what: str) -> bytes:

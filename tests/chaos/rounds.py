@@ -318,4 +318,5 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "read_only_rf1": lambda ctx: disk_rounds.read_only_round(ctx, rf=1),
     "misdirected_write_segment": lambda ctx: disk_rounds.misdirected_write_round(ctx, "segment"),
     "misdirected_write_index": lambda ctx: disk_rounds.misdirected_write_round(ctx, "index"),
+    "power_cut_readers": lambda ctx: __import__("chaos.visibility_rounds", fromlist=["_"]).power_cut_readers_round(ctx),
 }

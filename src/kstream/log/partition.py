@@ -2,9 +2,11 @@
 
 Replication happens in the writing process (no broker, no replicator daemon):
 under the partition lock, the writer appends a frame to the leader's log and
-copies the same bytes to every in-sync follower, then publishes the high
-watermark (HW), the offset up to which every ISR replica has the data. Readers
-read the leader's log below the HW.
+copies the same bytes to every in-sync follower. Readers read the leader's log
+below the high watermark (HW), published in the lock file: for ``acks=all`` only
+once min.insync.replicas replicas fsynced the batch (:meth:`Partition.publish_high_watermark`),
+so no reader sees a record a power loss can take away; for ``acks=1``/``0`` at
+once (no durability promise: a power loss may remove what a reader saw).
 
 * ``acks=all``: refused up front with :class:`NotEnoughReplicasError` when the
   ISR is smaller than ``min.insync.replicas``; otherwise returns only after
@@ -84,6 +86,7 @@ class Partition:
         self._online: dict[int, bool] = {}  # log dir id -> online, read with self.info
         self._reader_leader = info.leader  # the leader readers last opened (see refresh_metadata)
         self._hw_check: tuple[int | None, int | None] | None = None  # (stored, rebuilt), see high_watermark
+        self._deferred_end: int | None = None  # end of acks=all appends awaiting flush_acked
         self._flushers = LazyThreadPool(1, "kstream-fsync")  # sized by _add_replicas
         self._content_checked = False  # see _reconcile_locked
         self.producer_state = ProducerState()
@@ -143,20 +146,34 @@ class Partition:
             if duplicate is None:
                 result, header = self._append_leader_locked(batch, acks)
                 self._copy_to_followers_locked(header, batch)
-                self._lock.write_high_watermark(result.base_offset + batch.record_count)
+                if acks != "all":  # no durability promise: visible once written (as in Kafka)
+                    self._lock.write_high_watermark(result.base_offset + batch.record_count)
                 self.producer_state.appended_locked(self, batch, result)
             else:
                 result = duplicate  # written before: acknowledge the original (fsynced below)
+            end = result.base_offset + batch.record_count
+            if acks == "all" and defer_fsync:
+                self._deferred_end = max(self._deferred_end or 0, end)  # published by flush_acked
             in_sync = list(self.info.isr)
         if acks == "all":
             if not defer_fsync:
                 self._require_fsynced(in_sync, f"the batch at offset {result.base_offset}")
+                self.publish_high_watermark(end)
         else:
             for replica in in_sync:
                 self.logs[replica].maybe_flush()
         if len(self.info.isr) < len(self.info.replicas) and self.info.isr:
             self._sync_followers()
         return result
+
+    def publish_high_watermark(self, end: int) -> None:
+        """Let readers see acks=all records below ``end``: call only once at least
+        min.insync.replicas in-sync replicas fsynced them. The HW only moves forward (a
+        later batch may have published first); takes the lock for one read and one write."""
+        with self._lock:
+            current = self._lock.read_high_watermark()
+            if current is None or current < end:
+                self._lock.write_high_watermark(end)
 
     def log_end_offset_locked(self) -> int:
         return self.leader_log.log_end_offset_locked()
@@ -344,8 +361,25 @@ class Partition:
                     failed.add(replica)
             if failed:
                 self._remove_locked(failed)
-        if high_watermark != leader_end:
-            self._lock.write_high_watermark(leader_end)
+        if high_watermark is None or high_watermark > leader_end:
+            # Lost (or stale after a power loss): what every in-sync replica has fsynced is safe
+            # to show. A stored HW at or below the log end stays: it moves only forward, by
+            # the writers that publish it (acks=all after the fsync). So frames past it
+            # (another writer's unfsynced batch, a killed writer's tail) stay invisible until
+            # a writer publishes past them.
+            self._lock.write_high_watermark(self._durable_end_locked(leader_end))
+
+    def _durable_end_locked(self, leader_end: int) -> int:
+        """The least offset the in-sync replicas made durable (each one's recovery point; its
+        log end when that is unreadable), at most ``leader_end``. Caller holds the lock."""
+        durable = leader_end
+        for replica in self.info.isr:
+            try:
+                point = self._on_replica(replica, _durable_offset_locked)
+            except LogDirOfflineError:
+                continue  # now offline and out of the ISR
+            durable = min(durable, point)
+        return durable
 
     def _agreed_start_locked(self, replica: int, end: int, leader_end: int) -> int:
         """Where an in-sync follower that ends at ``end`` still agrees with the leader, its
@@ -446,8 +480,12 @@ class Partition:
 
     def flush_acked(self) -> None:
         """fsync deferred acks=all appends on the in-sync replicas (a group commit);
-        NotEnoughReplicasError when fewer than min.insync.replicas have them."""
+        NotEnoughReplicasError when fewer than min.insync.replicas have them; once they
+        do, the high watermark moves past them (readers see them)."""
+        end, self._deferred_end = self._deferred_end, None
         self._require_fsynced(list(self.info.isr), "the batches written since the last fsync")
+        if end is not None:
+            self.publish_high_watermark(end)
 
     def _require_fsynced(self, in_sync: list[int], what: str) -> None:
         self.require_synced(self.settle_syncs(in_sync, self._sync_all(in_sync)), what)
@@ -486,12 +524,18 @@ class Partition:
         if self._hw_check is None:
             self._hw_check = (stored, self._rebuilt_high_watermark(stored))
         seen, rebuilt = self._hw_check
-        return rebuilt if stored == seen else stored
+        if stored == seen or stored is None:
+            return rebuilt
+        # A writer published since. A rebuilt value above it (durable, not yet published by a
+        # writer between its fsync and its publish) was handed out already: never go back.
+        return stored if rebuilt is None else max(stored, rebuilt)
 
     def _rebuilt_high_watermark(self, stored: int | None) -> int | None:
-        """``stored`` when the replicas' logs agree with it, else the least log end offset
-        of the in-sync replicas whose dirs are there (read without a lock)."""
+        """``stored`` when the replicas' logs agree with it, else the least durable end (the
+        recovery point, which is fsynced: never an acks=all record a power loss may still
+        take away) of the in-sync replicas whose dirs are there (read without a lock)."""
         ends = {}
+        durable = {}
         for replica in self.info.isr:
             directory = self.replica_dirs.get(replica)
             if directory is None or not os.path.isdir(directory):
@@ -499,18 +543,25 @@ class Partition:
             reader = LogReader(directory, check_crcs=False)
             try:
                 ends[replica] = reader.log_end_offset()
+                point = self.logs[replica]._read_recovery_point()
             except (KStreamError, OSError) as err:
                 log.warning("cannot read the log end of %s to check the high watermark: %s",
                                directory, err)
+                continue
             finally:
                 reader.close()
+            if point is None:
+                durable[replica] = 0
+            else:
+                durable[replica] = min(point.next_offset, ends[replica]) \
+                    if isinstance(point, fmt.RecoveryPoint) else ends[replica]
         leader_end = ends.get(self.info.leader)
         if leader_end is None:
             return stored
-        floor = min(ends.values())
+        floor = min(durable.values())
         if stored is not None and floor <= stored <= leader_end:
             return stored
-        if floor and (stored is None or stored > leader_end):  # (below: may be a writer mid-append)
+        if floor and (stored is None or stored > leader_end):  # (below: a writer between fsync and publish)
             log.warning("%s-%d: stored high watermark %s does not fit the in-sync replicas' log "
                            "ends %s (lost in a power loss?); using %d", self.topic, self.partition,
                            stored, ends, floor)
@@ -559,3 +610,13 @@ def _read_only(replica_dir: str) -> bool:
         return bool(os.statvfs(os.path.dirname(replica_dir.rstrip("/"))).f_flag & os.ST_RDONLY)
     except OSError as err:
         return err.errno == errno.EROFS
+
+
+def _durable_offset_locked(replica_log: PartitionLog) -> int:
+    """Offset below which ``replica_log`` is fsynced: its recovery point, 0 when it never
+    flushed, its log end when the recovery point is damaged (nothing better is known)."""
+    end = replica_log.log_end_offset_locked()  # a missing dir raises LogDirOfflineError here
+    point = replica_log._guard_io(replica_log._read_recovery_point)
+    if point is None:
+        return 0
+    return min(point.next_offset, end) if isinstance(point, fmt.RecoveryPoint) else end
