@@ -179,7 +179,7 @@ def test_log_dir_lost_under_load_loses_nothing_acknowledged(replicated):
     writer = threading.Thread(target=write)
     writer.start()
     assert started.wait(60)
-    shutil.rmtree(log_dirs[lost])
+    _vanish(log_dirs[lost])  # under load: a plain rmtree would race the writer's new files
     count = sum(map(len, acknowledged.values()))
     while sum(map(len, acknowledged.values())) < count + 100 and writer.is_alive():
         writer.join(0.01)
@@ -194,6 +194,12 @@ def test_log_dir_lost_under_load_loses_nothing_acknowledged(replicated):
     assert all(lost not in p.isr and len(p.isr) == 2 for p in placements(path))
     with Admin({"cluster": path}) as admin:
         assert admin.verify_replicas() == []
+
+
+def _vanish(log_dir: str) -> None:
+    """The disk is gone at once: renamed away, then removed (a writer may still hold files)."""
+    os.rename(log_dir, log_dir + ".lost")
+    shutil.rmtree(log_dir + ".lost")
 
 
 def _new_cluster(path: str, disk: str) -> int:

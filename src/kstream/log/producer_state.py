@@ -135,11 +135,9 @@ class ProducerState:
         return partition.lock.generation, partition.info.leader
 
     def _catch_up_locked(self, partition: Partition) -> None:
-        # Fast path: every append publishes the high watermark at its end under the lock, so
-        # an unchanged generation and HW mean nobody wrote since (one pread, no log access).
-        if self._token == self._current_token(partition) and \
-                partition.lock.read_high_watermark() == self._end:
-            return
+        # The log end, not the HW, says whether anyone wrote since: acks=all appends publish
+        # the HW only after their fsync, outside the lock. The append that follows needs the
+        # caught-up log anyway, so this costs no extra reads.
         try:
             end = partition.log_end_offset_locked()  # opens the leader's log (may bump the generation)
         except LogDirOfflineError:
