@@ -50,6 +50,7 @@ from kstream.log.output import (
     output_schema,
     to_python_records,
 )
+from kstream.log.partition import Partition
 from kstream.log.records import PayloadCodec
 from kstream.log.transactions import TransactionStore
 from kstream.message import (
@@ -168,7 +169,14 @@ class Consumer:
             if key not in self._assigned:
                 self._order.append(key)
             self._assigned[key] = assigned
-            self._notifier.watch(handle.leader_dir)
+            self._watch(handle)
+
+    def _watch(self, handle: Partition) -> None:
+        """Wake on new frames (the leader's dir) and on the high watermark moving (the lock
+        file): an acks=all batch becomes readable only when its writer publishes the HW
+        after the fsync, after the writes that woke the reader."""
+        self._notifier.watch(handle.leader_dir)
+        self._notifier.watch(handle.lock.path)
 
     def _transactions(self) -> TransactionStore:
         if self._transaction_store is None:
@@ -394,7 +402,7 @@ class Consumer:
             self._metadata_version = version
             for key in self._order:
                 self._assigned[key].follow_leader(self._options["check.crcs"])
-                self._notifier.watch(self._assigned[key].handle.leader_dir)
+                self._watch(self._assigned[key].handle)
         return self._fetcher.fetch([self._assigned[key] for key in self._order], version)
 
     @staticmethod

@@ -2,7 +2,8 @@
 
 A consumer with nothing to read blocks in :meth:`ChangeNotifier.wait` instead
 of spinning: any write, new segment or deletion in a watched directory wakes
-it. Without inotify (another OS, or the watch limit reached) ``wait`` sleeps
+it, and so does a write to a watched file (the partition's lock file, where the
+high watermark is published). Without inotify (another OS, or the watch limit reached) ``wait`` sleeps
 for a short, growing interval, which is correct but slower to react.
 """
 
