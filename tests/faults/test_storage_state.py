@@ -297,3 +297,40 @@ def test_zeroed_lock_file_does_not_make_readers_fail(tmp_path):
     lock.write_high_watermark(7)
     assert lock.read_high_watermark() == 7
     lock.close()
+
+
+def test_hw_rebuilt_up_to_the_recovery_point_when_the_unsynced_tail_has_a_hole(cluster_path):
+    """A power loss can keep later pages of an unsynced tail and lose an earlier one (a hole
+    in the frames), and lose the lock file with the HW. Readers then go up to the durable
+    recovery point (every acks=all acknowledgement is below it) instead of seeing nothing
+    until the next write (found by chaos power_cut_rf1 seed 8)."""
+    with Admin({"cluster": cluster_path}) as admin:
+        admin.create_topics([NewTopic("t", 1)])["t"].result()
+    produce_range(cluster_path, "t", 0, 10, partitions=1, config={"acks": "all", "linger.ms": 0})
+    with Admin({"cluster": cluster_path}) as admin:
+        info = admin.cluster.topic("t")
+        lock_path = admin.cluster.lock_path(info, 0)
+        handle = admin.cluster.partition("t", 0)
+        tail = handle.logs[handle.info.leader].append(encoded([b"unsynced-1"]))  # no fsync
+        handle.logs[handle.info.leader].append(encoded([b"unsynced-2"]))
+        segment = os.path.join(handle.leader_dir, fmt.segment_file_name(tail.segment_base_offset))
+        handle.close()
+    with open(segment, "r+b") as f:  # the hole: a torn page leaves the first unsynced frame's
+        f.seek(_frame_start_before(segment, tail.end_position) + fmt.LENGTH_SIZE)  # header half old
+        f.write(b"\xff" * 8)
+    os.unlink(lock_path)
+    with Admin({"cluster": cluster_path}) as admin:
+        assert admin.cluster.partition("t", 0).high_watermark() == 10
+    assert consume_values(cluster_path, "t", [0]) == [f"v{i}".encode() for i in range(10)]
+
+
+def _frame_start_before(path: str, end_position: int) -> int:
+    """Where the frame that ends at ``end_position`` starts."""
+    from kstream.log.frames import FrameWalk
+
+    with open(path, "rb") as f:
+        data = f.read()
+    for position, header in FrameWalk(lambda at, size: data[at:at + size], len(data)):
+        if position + header.frame_size == end_position:
+            return position
+    raise AssertionError(f"no frame ends at {end_position} in {path}")

@@ -549,21 +549,32 @@ class Partition:
             directory = self.replica_dirs.get(replica)
             if directory is None or not os.path.isdir(directory):
                 continue  # a missing dir is a failed disk: it holds nothing to count
+            try:
+                point = self.logs[replica]._read_recovery_point()
+            except OSError as err:
+                log.warning("cannot read the recovery point of %s to check the high watermark: %s",
+                            directory, err)
+                continue
+            fsynced = point.next_offset if isinstance(point, fmt.RecoveryPoint) else None
             reader = LogReader(directory, check_crcs=False)
             try:
-                ends[replica] = reader.log_end_offset()
-                point = self.logs[replica]._read_recovery_point()
+                end = reader.log_end_offset()
             except (KStreamError, OSError) as err:
-                log.warning("cannot read the log end of %s to check the high watermark: %s",
-                               directory, err)
-                continue
+                if fsynced is None:
+                    log.warning("cannot read the log end of %s to check the high watermark: %s",
+                                directory, err)
+                    continue
+                # A bad frame in the tail, as a power loss leaves one in what was not fsynced (the
+                # next writer cuts it there). Below the recovery point every frame was fsynced.
+                log.warning("%s: %s; readers go up to the recovery point %d", directory, err, fsynced)
+                end = fsynced
             finally:
                 reader.close()
+            ends[replica] = end
             if point is None:
                 durable[replica] = 0
             else:
-                durable[replica] = min(point.next_offset, ends[replica]) \
-                    if isinstance(point, fmt.RecoveryPoint) else ends[replica]
+                durable[replica] = min(fsynced, end) if fsynced is not None else end
         leader_end = ends.get(self.info.leader)
         if leader_end is None:
             return stored
