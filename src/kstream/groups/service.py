@@ -132,10 +132,12 @@ class ConsumerGroups:
         for _ in range(_COMMIT_ATTEMPTS):
             token = None
             try:
-                with self.coordinator.lock(group):  # held for the check only, not the write
-                    if not force:
-                        token = self.coordinator.begin_commit(group, member_id, generation)
-                    snapshot = self.table.snapshot()
+                # The snapshot first, then the check: a fence for a member expired after the
+                # check is written after this snapshot, so the write conflicts. No group lock:
+                # a committer stopped here must not stop the others' commits and rebalances.
+                snapshot = self.table.snapshot()
+                if not force:
+                    token = self.coordinator.begin_commit(group, member_id, generation)
                 if snapshot is not None and transaction is not None:
                     done = snapshot.transaction_version(transaction[0])
                     if done is not None and done >= transaction[1]:
