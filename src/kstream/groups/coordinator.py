@@ -1,9 +1,10 @@
 """Group membership between processes of one machine: Kafka's eager rebalance protocol
 kept in the cluster's metadata database.
 
-There is no broker, so the coordinator is a set of rows plus one heartbeat
-file per member; every member runs the protocol's steps itself, each in one
-short SQLite write transaction (which serializes them across processes):
+There is no broker, so the coordinator is a set of rows, one heartbeat file
+per member and one file per offset commit in flight; every member runs the
+protocol's steps itself, each in one short SQLite write transaction (which
+serializes them across processes, with no other lock):
 
 - **join**: a new member (or a changed subscription) moves the group to
   ``PreparingRebalance``. Each member notices (its heartbeat thread reads the
@@ -26,7 +27,7 @@ short SQLite write transaction (which serializes them across processes):
   back to the member row's ``last_heartbeat_ms`` (set at join and rejoin).
   Only when a reader sees a member past its timeout does it take a (short)
   write transaction to expire it. The write transactions of the protocol
-  (join, rejoin, leave, a commit's check) are a few statements each; a member
+  (join, rejoin, leave, expiry) are a few statements each; a member
   stopped inside one still blocks the others until it is resumed (SQLite has
   no lock leases; see docs/GROUPS.md for how often).
 - **leave / expire**: a member that leaves, or misses heartbeats for
@@ -36,10 +37,10 @@ short SQLite write transaction (which serializes them across processes):
   generation is bumped, which fences every zombie.
 - **fencing**: an offset commit names a member id and generation; it is
   accepted only if that member is in the group and the generation is the
-  group's current one (:meth:`Coordinator.begin_commit`, one short write
-  transaction, after the committer took the table snapshot it builds on).
-  The slow Delta write happens after that, holding nothing, so a committer
-  paused there (SIGSTOP, GC, swap) never stops the
+  group's current one (:meth:`Coordinator.begin_commit`: a file in
+  ``<cluster>/groups/commits/`` registers it, then a read checks it; taken
+  after the committer took the table snapshot it builds on). Neither that nor
+  the slow Delta write after it holds a lock, so a committer paused there (SIGSTOP, GC, swap) never stops the
   group: its heartbeats stop, it is expired after ``session.timeout.ms`` and
   the others rebalance. The check registers the commit as in flight; one
   whose member or generation is gone by then is *stale*, and before anyone
@@ -89,9 +90,6 @@ CREATE TABLE IF NOT EXISTS group_members (
     session_timeout_ms INTEGER NOT NULL, rebalance_timeout_ms INTEGER NOT NULL,
     joined_ms INTEGER NOT NULL, last_heartbeat_ms INTEGER NOT NULL,
     PRIMARY KEY (group_id, member_id));
-CREATE TABLE IF NOT EXISTS group_commits_in_flight (
-    token TEXT PRIMARY KEY, group_id TEXT NOT NULL, member_id TEXT, generation INTEGER NOT NULL,
-    started_ms INTEGER NOT NULL);
 """
 _MEMBER_COLUMNS = ("member_id, instance_id, client_id, host, pid, kind, subscription, "
                    "joined_generation, assignment, session_timeout_ms, rebalance_timeout_ms, "
@@ -148,6 +146,7 @@ def _now_ms() -> int:
 
 
 HEARTBEATS_DIR = "heartbeats"  # under <cluster>/groups/: one file per live consumer member
+COMMITS_DIR = "commits"  # under <cluster>/groups/: one file per offset commit in flight
 _HASH_CHARS = 24  # of a sha1 hex digest: a file name of 49 characters whatever the names
 
 
@@ -159,6 +158,7 @@ class Coordinator:
         self.metadata = cluster.metadata
         self._lock_dir = os.path.join(cluster.path, "groups")
         self._heartbeat_dir = os.path.join(self._lock_dir, HEARTBEATS_DIR)
+        self._commit_dir = os.path.join(self._lock_dir, COMMITS_DIR)
         self._removed: list[tuple[str, str]] = []  # heartbeat files to remove once committed
 
     def _tx(self) -> sqlite3.Connection:
@@ -200,9 +200,7 @@ class Coordinator:
     # -- heartbeat files (liveness, not durable state: never fsynced) --------------------
 
     def _heartbeat_path(self, group: str, member_id: str) -> str:
-        def digest(name: str) -> str:
-            return hashlib.sha1(name.encode()).hexdigest()[:_HASH_CHARS]
-        return os.path.join(self._heartbeat_dir, f"{digest(group)}-{digest(member_id)}")
+        return os.path.join(self._heartbeat_dir, f"{_digest(group)}-{_digest(member_id)}")
 
     def _create_heartbeat(self, group: str, member_id: str) -> None:
         """Before the member's row exists, so its liveness never reads older than its join."""
@@ -373,53 +371,81 @@ class Coordinator:
         return member_id, generation
 
     def begin_commit(self, group: str, member_id: str | None, generation: int) -> str:
-        """Check (as :meth:`check_commit`) and register a commit as in flight; returns its
-        token for :meth:`end_commit`. Take the table snapshot the commit builds on BEFORE
-        this: a member expired after the check then finds its commit in flight, stale, and
-        the fence written after that snapshot makes the write conflict (no lock needed)."""
-        token = uuid.uuid4().hex
-        with self._write() as tx:
-            self._check(tx, group, member_id, generation)
-            tx.execute("INSERT INTO group_commits_in_flight VALUES (?, ?, ?, ?, ?)",
-                       (token, group, member_id, generation, _now_ms()))
+        """Register a commit as in flight, then check it (as :meth:`check_commit`); returns
+        its token for :meth:`end_commit`. Take the table snapshot the commit builds on
+        BEFORE this: a member expired after the check then finds its commit in flight,
+        stale, and the fence written after that snapshot makes the write conflict.
+
+        No database write and no lock: the registration is a file in
+        ``<cluster>/groups/commits/`` made before the check (so any expiry after the check
+        comes after it), and the check is a read. Not fsynced: after a crash of the
+        machine the committer is gone too, and its write can no longer land."""
+        token = f"{_digest(group)}-{uuid.uuid4().hex}"
+        os.makedirs(self._commit_dir, exist_ok=True)
+        record = json.dumps({"group": group, "member_id": member_id, "generation": generation,
+                             "started_ms": _now_ms()}).encode()
+        fd = os.open(os.path.join(self._commit_dir, token), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, record)
+        finally:
+            os.close(fd)
+        try:
+            self.check_commit(group, member_id, generation)
+        except BaseException:
+            self.end_commit(token)
+            raise
         return token
 
     def end_commit(self, token: str) -> None:
         """The commit is written or given up (no lock needed)."""
-        with self.metadata.transaction() as tx:
-            tx.execute("DELETE FROM group_commits_in_flight WHERE token = ?", (token,))
+        self.forget_commits([token])
 
     def stale_commits(self, group: str) -> list[str]:
         """Tokens of commits in flight whose member left the group or whose generation is
         gone (their committer was paused or died mid-write): a fence must make them fail."""
-        rows = self._tx().execute("SELECT token, member_id, generation FROM group_commits_in_flight "
-                                  "WHERE group_id = ?", (group,)).fetchall()
-        if not rows:
+        prefix = f"{_digest(group)}-"
+        try:
+            names = [n for n in os.listdir(self._commit_dir) if n.startswith(prefix)]
+        except FileNotFoundError:  # nobody of this cluster has committed yet
+            return []
+        flights = []
+        for name in names:
+            try:
+                with open(os.path.join(self._commit_dir, name), "rb") as f:
+                    record = json.loads(f.read())
+            except FileNotFoundError:
+                continue  # ended meanwhile
+            except ValueError:
+                continue  # still being written: its check has not run, so it is not stale yet
+            if record.get("group") == group:
+                flights.append((name, record.get("member_id"), int(record.get("generation", -1))))
+        if not flights:
             return []
         current = self.describe(group)
         if current is None:
-            return [token for token, _, _ in rows]
-        return [token for token, member_id, generation in rows if _stale(current, member_id, generation)]
+            return [token for token, _, _ in flights]
+        return [token for token, member_id, generation in flights if _stale(current, member_id, generation)]
 
     def forget_commits(self, tokens: Sequence[str]) -> None:
-        with self.metadata.transaction() as tx:
-            tx.executemany("DELETE FROM group_commits_in_flight WHERE token = ?", [(t,) for t in tokens])
+        for token in tokens:
+            try:
+                os.unlink(os.path.join(self._commit_dir, token))
+            except FileNotFoundError:
+                pass
 
     def check_commit(self, group: str, member_id: str | None, generation: int) -> None:
-        """Raise FencedError unless this member may commit now."""
-        with self._write() as tx:
-            self._check(tx, group, member_id, generation)
-
-    def _check(self, tx: sqlite3.Connection, group: str, member_id: str | None, generation: int) -> None:
-        self._expire(tx, group, _now_ms())
-        current = self._read(tx, group)
+        """Raise FencedError unless this member may commit now. Only reads: a member past
+        its timeout counts as gone even before someone removed it."""
+        now = _now_ms()
+        current = self.describe(group)
+        live = [m for m in current.members if not _expired(m, current, now)] if current else []
         if not member_id:
-            if current is not None and current.members:
+            if live:
                 raise FencedError(
-                    f"group {group!r} has {len(current.members)} active member(s); a consumer "
+                    f"group {group!r} has {len(live)} active member(s); a consumer "
                     "that is not a member (assign() without subscribe()) may not commit for it")
             return
-        if current is None or current.member(member_id) is None:
+        if current is None or all(m.member_id != member_id for m in live):
             raise FencedError(
                 f"member {member_id} is no longer in group {group!r} (it missed heartbeats for "
                 "session.timeout.ms, left, or a newer query took the group over); its commit "
@@ -513,6 +539,10 @@ class Coordinator:
         counts = dict(tx.execute("SELECT topic, COUNT(*) FROM partitions GROUP BY topic").fetchall())
         return {t: int(n) for t, n in sorted(counts.items())
                 if any(_matches(s, t) for s in subscription)}
+
+
+def _digest(name: str) -> str:
+    return hashlib.sha1(name.encode()).hexdigest()[:_HASH_CHARS]
 
 
 def _insert_member(tx: sqlite3.Connection, group: str, member_id: str, spec: MemberSpec,
