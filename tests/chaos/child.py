@@ -10,8 +10,10 @@ what it printed (the last line may be cut; the parent drops it):
       COUNT transactions of 1-8 records "TAG-t-i", committed or aborted at random;
       "B t" at begin, "C t v1,v2,..." once committed, "X t v1,..." once aborted,
       "F t error" when the commit or abort failed. With PAUSE > 0, after the first
-      transaction's records are flushed it prints "P" and sleeps PAUSE seconds
-      (a zombie: the parent stops or kills it there).
+      transaction's records are flushed it prints "P" and waits PAUSE seconds for SIGUSR1
+      (a zombie: the parent stops or kills it there, and wakes it with SIGUSR1). SIGUSR1 is
+      blocked in every thread and taken with sigtimedwait: a handler's signal ends the main
+      thread's sleep only if the kernel delivers it to that thread, not to a producer thread.
 """
 
 from __future__ import annotations
@@ -50,17 +52,9 @@ def produce(cluster: str, topic: str, partitions: int, acks: str, tag: str, coun
     _say("DONE")
 
 
-class _WakeError(Exception):
-    pass
-
-
-def _wake(*_: object) -> None:
-    raise _WakeError
-
-
 def txn(cluster: str, topic: str, partitions: int, txid: str, tag: str, count: int, pause: float) -> None:
     rng = random.Random(tag)
-    signal.signal(signal.SIGUSR1, _wake)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})  # before any thread: they inherit it
     producer = Producer({"cluster": cluster, "transactional.id": txid, "linger.ms": 0})
     producer.init_transactions()
     for t in range(count):
@@ -73,10 +67,7 @@ def txn(cluster: str, topic: str, partitions: int, txid: str, tag: str, count: i
             producer.flush()
             if pause > 0 and t == 0:
                 _say("P")
-                try:
-                    time.sleep(pause)
-                except _WakeError:
-                    pass
+                signal.sigtimedwait({signal.SIGUSR1}, pause)
             if rng.random() < 0.6:
                 producer.commit_transaction()
                 _say(f"C {t} {','.join(values)}")

@@ -15,13 +15,11 @@ from chaos.run import CLASSES, replay_command, run_round
 EXTRA_SEED = {"power_cut_rf1", "power_cut_rf3", "sigkill"}
 
 # class -> the issue-10 defect that makes it fail today (see docs/RELIABILITY.md).
-OPEN_DEFECTS: dict[str, str] = {
-    "sigstop_group_member": "a member stopped inside a metadata.db write freezes the group (RELIABILITY.md)",
-}
+OPEN_DEFECTS: dict[str, str] = {}
 
 # Whether a disk lost under load is noticed by the writer (at a segment roll) or only by the
 # next open depends on timing, so some rounds pass today: not strict.
-TIMING_DEPENDENT = {"disk_lost_load", "sigstop_group_member"}
+TIMING_DEPENDENT = {"disk_lost_load"}
 
 
 def _marks(name: str) -> list:

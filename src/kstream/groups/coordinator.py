@@ -1,8 +1,10 @@
 """Group membership between processes of one machine: Kafka's eager rebalance protocol
 kept in the cluster's metadata database.
 
-There is no broker, so the coordinator is a set of rows plus one lock file
-per group; every member runs the protocol's steps itself, under that lock:
+There is no broker, so the coordinator is a set of rows, one heartbeat file
+per member and one file per offset commit in flight; every member runs the
+protocol's steps itself, each in one short SQLite write transaction (which
+serializes them across processes, with no other lock):
 
 - **join**: a new member (or a changed subscription) moves the group to
   ``PreparingRebalance``. Each member notices (its heartbeat thread reads the
@@ -13,6 +15,21 @@ per group; every member runs the protocol's steps itself, under that lock:
 - **complete**: the member whose rejoin is the last one missing computes the
   assignment with the group's assignor, bumps the generation and moves the
   group to ``Stable``; members pick up their partitions on their next poll.
+- **heartbeats take no lock**: a member's liveness is the mtime of its file
+  ``<cluster>/groups/heartbeats/<group hash>-<member hash>``, which its
+  heartbeat thread touches (``os.utime``); the thread then only *reads* the
+  group rows (a WAL reader never blocks a writer). A process is stopped
+  (SIGSTOP, swap) with every thread at once; had heartbeats been SQLite
+  writes, one stopped inside its write would hold the database's write lock
+  and freeze every member of every group (and every metadata writer) until
+  SIGCONT. The files are not fsynced: liveness is not durable state (after a
+  crash of the machine every member is gone anyway), and a missing file falls
+  back to the member row's ``last_heartbeat_ms`` (set at join and rejoin).
+  Only when a reader sees a member past its timeout does it take a (short)
+  write transaction to expire it. The write transactions of the protocol
+  (join, rejoin, leave, expiry) are a few statements each; a member
+  stopped inside one still blocks the others until it is resumed (SQLite has
+  no lock leases; see docs/GROUPS.md for how often).
 - **leave / expire**: a member that leaves, or misses heartbeats for
   ``session.timeout.ms`` (any member's heartbeat notices), or does not rejoin
   within its rebalance timeout (``max.poll.interval.ms``), is removed and the
@@ -20,9 +37,10 @@ per group; every member runs the protocol's steps itself, under that lock:
   generation is bumped, which fences every zombie.
 - **fencing**: an offset commit names a member id and generation; it is
   accepted only if that member is in the group and the generation is the
-  group's current one (:meth:`Coordinator.begin_commit`, under the group lock,
-  held only for that check). The slow Delta write happens after the lock is
-  released, so a committer paused there (SIGSTOP, GC, swap) never stops the
+  group's current one (:meth:`Coordinator.begin_commit`: a file in
+  ``<cluster>/groups/commits/`` registers it, then a read checks it; taken
+  after the committer took the table snapshot it builds on). Neither that nor
+  the slow Delta write after it holds a lock, so a committer paused there (SIGSTOP, GC, swap) never stops the
   group: its heartbeats stop, it is expired after ``session.timeout.ms`` and
   the others rebalance. The check registers the commit as in flight; one
   whose member or generation is gone by then is *stale*, and before anyone
@@ -72,9 +90,6 @@ CREATE TABLE IF NOT EXISTS group_members (
     session_timeout_ms INTEGER NOT NULL, rebalance_timeout_ms INTEGER NOT NULL,
     joined_ms INTEGER NOT NULL, last_heartbeat_ms INTEGER NOT NULL,
     PRIMARY KEY (group_id, member_id));
-CREATE TABLE IF NOT EXISTS group_commits_in_flight (
-    token TEXT PRIMARY KEY, group_id TEXT NOT NULL, member_id TEXT, generation INTEGER NOT NULL,
-    started_ms INTEGER NOT NULL);
 """
 _MEMBER_COLUMNS = ("member_id, instance_id, client_id, host, pid, kind, subscription, "
                    "joined_generation, assignment, session_timeout_ms, rebalance_timeout_ms, "
@@ -130,6 +145,11 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+HEARTBEATS_DIR = "heartbeats"  # under <cluster>/groups/: one file per live consumer member
+COMMITS_DIR = "commits"  # under <cluster>/groups/: one file per offset commit in flight
+_HASH_CHARS = 24  # of a sha1 hex digest: a file name of 49 characters whatever the names
+
+
 class Coordinator:
     """The group rows of one cluster (see the module docstring)."""
 
@@ -137,6 +157,9 @@ class Coordinator:
         self.cluster = cluster
         self.metadata = cluster.metadata
         self._lock_dir = os.path.join(cluster.path, "groups")
+        self._heartbeat_dir = os.path.join(self._lock_dir, HEARTBEATS_DIR)
+        self._commit_dir = os.path.join(self._lock_dir, COMMITS_DIR)
+        self._removed: list[tuple[str, str]] = []  # heartbeat files to remove once committed
 
     def _tx(self) -> sqlite3.Connection:
         self.metadata.ensure_schema("groups", _SCHEMA)
@@ -159,27 +182,60 @@ class Coordinator:
 
     @contextmanager
     def _locked(self, group: str) -> Iterator[sqlite3.Connection]:
-        self._tx()
-        with self.lock(group), self.metadata.transaction() as tx:
+        """One write transaction of the protocol. No group flock: SQLite's write lock
+        serializes the steps already, and a flock held by a stopped member would stop the
+        others' expiry of it (heartbeats, joins) for as long as it is stopped."""
+        with self._write() as tx:
             yield tx
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; the heartbeat files of members it removed go once it committed."""
+        self._tx()
+        self._removed = []
+        with self.metadata.transaction() as tx:
+            yield tx
+        self._forget_removed()
+
+    # -- heartbeat files (liveness, not durable state: never fsynced) --------------------
+
+    def _heartbeat_path(self, group: str, member_id: str) -> str:
+        return os.path.join(self._heartbeat_dir, f"{_digest(group)}-{_digest(member_id)}")
+
+    def _create_heartbeat(self, group: str, member_id: str) -> None:
+        """Before the member's row exists, so its liveness never reads older than its join."""
+        os.makedirs(self._heartbeat_dir, exist_ok=True)
+        os.close(os.open(self._heartbeat_path(group, member_id), os.O_WRONLY | os.O_CREAT, 0o644))
+
+    def _last_heartbeat_ms(self, group: str, member_id: str, row_ms: int) -> int:
+        try:
+            return max(row_ms, os.stat(self._heartbeat_path(group, member_id)).st_mtime_ns // 1_000_000)
+        except FileNotFoundError:  # joined by an older kstream, or just removed
+            return row_ms
 
     # -- reading -----------------------------------------------------------------------
 
     def describe(self, group: str) -> Group | None:
-        return self._read(self._tx(), group)
+        """The group as of one read transaction (a WAL reader: never waits for writers)."""
+        tx = self._tx()
+        tx.execute("BEGIN")
+        try:
+            return self._read(tx, group)
+        finally:
+            tx.execute("COMMIT")
 
     def list_groups(self) -> list[str]:
         return [r[0] for r in self._tx().execute("SELECT group_id FROM consumer_groups ORDER BY 1")]
 
-    @staticmethod
-    def _read(tx: sqlite3.Connection, group: str) -> Group | None:
+    def _read(self, tx: sqlite3.Connection, group: str) -> Group | None:
         row = tx.execute("SELECT generation, state, protocol, leader, rebalance_started_ms, topics "
                          "FROM consumer_groups WHERE group_id = ?", (group,)).fetchone()
         if row is None:
             return None
         members = tuple(
             Member(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7],
-                   tuple((t, p) for t, p in json.loads(r[8])), r[9], r[10], r[11], r[12])
+                   tuple((t, p) for t, p in json.loads(r[8])), r[9], r[10], r[11],
+                   self._last_heartbeat_ms(group, r[0], r[12]) if r[5] == CONSUMER else r[12])
             for r in tx.execute(f"SELECT {_MEMBER_COLUMNS} FROM group_members WHERE group_id = ? "
                                 "ORDER BY joined_ms, member_id", (group,)))
         return Group(group, row[0], row[1], row[2], row[3], members, row[4], row[5])
@@ -192,7 +248,25 @@ class Coordinator:
             raise ConfigError(f"partition.assignment.strategy={spec.assignor!r} is not known; "
                               f"use one of {', '.join(ASSIGNORS)}")
         member_id = f"{spec.client_id}-{uuid.uuid4()}"
+        self._create_heartbeat(group, member_id)
         now = _now_ms()
+        try:
+            self._join(group, spec, member_id, now)
+        except BaseException:
+            self._removed = [(group, member_id)]
+            self._forget_removed()
+            raise
+        return member_id
+
+    def _forget_removed(self) -> None:
+        removed, self._removed = self._removed, []
+        for group, member_id in removed:
+            try:
+                os.unlink(self._heartbeat_path(group, member_id))
+            except FileNotFoundError:
+                pass
+
+    def _join(self, group: str, spec: MemberSpec, member_id: str, now: int) -> None:
         with self._locked(group) as tx:
             self._expire(tx, group, now)
             current = self._ensure_group(tx, group, now)
@@ -211,8 +285,9 @@ class Coordinator:
                            "last_heartbeat_ms = ? WHERE group_id = ? AND member_id = ?",
                            (member_id, os.getpid(), socket.gethostname(), now, group,
                             static.member_id))
+                self._removed.append((group, static.member_id))
                 if static.subscription == spec.subscription:
-                    return member_id
+                    return
                 tx.execute("UPDATE group_members SET subscription = ? WHERE group_id = ? "
                            "AND member_id = ?", (json.dumps(spec.subscription), group, member_id))
             else:
@@ -221,7 +296,6 @@ class Coordinator:
                        (spec.assignor, group))
             self._prepare_rebalance(tx, group, now)
             self._try_complete(tx, group)
-        return member_id
 
     def rejoin(self, group: str, member_id: str) -> bool:
         """A member has revoked its partitions for the pending rebalance. False if it is
@@ -244,18 +318,25 @@ class Coordinator:
             self._remove(tx, group, [member_id], _now_ms())
 
     def heartbeat(self, group: str, member_id: str) -> Group | None:
-        """Record that the member is alive, expire dead members and, on the leader, notice
-        subscribed topics that appeared or grew; the group as the member should now see it
-        (None: the group is gone)."""
+        """Record that the member is alive (touch its heartbeat file: no database write, see
+        the module docstring), expire dead members and, on the leader, notice subscribed
+        topics that appeared or grew; the group as the member should now see it (None: the
+        group is gone). Writes to the database only to expire someone or start a rebalance."""
+        try:
+            os.utime(self._heartbeat_path(group, member_id))
+        except FileNotFoundError:
+            pass  # removed with the member (expired): the group read below says so
         now = _now_ms()
         tx = self._tx()
-        tx.execute("UPDATE group_members SET last_heartbeat_ms = ? WHERE group_id = ? AND "
-                   "member_id = ?", (now, group, member_id))
-        current = self._read(tx, group)
+        tx.execute("BEGIN")  # a read transaction: one consistent view, never waits for writers
+        try:
+            current = self._read(tx, group)
+            grown = current is not None and current.state == STABLE and current.leader == member_id \
+                and self._topics_changed(tx, current)
+        finally:
+            tx.execute("COMMIT")
         if current is None:
             return None
-        grown = current.state == STABLE and current.leader == member_id \
-            and self._topics_changed(tx, current)
         if grown or any(_expired(m, current, now) for m in current.members):
             with self._locked(group) as locked:
                 self._expire(locked, group, now)
@@ -279,6 +360,7 @@ class Coordinator:
                     f"({', '.join(m.member_id for m in consumers)}); a Spark query cannot share "
                     "it: use another group.id or stop those consumers")
             tx.execute("DELETE FROM group_members WHERE group_id = ?", (group,))
+            self._removed.extend((group, m.member_id) for m in current.members)
             generation = current.generation + 1
             _insert_member(tx, group, member_id, MemberSpec(client_id, (), session_timeout_ms=0,
                                                             rebalance_timeout_ms=0, kind=SPARK),
@@ -289,53 +371,81 @@ class Coordinator:
         return member_id, generation
 
     def begin_commit(self, group: str, member_id: str | None, generation: int) -> str:
-        """Check (as :meth:`check_commit`) and register a commit as in flight; returns its
-        token for :meth:`end_commit`. Call under :meth:`lock`."""
-        token = uuid.uuid4().hex
-        self._tx()
-        with self.metadata.transaction() as tx:
-            self._check(tx, group, member_id, generation)
-            tx.execute("INSERT INTO group_commits_in_flight VALUES (?, ?, ?, ?, ?)",
-                       (token, group, member_id, generation, _now_ms()))
+        """Register a commit as in flight, then check it (as :meth:`check_commit`); returns
+        its token for :meth:`end_commit`. Take the table snapshot the commit builds on
+        BEFORE this: a member expired after the check then finds its commit in flight,
+        stale, and the fence written after that snapshot makes the write conflict.
+
+        No database write and no lock: the registration is a file in
+        ``<cluster>/groups/commits/`` made before the check (so any expiry after the check
+        comes after it), and the check is a read. Not fsynced: after a crash of the
+        machine the committer is gone too, and its write can no longer land."""
+        token = f"{_digest(group)}-{uuid.uuid4().hex}"
+        os.makedirs(self._commit_dir, exist_ok=True)
+        record = json.dumps({"group": group, "member_id": member_id, "generation": generation,
+                             "started_ms": _now_ms()}).encode()
+        fd = os.open(os.path.join(self._commit_dir, token), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, record)
+        finally:
+            os.close(fd)
+        try:
+            self.check_commit(group, member_id, generation)
+        except BaseException:
+            self.end_commit(token)
+            raise
         return token
 
     def end_commit(self, token: str) -> None:
         """The commit is written or given up (no lock needed)."""
-        with self.metadata.transaction() as tx:
-            tx.execute("DELETE FROM group_commits_in_flight WHERE token = ?", (token,))
+        self.forget_commits([token])
 
     def stale_commits(self, group: str) -> list[str]:
         """Tokens of commits in flight whose member left the group or whose generation is
         gone (their committer was paused or died mid-write): a fence must make them fail."""
-        rows = self._tx().execute("SELECT token, member_id, generation FROM group_commits_in_flight "
-                                  "WHERE group_id = ?", (group,)).fetchall()
-        if not rows:
+        prefix = f"{_digest(group)}-"
+        try:
+            names = [n for n in os.listdir(self._commit_dir) if n.startswith(prefix)]
+        except FileNotFoundError:  # nobody of this cluster has committed yet
+            return []
+        flights = []
+        for name in names:
+            try:
+                with open(os.path.join(self._commit_dir, name), "rb") as f:
+                    record = json.loads(f.read())
+            except FileNotFoundError:
+                continue  # ended meanwhile
+            except ValueError:
+                continue  # still being written: its check has not run, so it is not stale yet
+            if record.get("group") == group:
+                flights.append((name, record.get("member_id"), int(record.get("generation", -1))))
+        if not flights:
             return []
         current = self.describe(group)
         if current is None:
-            return [token for token, _, _ in rows]
-        return [token for token, member_id, generation in rows if _stale(current, member_id, generation)]
+            return [token for token, _, _ in flights]
+        return [token for token, member_id, generation in flights if _stale(current, member_id, generation)]
 
     def forget_commits(self, tokens: Sequence[str]) -> None:
-        with self.metadata.transaction() as tx:
-            tx.executemany("DELETE FROM group_commits_in_flight WHERE token = ?", [(t,) for t in tokens])
+        for token in tokens:
+            try:
+                os.unlink(os.path.join(self._commit_dir, token))
+            except FileNotFoundError:
+                pass
 
     def check_commit(self, group: str, member_id: str | None, generation: int) -> None:
-        """Raise FencedError unless this member may commit now. Call under :meth:`lock`."""
-        self._tx()
-        with self.metadata.transaction() as tx:
-            self._check(tx, group, member_id, generation)
-
-    def _check(self, tx: sqlite3.Connection, group: str, member_id: str | None, generation: int) -> None:
-        self._expire(tx, group, _now_ms())
-        current = self._read(tx, group)
+        """Raise FencedError unless this member may commit now. Only reads: a member past
+        its timeout counts as gone even before someone removed it."""
+        now = _now_ms()
+        current = self.describe(group)
+        live = [m for m in current.members if not _expired(m, current, now)] if current else []
         if not member_id:
-            if current is not None and current.members:
+            if live:
                 raise FencedError(
-                    f"group {group!r} has {len(current.members)} active member(s); a consumer "
+                    f"group {group!r} has {len(live)} active member(s); a consumer "
                     "that is not a member (assign() without subscribe()) may not commit for it")
             return
-        if current is None or current.member(member_id) is None:
+        if current is None or all(m.member_id != member_id for m in live):
             raise FencedError(
                 f"member {member_id} is no longer in group {group!r} (it missed heartbeats for "
                 "session.timeout.ms, left, or a newer query took the group over); its commit "
@@ -348,6 +458,8 @@ class Coordinator:
 
     def delete(self, group: str) -> None:
         with self._locked(group) as tx:
+            current = self._read(tx, group)
+            self._removed.extend((group, m.member_id) for m in (current.members if current else ()))
             tx.execute("DELETE FROM group_members WHERE group_id = ?", (group,))
             tx.execute("DELETE FROM consumer_groups WHERE group_id = ?", (group,))
 
@@ -378,6 +490,7 @@ class Coordinator:
             return  # nobody to remove (e.g. a fenced query leaving): no rebalance
         tx.executemany("DELETE FROM group_members WHERE group_id = ? AND member_id = ?",
                        [(group, m) for m in member_ids])
+        self._removed.extend((group, m) for m in member_ids)
         current = self._read(tx, group)
         if current is None:
             return
@@ -426,6 +539,10 @@ class Coordinator:
         counts = dict(tx.execute("SELECT topic, COUNT(*) FROM partitions GROUP BY topic").fetchall())
         return {t: int(n) for t, n in sorted(counts.items())
                 if any(_matches(s, t) for s in subscription)}
+
+
+def _digest(name: str) -> str:
+    return hashlib.sha1(name.encode()).hexdigest()[:_HASH_CHARS]
 
 
 def _insert_member(tx: sqlite3.Connection, group: str, member_id: str, spec: MemberSpec,

@@ -3,13 +3,13 @@
 The one place that writes the group offsets table. A commit is checked
 before anything is written (a legal group name, see :mod:`kstream.group_names`;
 topic and partition exist, offset between 0 and
-the log end offset), then, under the group's lock, fenced (the member and
-generation must be current, see :mod:`kstream.groups.coordinator`) and the
-table version it builds on is taken; the lock is then released and the
-commit written as one Delta commit for all its partitions (atomic) against
-that version. The group lock is held only for the check, never for the slow
-write: a committer paused mid-write does not stop heartbeats, joins or
-rebalances. If another commit changed the group's offsets meanwhile (a
+the log end offset), then the table version it builds on is taken, then it
+is fenced (the member and generation must be current, see
+:mod:`kstream.groups.coordinator`: a file registers it, a read checks it),
+and it is written as one Delta commit for all its partitions (atomic) against
+that version. No lock and no metadata write: a committer paused anywhere in a
+commit does not stop heartbeats, joins, rebalances or other commits. If
+another commit changed the group's offsets meanwhile (a
 concurrent member, or the fence written for a stale commit), Delta refuses
 the write and the commit is checked and tried again; a committer that lost
 its membership meanwhile gets FencedError then, and its offsets are never
@@ -132,10 +132,12 @@ class ConsumerGroups:
         for _ in range(_COMMIT_ATTEMPTS):
             token = None
             try:
-                with self.coordinator.lock(group):  # held for the check only, not the write
-                    if not force:
-                        token = self.coordinator.begin_commit(group, member_id, generation)
-                    snapshot = self.table.snapshot()
+                # The snapshot first, then the check: a fence for a member expired after the
+                # check is written after this snapshot, so the write conflicts. No group lock:
+                # a committer stopped here must not stop the others' commits and rebalances.
+                snapshot = self.table.snapshot()
+                if not force:
+                    token = self.coordinator.begin_commit(group, member_id, generation)
                 if snapshot is not None and transaction is not None:
                     done = snapshot.transaction_version(transaction[0])
                     if done is not None and done >= transaction[1]:

@@ -1,0 +1,119 @@
+"""A group member stopped (SIGSTOP) inside its heartbeat, or right after a commit's
+membership check, does not freeze the group (issue 10, defect 16; chaos class
+sigstop_group_member).
+
+SIGSTOP stops every thread of a process at once. Before the fix a heartbeat was a write
+to the cluster's metadata.db, and a member stopped inside it held SQLite's write lock:
+every other member's heartbeat waited for it, nobody expired it, the group froze until
+SIGCONT. A commit's check ran under the group's flock, which the protocol's steps also
+took, with the same effect. Now heartbeats touch a file and only read the database, and
+no step of the protocol takes the flock: the other member expires the stopped one after
+session.timeout.ms and takes its partitions over.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import produce_range
+from kstream.groups import ConsumerGroups
+from kstream.log.cluster import Cluster
+
+CHILD = os.path.join(os.path.dirname(__file__), "child_stopping_member.py")
+PARTITIONS = 4
+SESSION_TIMEOUT_S = 1.5  # child_member.py's session.timeout.ms
+MARGIN_S = 6.0
+
+
+def _lines(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return f.read().split()
+
+
+def _state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def _stopped(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _wait(condition, seconds, what, what_now=None):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}" + (what_now() if callable(what_now) else ""))
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("where", ["heartbeat", "commit-check"])
+def test_member_stopped_inside_the_protocol_does_not_freeze_the_group(cluster_path, make_topic, tmp_path, where):
+    make_topic("work", partitions=PARTITIONS)
+    groups = ConsumerGroups(Cluster.open(cluster_path))
+    produced = [0]
+
+    def produce(count=40):
+        produce_range(cluster_path, "work", produced[0], count, prefix="r", partitions=PARTITIONS,
+                      config={"acks": "1", "linger.ms": 0})
+        produced[0] += count
+
+    names = ("a", "b")
+    files = {n: {k: str(tmp_path / f"{n}.{k}") for k in ("out", "flag", "status")} for n in names}
+    children = {}
+    try:
+        for n in names:
+            children[n] = subprocess.Popen([sys.executable, CHILD, cluster_path, "g", "work", files[n]["out"],
+                                            n, files[n]["flag"], files[n]["status"], where])
+
+        def both_working():
+            produce()
+            group = groups.coordinator.describe("g")
+            return (group is not None and group.state == "Stable" and len(group.members) == 2
+                    and all(m.assignment for m in group.members)
+                    and all(len(_lines(files[n]["out"])) > 0 for n in names))
+
+        _wait(both_working, 60, "both members to work")
+        a = next(m for m in groups.coordinator.describe("g").members if m.client_id == "a")
+        open(files["a"]["flag"], "w").close()
+        _wait(lambda: produce(8) or (_lines(files["a"]["status"]) == ["paused"] and _stopped(children["a"].pid)),
+              30, f"a to stop inside its {where}", lambda: f": status {_lines(files['a']['status'])}, "
+              f"state {_state(children['a'].pid)}")
+        stopped_at = time.monotonic()
+
+        def b_took_over():
+            group = groups.coordinator.describe("g")
+            return (group.state == "Stable" and [m.client_id for m in group.members] == ["b"]
+                    and len(group.members[0].assignment) == PARTITIONS)
+
+        _wait(b_took_over, SESSION_TIMEOUT_S + MARGIN_S,
+              f"b to take a's partitions over within session.timeout.ms + {MARGIN_S}s of a stopping in its {where}")
+        assert time.monotonic() - stopped_at >= SESSION_TIMEOUT_S * 0.9
+        assert groups.coordinator.describe("g").member(a.member_id) is None
+        produce()
+        _wait(lambda: len(groups.committed("g")) == PARTITIONS
+              and all(row.member_id and row.member_id.startswith("b-") for row in groups.committed("g").values()),
+              30, "b to commit every partition while a is stopped")
+
+        children["a"].send_signal(signal.SIGCONT)  # a finds it was expired and joins again
+        _wait(lambda: "resumed" in _lines(files["a"]["status"]), 30, "a to resume")
+        _wait(lambda: produce(0) or (sorted(m.client_id for m in groups.coordinator.describe("g").members) == ["a", "b"]
+                                     and groups.coordinator.describe("g").state == "Stable"), 30, "a to rejoin")
+    finally:
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGCONT)
+                child.send_signal(signal.SIGTERM)
+        for child in children.values():
+            child.wait(timeout=30)
+    assert all(child.returncode == 0 for child in children.values())
+    groups.close()
