@@ -12,9 +12,9 @@ clients, consumer groups and their Delta table (deltalake), or Spark.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kstream._lazy import lazy_exports
 from kstream.errors import (
     ClusterError,
     ClusterNotFoundError,
@@ -76,19 +76,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kstream' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
 __all__ = [
     "OFFSET_BEGINNING",
     "OFFSET_END",
@@ -127,3 +114,5 @@ __all__ = [
     "__version__",
     "query_lag",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -8,8 +8,9 @@ leaf module (``kstream.log.segment``) loads only what that module needs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kstream._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from kstream.log.cluster import Cluster
@@ -32,19 +33,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kstream.log' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
 __all__ = [
     "Cluster",
     "LogConfig",
@@ -55,3 +43,5 @@ __all__ = [
     "PartitionLog",
     "TopicInfo",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
