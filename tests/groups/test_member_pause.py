@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+from member_processes import file_words, is_stopped, wait_until
+
 from helpers import produce_range
 from kstream.groups import ConsumerGroups
 from kstream.log.cluster import Cluster
@@ -24,24 +26,10 @@ SESSION_TIMEOUT_S = 1.5  # child_member.py's session.timeout.ms
 MARGIN_S = 6.0
 
 
-def _lines(path):
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return f.read().split()
 
 
-def _stopped(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
-def _wait(condition, seconds, what):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def test_member_paused_mid_commit_does_not_freeze_the_group(cluster_path, make_topic, tmp_path):
@@ -67,13 +55,13 @@ def test_member_paused_mid_commit_does_not_freeze_the_group(cluster_path, make_t
             group = groups.coordinator.describe("g")
             return (group is not None and group.state == "Stable" and len(group.members) == 2
                     and all(m.assignment for m in group.members)
-                    and all(len(_lines(files[n]["out"])) > 0 for n in names))
+                    and all(len(file_words(files[n]["out"])) > 0 for n in names))
 
-        _wait(both_working, 60, "both members to work")
+        wait_until(both_working, 60, "both members to work")
         a = next(m for m in groups.coordinator.describe("g").members if m.client_id == "a")
         open(files["a"]["flag"], "w").close()  # a stops itself inside its next commit
-        _wait(lambda: produce(8) or (_lines(files["a"]["status"]) == ["paused"]
-                                     and _stopped(children["a"].pid)), 30, "a to pause mid-commit")
+        wait_until(lambda: produce(8) or (file_words(files["a"]["status"]) == ["paused"]
+                                     and is_stopped(children["a"].pid)), 30, "a to pause mid-commit")
         paused_at = time.monotonic()
 
         def b_took_over():
@@ -81,18 +69,18 @@ def test_member_paused_mid_commit_does_not_freeze_the_group(cluster_path, make_t
             return (group.state == "Stable" and [m.client_id for m in group.members] == ["b"]
                     and len(group.members[0].assignment) == PARTITIONS)
 
-        _wait(b_took_over, SESSION_TIMEOUT_S + MARGIN_S, "b to take a's partitions over "
+        wait_until(b_took_over, SESSION_TIMEOUT_S + MARGIN_S, "b to take a's partitions over "
               f"within session.timeout.ms + {MARGIN_S}s while a is paused mid-commit")
         assert time.monotonic() - paused_at >= SESSION_TIMEOUT_S * 0.9
         assert groups.coordinator.describe("g").member(a.member_id) is None
         produce()
-        _wait(lambda: all(row.member_id and row.member_id.startswith("b-")
+        wait_until(lambda: all(row.member_id and row.member_id.startswith("b-")
                           for row in groups.committed("g").values())
               and len(groups.committed("g")) == PARTITIONS, 30, "b to commit every partition")
 
         children["a"].send_signal(signal.SIGCONT)
-        _wait(lambda: "fenced" in _lines(files["a"]["status"]), 30, "a's resumed commit to be fenced")
-        assert _lines(files["a"]["status"])[:3] == ["paused", "resumed", "fenced"]
+        wait_until(lambda: "fenced" in file_words(files["a"]["status"]), 30, "a's resumed commit to be fenced")
+        assert file_words(files["a"]["status"])[:3] == ["paused", "resumed", "fenced"]
     finally:
         for child in children.values():
             if child.poll() is None:

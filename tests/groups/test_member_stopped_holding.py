@@ -20,6 +20,7 @@ import sys
 import time
 
 import pytest
+from member_processes import file_words, is_stopped, process_state, wait_until
 
 from helpers import produce_range
 from kstream.groups import ConsumerGroups
@@ -31,29 +32,12 @@ SESSION_TIMEOUT_S = 1.5  # child_member.py's session.timeout.ms
 MARGIN_S = 6.0
 
 
-def _lines(path):
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return f.read().split()
 
 
-def _state(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
 
 
-def _stopped(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
-def _wait(condition, seconds, what, what_now=None):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}" + (what_now() if callable(what_now) else ""))
-        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("where", ["heartbeat", "commit-check"])
@@ -80,14 +64,15 @@ def test_member_stopped_inside_the_protocol_does_not_freeze_the_group(cluster_pa
             group = groups.coordinator.describe("g")
             return (group is not None and group.state == "Stable" and len(group.members) == 2
                     and all(m.assignment for m in group.members)
-                    and all(len(_lines(files[n]["out"])) > 0 for n in names))
+                    and all(len(file_words(files[n]["out"])) > 0 for n in names))
 
-        _wait(both_working, 60, "both members to work")
+        wait_until(both_working, 60, "both members to work")
         a = next(m for m in groups.coordinator.describe("g").members if m.client_id == "a")
         open(files["a"]["flag"], "w").close()
-        _wait(lambda: produce(8) or (_lines(files["a"]["status"]) == ["paused"] and _stopped(children["a"].pid)),
-              30, f"a to stop inside its {where}", lambda: f": status {_lines(files['a']['status'])}, "
-              f"state {_state(children['a'].pid)}")
+        wait_until(lambda: produce(8) or (file_words(files["a"]["status"]) == ["paused"]
+                                          and is_stopped(children["a"].pid)),
+                   30, f"a to stop inside its {where}", lambda: f": status {file_words(files['a']['status'])}, "
+                   f"state {process_state(children['a'].pid)}")
         stopped_at = time.monotonic()
 
         def b_took_over():
@@ -95,19 +80,20 @@ def test_member_stopped_inside_the_protocol_does_not_freeze_the_group(cluster_pa
             return (group.state == "Stable" and [m.client_id for m in group.members] == ["b"]
                     and len(group.members[0].assignment) == PARTITIONS)
 
-        _wait(b_took_over, SESSION_TIMEOUT_S + MARGIN_S,
+        wait_until(b_took_over, SESSION_TIMEOUT_S + MARGIN_S,
               f"b to take a's partitions over within session.timeout.ms + {MARGIN_S}s of a stopping in its {where}")
         assert time.monotonic() - stopped_at >= SESSION_TIMEOUT_S * 0.9
         assert groups.coordinator.describe("g").member(a.member_id) is None
         produce()
-        _wait(lambda: len(groups.committed("g")) == PARTITIONS
+        wait_until(lambda: len(groups.committed("g")) == PARTITIONS
               and all(row.member_id and row.member_id.startswith("b-") for row in groups.committed("g").values()),
               30, "b to commit every partition while a is stopped")
 
         children["a"].send_signal(signal.SIGCONT)  # a finds it was expired and joins again
-        _wait(lambda: "resumed" in _lines(files["a"]["status"]), 30, "a to resume")
-        _wait(lambda: produce(0) or (sorted(m.client_id for m in groups.coordinator.describe("g").members) == ["a", "b"]
-                                     and groups.coordinator.describe("g").state == "Stable"), 30, "a to rejoin")
+        wait_until(lambda: "resumed" in file_words(files["a"]["status"]), 30, "a to resume")
+        wait_until(lambda: produce(0) or (
+            sorted(m.client_id for m in groups.coordinator.describe("g").members) == ["a", "b"]
+            and groups.coordinator.describe("g").state == "Stable"), 30, "a to rejoin")
     finally:
         for child in children.values():
             if child.poll() is None:
