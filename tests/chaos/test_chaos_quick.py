@@ -14,12 +14,11 @@ from chaos.run import CLASSES, replay_command, run_round
 # One round per class (two for power cuts and SIGKILL) keeps this under a minute.
 EXTRA_SEED = {"power_cut_rf1", "power_cut_rf3", "sigkill"}
 
-# class -> the issue-10 defect that makes it fail today (see docs/RELIABILITY.md).
+# class -> the open defect that makes it fail today (see docs/RELIABILITY.md); none now.
 OPEN_DEFECTS: dict[str, str] = {}
 
-# Whether a disk lost under load is noticed by the writer (at a segment roll) or only by the
-# next open depends on timing, so some rounds pass today: not strict.
-TIMING_DEPENDENT = {"disk_lost_load"}
+# Classes of OPEN_DEFECTS whose failure depends on timing (their xfail is not strict).
+TIMING_DEPENDENT: set[str] = set()
 
 
 def _marks(name: str) -> list:
