@@ -220,9 +220,9 @@ def test_acks_all_reports_wait_for_background_fsyncs_and_keep_batch_order(cluste
     gate = threading.Event()
     real_sync = Partition.sync_replica
 
-    def gated_sync(self, replica, on_data_synced=None):
+    def gated_sync(self, replica):
         gate.wait(10)
-        return real_sync(self, replica, on_data_synced)
+        return real_sync(self, replica)
 
     monkeypatch.setattr(Partition, "sync_replica", gated_sync)
     delivered = []

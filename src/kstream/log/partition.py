@@ -36,10 +36,8 @@ Thread-safe for appends; any number of processes may append at once.
 from __future__ import annotations
 
 import errno
-import functools
 import logging
 import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
@@ -159,7 +157,8 @@ class Partition:
             in_sync = list(self.info.isr)
         if acks == "all":
             if not defer_fsync:
-                self._require_fsynced(in_sync, f"the batch at offset {result.base_offset}", publish_end=end)
+                self._require_fsynced(in_sync, f"the batch at offset {result.base_offset}")
+                self.publish_high_watermark(end)
         else:
             for replica in in_sync:
                 self.logs[replica].maybe_flush()
@@ -442,19 +441,17 @@ class Partition:
 
     # -- durability ------------------------------------------------------------------------------
 
-    def _sync_all(self, replicas: list[int], on_data_synced: Callable[[], None] | None = None) -> list[bool]:
+    def _sync_all(self, replicas: list[int]) -> list[bool]:
         """fsync the replicas in parallel; whether each succeeded."""
-        sync = functools.partial(self.sync_replica, on_data_synced=on_data_synced)
         if len(replicas) == 1:
-            return [sync(replicas[0])]
-        return list(self._pool().map(sync, replicas))
+            return [self.sync_replica(replicas[0])]
+        return list(self._pool().map(self.sync_replica, replicas))
 
-    def sync_replica(self, replica: int, on_data_synced: Callable[[], None] | None = None) -> bool:
+    def sync_replica(self, replica: int) -> bool:
         """fsync one replica's log; False when its log dir failed. Safe on any thread (no
-        metadata access: pass the verdicts to :meth:`settle_syncs` on the owning thread).
-        ``on_data_synced`` runs once its frames are durable (see PartitionLog.flush)."""
+        metadata access: pass the verdicts to :meth:`settle_syncs` on the owning thread)."""
         try:
-            self.logs[replica].flush(on_data_synced)
+            self.logs[replica].flush()
             self._sync_errors.pop(replica, None)
             return True
         except LogDirOfflineError as err:
@@ -486,18 +483,12 @@ class Partition:
         NotEnoughReplicasError when fewer than min.insync.replicas have them; once they
         do, the high watermark moves past them (readers see them)."""
         end, self._deferred_end = self._deferred_end, None
-        self._require_fsynced(list(self.info.isr), "the batches written since the last fsync", publish_end=end)
+        self._require_fsynced(list(self.info.isr), "the batches written since the last fsync")
+        if end is not None:
+            self.publish_high_watermark(end)
 
-    def _require_fsynced(self, in_sync: list[int], what: str, publish_end: int | None = None) -> None:
-        """fsync ``in_sync``; NotEnoughReplicasError unless min.insync.replicas did. With
-        ``publish_end``, the HW moves there as soon as that many have the frames durable
-        (before their recovery points are: readers wait for one fsync, not two)."""
-        quorum = None
-        if publish_end is not None:
-            quorum = _SyncQuorum(self.config.min_insync_replicas,
-                                 functools.partial(self.publish_high_watermark, publish_end))
-        synced = self._sync_all(in_sync, None if quorum is None else quorum.synced)
-        self.require_synced(self.settle_syncs(in_sync, synced), what)
+    def _require_fsynced(self, in_sync: list[int], what: str) -> None:
+        self.require_synced(self.settle_syncs(in_sync, self._sync_all(in_sync)), what)
 
     def require_synced(self, in_sync: list[int], what: str) -> None:
         """NotEnoughReplicasError unless ``in_sync`` (replicas that fsynced) reaches min.insync.replicas."""
@@ -640,20 +631,3 @@ def _durable_offset_locked(replica_log: PartitionLog) -> int:
     if point is None:
         return 0
     return min(point.next_offset, end) if isinstance(point, fmt.RecoveryPoint) else end
-
-
-class _SyncQuorum:
-    """Calls ``reached`` once ``needed`` replicas reported their frames fsynced (from any of
-    the fsync threads; exactly once)."""
-
-    def __init__(self, needed: int, reached: Callable[[], None]):
-        self._left = needed
-        self._reached = reached
-        self._count_lock = threading.Lock()
-
-    def synced(self) -> None:
-        with self._count_lock:
-            self._left -= 1
-            fire = self._left == 0
-        if fire:
-            self._reached()

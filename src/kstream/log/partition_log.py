@@ -485,13 +485,11 @@ class PartitionLog:
 
     # -- durability -------------------------------------------------------------
 
-    def flush(self, on_data_synced: Callable[[], None] | None = None) -> None:
+    def flush(self) -> None:
         """fdatasync what this process knows of the active segment; advance the recovery point.
 
         Runs outside the write lock so concurrent writers share the disk's
         flush (the kernel coalesces them). Never retried on failure.
-        ``on_data_synced`` runs once the frames are durable, before the recovery point
-        is: the caller may then let readers see them without waiting for a second fsync.
         """
         with self._lock:
             active = self._guard_io(self._ensure_open)
@@ -502,8 +500,6 @@ class PartitionLog:
             self._guard_io(lambda: faults.fdatasync(fd))
         finally:
             os.close(fd)
-        if on_data_synced is not None:
-            on_data_synced()
         self._unflushed_messages = 0
         self._first_unflushed_ms = None
         if self._durable is None or point[:2] > self._durable[:2]:
