@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
-from member_processes import file_words, is_stopped, wait_until
+from member_processes import MemberPair, file_words, is_stopped, wait_until
 
-from helpers import produce_range
 from kstream.groups import ConsumerGroups
 from kstream.log.cluster import Cluster
 
@@ -35,29 +32,10 @@ MARGIN_S = 6.0
 def test_member_paused_mid_commit_does_not_freeze_the_group(cluster_path, make_topic, tmp_path):
     make_topic("work", partitions=PARTITIONS)
     groups = ConsumerGroups(Cluster.open(cluster_path))
-    produced = [0]
-
-    def produce(count=40):
-        produce_range(cluster_path, "work", produced[0], count, prefix="r", partitions=PARTITIONS,
-                      config={"acks": "1", "linger.ms": 0})
-        produced[0] += count
-
-    names = ("a", "b")
-    files = {n: {k: str(tmp_path / f"{n}.{k}") for k in ("out", "flag", "status")} for n in names}
-    children = {}
+    members = MemberPair(cluster_path, tmp_path, groups, CHILD, PARTITIONS)
+    produce, files, children = members.produce, members.files, members.children
     try:
-        for n in names:
-            children[n] = subprocess.Popen([sys.executable, CHILD, cluster_path, "g", "work",
-                                            files[n]["out"], n, files[n]["flag"], files[n]["status"]])
-
-        def both_working():
-            produce()
-            group = groups.coordinator.describe("g")
-            return (group is not None and group.state == "Stable" and len(group.members) == 2
-                    and all(m.assignment for m in group.members)
-                    and all(len(file_words(files[n]["out"])) > 0 for n in names))
-
-        wait_until(both_working, 60, "both members to work")
+        wait_until(members.both_working, 60, "both members to work")
         a = next(m for m in groups.coordinator.describe("g").members if m.client_id == "a")
         open(files["a"]["flag"], "w").close()  # a stops itself inside its next commit
         wait_until(lambda: produce(8) or (file_words(files["a"]["status"]) == ["paused"]
@@ -82,12 +60,7 @@ def test_member_paused_mid_commit_does_not_freeze_the_group(cluster_path, make_t
         wait_until(lambda: "fenced" in file_words(files["a"]["status"]), 30, "a's resumed commit to be fenced")
         assert file_words(files["a"]["status"])[:3] == ["paused", "resumed", "fenced"]
     finally:
-        for child in children.values():
-            if child.poll() is None:
-                child.send_signal(signal.SIGCONT)
-                child.send_signal(signal.SIGTERM)
-        for child in children.values():
-            child.wait(timeout=30)
+        members.stop()
 
     previous = {}
     for version in range(groups.table.version() + 1):  # offsets never move back

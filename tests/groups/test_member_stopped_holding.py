@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
-from member_processes import file_words, is_stopped, process_state, wait_until
+from member_processes import MemberPair, file_words, is_stopped, process_state, wait_until
 
-from helpers import produce_range
 from kstream.groups import ConsumerGroups
 from kstream.log.cluster import Cluster
 
@@ -44,29 +41,10 @@ MARGIN_S = 6.0
 def test_member_stopped_inside_the_protocol_does_not_freeze_the_group(cluster_path, make_topic, tmp_path, where):
     make_topic("work", partitions=PARTITIONS)
     groups = ConsumerGroups(Cluster.open(cluster_path))
-    produced = [0]
-
-    def produce(count=40):
-        produce_range(cluster_path, "work", produced[0], count, prefix="r", partitions=PARTITIONS,
-                      config={"acks": "1", "linger.ms": 0})
-        produced[0] += count
-
-    names = ("a", "b")
-    files = {n: {k: str(tmp_path / f"{n}.{k}") for k in ("out", "flag", "status")} for n in names}
-    children = {}
+    members = MemberPair(cluster_path, tmp_path, groups, CHILD, PARTITIONS, where)
+    produce, files, children = members.produce, members.files, members.children
     try:
-        for n in names:
-            children[n] = subprocess.Popen([sys.executable, CHILD, cluster_path, "g", "work", files[n]["out"],
-                                            n, files[n]["flag"], files[n]["status"], where])
-
-        def both_working():
-            produce()
-            group = groups.coordinator.describe("g")
-            return (group is not None and group.state == "Stable" and len(group.members) == 2
-                    and all(m.assignment for m in group.members)
-                    and all(len(file_words(files[n]["out"])) > 0 for n in names))
-
-        wait_until(both_working, 60, "both members to work")
+        wait_until(members.both_working, 60, "both members to work")
         a = next(m for m in groups.coordinator.describe("g").members if m.client_id == "a")
         open(files["a"]["flag"], "w").close()
         wait_until(lambda: produce(8) or (file_words(files["a"]["status"]) == ["paused"]
@@ -95,11 +73,6 @@ def test_member_stopped_inside_the_protocol_does_not_freeze_the_group(cluster_pa
             sorted(m.client_id for m in groups.coordinator.describe("g").members) == ["a", "b"]
             and groups.coordinator.describe("g").state == "Stable"), 30, "a to rejoin")
     finally:
-        for child in children.values():
-            if child.poll() is None:
-                child.send_signal(signal.SIGCONT)
-                child.send_signal(signal.SIGTERM)
-        for child in children.values():
-            child.wait(timeout=30)
+        members.stop()
     assert all(child.returncode == 0 for child in children.values())
     groups.close()
