@@ -10,6 +10,7 @@ import click
 from kstream.cli.console import consume, produce
 from kstream.cli.dump_log import dump_log
 from kstream.cli.groups import groups
+from kstream.cli.offsets import delete_records, get_offsets
 from kstream.cli.perf import perf
 from kstream.cli.replication import elect_leaders, log_dirs, reassign, replicator, verify_replicas
 from kstream.cli.topics import topics
@@ -28,8 +29,8 @@ def cli(ctx: click.Context, cluster: str, verbose: bool) -> None:
     ctx.obj = {"cluster": cluster}
 
 
-for command in (topics, groups, produce, consume, dump_log, perf, log_dirs, replicator, elect_leaders, reassign,
-                verify_replicas):
+for command in (topics, groups, produce, consume, get_offsets, delete_records, dump_log, perf, log_dirs,
+                replicator, elect_leaders, reassign, verify_replicas):
     cli.add_command(command)
 
 
