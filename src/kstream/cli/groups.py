@@ -1,14 +1,17 @@
-"""`kstream groups`: list, describe (members, assignment, offsets, lag), reset-offsets, delete.
+"""`kstream groups`: list, describe (offsets and lag, members, state), reset-offsets,
+delete-offsets, delete.
 
 Shaped like kafka-consumer-groups.sh: describe prints one row per partition
-with CURRENT-OFFSET, LOG-END-OFFSET and LAG; reset-offsets is a dry run that
-prints the plan unless ``--execute`` is given.
+with CURRENT-OFFSET, LOG-END-OFFSET and LAG (``--members``: one row per
+member, ``--state``: one row per group); a group that does not exist is an
+error, not an empty table. reset-offsets is a dry run that prints the plan
+unless ``--execute`` is given; ``--export`` prints it as Kafka's CSV. A group
+is named as an argument (kstream's way) or with ``--group`` (Kafka's), and
+``--all-groups`` acts on every group.
 """
 
 from __future__ import annotations
 
-import csv
-import datetime as dt
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,13 +19,13 @@ from contextlib import contextmanager
 import click
 from rich.table import Table
 
-from kstream.cli.common import cluster_options, console
-from kstream.consumer import Consumer
-from kstream.errors import ConfigError
+from kstream.cli import group_reset
+from kstream.cli.common import console
+from kstream.cli.group_offsets import delete_group_offsets
 from kstream.group_names import check_group_name
 from kstream.groups import ConsumerGroups
+from kstream.groups.service import GroupDescription
 from kstream.log.cluster import Cluster
-from kstream.message import TopicPartition
 
 
 @contextmanager
@@ -36,9 +39,33 @@ def _groups(ctx: click.Context) -> Iterator[ConsumerGroups]:
         cluster.close()
 
 
-def _group_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+def _group_name(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     """GROUP checked before the cluster is opened: a bad name is refused, nothing written."""
-    return check_group_name(value, "GROUP")
+    return None if value is None else check_group_name(value, "GROUP")
+
+
+def _group_names(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(check_group_name(v, "--group") for v in values)
+
+
+def _chosen(service: ConsumerGroups, group: str | None, more: tuple[str, ...], all_groups: bool,
+            must_exist: bool = True) -> list[str]:
+    """The groups a command acts on: GROUP and --group ones, or every group with --all-groups.
+    With ``must_exist``, a group that does not exist is an error saying how to list groups."""
+    named = list(dict.fromkeys(([group] if group else []) + list(more)))
+    if all_groups and named:
+        raise click.UsageError("give GROUP/--group or --all-groups, not both")
+    existing = service.list_groups()
+    if all_groups:
+        return existing
+    if not named:
+        raise click.UsageError("name a group (GROUP or --group G) or give --all-groups")
+    missing = [g for g in named if g not in existing]
+    if must_exist and missing:
+        raise click.ClickException(
+            f"Consumer group {missing[0]!r} does not exist (it has no members and no committed "
+            "offsets). List groups with `kstream groups list`.")
+    return named
 
 
 @click.group()
@@ -47,151 +74,198 @@ def groups() -> None:
 
 
 @groups.command("list")
+@click.option("--state", "states", is_flag=False, flag_value="", default=None, metavar="[S,...]",
+              help="Also print each group's state; with a value, only groups in these states "
+                   "(e.g. stable,empty; case-insensitive).")
 @click.pass_context
-def list_(ctx: click.Context) -> None:
+def list_(ctx: click.Context, states: str | None) -> None:
     """List groups: those with members or committed offsets."""
     with _groups(ctx) as service:
-        for name in service.list_groups():
-            click.echo(name)
+        names = service.list_groups()
+        if states is None:
+            for name in names:
+                click.echo(name)
+            return
+        wanted = {s.strip().lower() for s in states.split(",") if s.strip()}
+        table = Table("GROUP", "STATE", box=None)
+        for name in names:
+            state = service.describe(name).state
+            if not wanted or state.lower() in wanted:
+                table.add_row(name, state)
+        console().print(table)
 
 
-@groups.command("describe")
-@click.argument("group", callback=_group_name)
-@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of tables.")
-@click.pass_context
-def describe(ctx: click.Context, group: str, as_json: bool) -> None:
-    """GROUP's state, members and, per partition, committed offset, log end offset and lag."""
-    with _groups(ctx) as service:
-        d = service.describe(group)
+def _as_json(d: GroupDescription) -> dict[str, object]:
+    return {
+        "group": d.group_id, "state": d.state, "generation": d.generation, "protocol": d.protocol,
+        "members": [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
+                     "pid": m.pid, "kind": m.kind, "assignment": [list(tp) for tp in m.assignment]}
+                    for m in d.members],
+        "partitions": [{"topic": p.topic, "partition": p.partition, "committed": p.committed,
+                        "log_start_offset": p.log_start_offset, "high_watermark": p.high_watermark,
+                        "log_end_offset": p.log_end_offset, "lag": p.lag, "owner": p.owner}
+                       for p in d.partitions]}
+
+
+def _offsets_table(d: GroupDescription) -> Table:
     members = {m.member_id: m for m in d.members}
-    if as_json:
-        click.echo(json.dumps({
-            "group": d.group_id, "state": d.state, "generation": d.generation, "protocol": d.protocol,
-            "members": [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
-                         "pid": m.pid, "kind": m.kind, "assignment": [list(tp) for tp in m.assignment]}
-                        for m in d.members],
-            "partitions": [{"topic": p.topic, "partition": p.partition, "committed": p.committed,
-                            "log_start_offset": p.log_start_offset, "high_watermark": p.high_watermark,
-                            "log_end_offset": p.log_end_offset, "lag": p.lag, "owner": p.owner}
-                           for p in d.partitions]}, indent=2))
-        return
-    out = console()
-    out.print(f"Group: [bold]{d.group_id}[/]  State: {d.state}  Generation: {d.generation}  "
-                  f"Assignor: {d.protocol or '-'}  Members: {len(d.members)}  TotalLag: {d.total_lag}")
-    table = Table("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "HW", "LAG", "CONSUMER-ID",
-                  "HOST", "CLIENT-ID")
+    table = Table("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "HW", "LAG",
+                  "CONSUMER-ID", "HOST", "CLIENT-ID")
     for p in d.partitions:
         owner = members.get(p.owner or "")
-        table.add_row(p.topic, str(p.partition), "-" if p.committed is None else str(p.committed),
+        table.add_row(d.group_id, p.topic, str(p.partition), "-" if p.committed is None else str(p.committed),
                       str(p.log_end_offset), str(p.high_watermark), "-" if p.lag is None else str(p.lag),
                       p.owner or "-", f"{owner.host}/{owner.pid}" if owner else "-",
                       owner.client_id if owner else "-")
-    out.print(table)
+    return table
 
 
-def _scope(service: ConsumerGroups, group: str, topics: tuple[str, ...], all_topics: bool
-           ) -> list[tuple[str, int]]:
-    """`--topic t` (every partition) or `--topic t:0,2`, or the topics the group committed."""
-    if all_topics:
-        return sorted(service.committed(group))
-    if not topics:
-        raise click.UsageError("say which partitions to reset: --topic T[:P,...] or --all-topics")
-    result = []
-    for spec in topics:
-        name, _, parts = spec.partition(":")
-        count = service.cluster.topic(name).num_partitions
-        chosen = [int(p) for p in parts.split(",")] if parts else list(range(count))
-        for p in chosen:
-            if not 0 <= p < count:
-                raise ConfigError(f"topic {name!r} has partitions 0..{count - 1}; {p} does not exist")
-        result += [(name, p) for p in chosen]
-    return sorted(set(result))
+def _members_table(d: GroupDescription, verbose: bool) -> Table:
+    columns = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"] + (["ASSIGNMENT"] if verbose else [])
+    table = Table(*columns)
+    for m in d.members:
+        row = [d.group_id, m.member_id, f"{m.host}/{m.pid}", m.client_id, str(len(m.assignment))]
+        if verbose:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in m.assignment:
+                by_topic.setdefault(topic, []).append(partition)
+            row.append(",".join(f"{t}({','.join(map(str, sorted(ps)))})" for t, ps in sorted(by_topic.items()))
+                       or "-")
+        table.add_row(*row)
+    return table
 
 
-def _plan(service: ConsumerGroups, ctx: click.Context, group: str, scope: list[tuple[str, int]],
-          how: str, value: str | None) -> dict[tuple[str, int], int]:
-    committed = service.committed(group)
-    plan: dict[tuple[str, int], int] = {}
-    if how == "from-file":
-        assert value is not None
-        with open(value, newline="") as f:
-            for row in csv.reader(f):
-                if row and not row[0].startswith("#"):
-                    topic, partition, offset = row[0].strip(), int(row[1]), int(row[2])
-                    plan[(topic, partition)] = offset
-        scope = sorted(plan)
-    timestamps: dict[tuple[str, int], int] = {}
-    if how == "to-datetime":
-        assert value is not None
-        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=dt.UTC)
-        with Consumer(cluster_options(ctx)) as consumer:
-            found = consumer.offsets_for_times([TopicPartition(t, p, int(when.timestamp() * 1000))
-                                                for t, p in scope])
-        timestamps = {(tp.topic, tp.partition): tp.offset for tp in found}
-    for key in scope:
-        start, hw, _ = service.ends(*key)
-        current = committed.get(key)
-        if how == "to-earliest":
-            target = start
-        elif how == "to-latest":
-            target = hw
-        elif how == "to-datetime":
-            target = hw if timestamps[key] < 0 else timestamps[key]
-        elif how == "shift-by":
-            target = (current.offset if current else start) + int(value or 0)
-        elif how == "to-offset":
-            target = int(value or 0)
+def _state_table(descriptions: list[GroupDescription]) -> Table:
+    table = Table("GROUP", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS", "GENERATION", "TOTAL-LAG")
+    for d in descriptions:
+        table.add_row(d.group_id, d.protocol or "", d.state, str(len(d.members)), str(d.generation),
+                      str(d.total_lag))
+    return table
+
+
+@groups.command("describe")
+@click.argument("group", required=False, callback=_group_name)
+@click.option("--group", "more", multiple=True, callback=_group_names, help="A group (Kafka's spelling).")
+@click.option("--all-groups", is_flag=True, help="Describe every group.")
+@click.option("--offsets", "view", flag_value="offsets", default=True,
+              help="Per partition: committed offset, log end offset, lag (the default).")
+@click.option("--members", "view", flag_value="members", help="One row per member.")
+@click.option("--state", "view", flag_value="state", help="One row per group: its state.")
+@click.option("--verbose", is_flag=True, help="With --members: each member's assigned partitions.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of tables.")
+@click.pass_context
+def describe(ctx: click.Context, group: str | None, more: tuple[str, ...], all_groups: bool, view: str,
+             verbose: bool, as_json: bool) -> None:
+    """GROUP's state, members and, per partition, committed offset, log end offset and lag."""
+    with _groups(ctx) as service:
+        descriptions = [service.describe(g) for g in _chosen(service, group, more, all_groups)]
+    if as_json:
+        documents = [_as_json(d) for d in descriptions]
+        click.echo(json.dumps(documents[0] if len(documents) == 1 and not all_groups else documents, indent=2))
+        return
+    out = console()
+    if view == "state":
+        out.print(_state_table(descriptions))
+        return
+    for d in descriptions:
+        out.print(f"Group: [bold]{d.group_id}[/]  State: {d.state}  Generation: {d.generation}  "
+                  f"Assignor: {d.protocol or '-'}  Members: {len(d.members)}  TotalLag: {d.total_lag}")
+        if view == "members":
+            if d.members:
+                out.print(_members_table(d, verbose))
+            else:
+                out.print(f"Consumer group '{d.group_id}' has no active members.")
         else:
-            target = plan[key]
-        plan[key] = max(start, min(target, hw))
-    return plan
+            out.print(_offsets_table(d))
 
 
 @groups.command("reset-offsets")
-@click.argument("group", callback=_group_name)
+@click.argument("group", required=False, callback=_group_name)
+@click.option("--group", "more", multiple=True, callback=_group_names, help="A group (Kafka's spelling).")
+@click.option("--all-groups", is_flag=True, help="Reset every group.")
 @click.option("--topic", "topics", multiple=True, metavar="T[:P,...]", help="Partitions to reset.")
 @click.option("--all-topics", is_flag=True, help="Every partition the group has committed.")
 @click.option("--to-earliest", "how", flag_value="to-earliest", help="To the log start offset.")
 @click.option("--to-latest", "how", flag_value="to-latest", help="To the high watermark.")
+@click.option("--to-current", "how", flag_value="to-current",
+              help="To the committed offset (the high watermark where none).")
 @click.option("--to-datetime", metavar="ISO-8601", help="To the first offset at or after this time.")
+@click.option("--by-duration", metavar="PnDTnHnMnS", help="To the first offset at or after now minus this.")
 @click.option("--shift-by", type=int, help="Move the committed offset by N (negative: back).")
 @click.option("--to-offset", type=int, help="To this offset.")
 @click.option("--from-file", type=click.Path(exists=True, dir_okay=False),
-              help="CSV of topic,partition,offset.")
+              help="CSV of topic,partition,offset (or group,topic,partition,offset), as --export prints.")
 @click.option("--execute", is_flag=True, help="Apply the plan (default: dry run, print it).")
+@click.option("--dry-run", is_flag=True, help="Print the plan only (the default).")
+@click.option("--export", is_flag=True, help="Print the plan as CSV (what --from-file reads).")
 @click.option("--force", is_flag=True, help="Reset even with active members (they are fenced).")
 @click.pass_context
-def reset_offsets(ctx: click.Context, group: str, topics: tuple[str, ...], all_topics: bool,
-                  how: str | None, to_datetime: str | None, shift_by: int | None, to_offset: int | None,
-                  from_file: str | None, execute: bool, force: bool) -> None:
+def reset_offsets(ctx: click.Context, group: str | None, more: tuple[str, ...], all_groups: bool,
+                  topics: tuple[str, ...], all_topics: bool, how: str | None, to_datetime: str | None,
+                  by_duration: str | None, shift_by: int | None, to_offset: int | None, from_file: str | None,
+                  execute: bool, dry_run: bool, export: bool, force: bool) -> None:
     """Reset GROUP's committed offsets (clamped to what the log holds). Dry run unless --execute."""
-    chosen = [(name, value) for name, value in (("to-datetime", to_datetime), ("shift-by", shift_by),
-                                                ("to-offset", to_offset), ("from-file", from_file))
+    chosen = [(name, value) for name, value in (("to-datetime", to_datetime), ("by-duration", by_duration),
+                                                ("shift-by", shift_by), ("to-offset", to_offset),
+                                                ("from-file", from_file))
               if value is not None] + ([(how, None)] if how else [])
     if len(chosen) != 1:
-        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-datetime, "
-                               "--shift-by, --to-offset, --from-file")
+        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-current, --to-datetime, "
+                               "--by-duration, --shift-by, --to-offset, --from-file")
+    if execute and dry_run:
+        raise click.UsageError("give one of --execute and --dry-run")
+    if by_duration is not None:
+        group_reset.parse_duration(by_duration)  # a bad duration is a usage error before any work
     method, value = chosen[0]
     with _groups(ctx) as service:
-        scope = [] if method == "from-file" else _scope(service, group, topics, all_topics)
-        plan = _plan(service, ctx, group, scope, method, None if value is None else str(value))
+        names = _chosen(service, group, more, all_groups, must_exist=False)
+        plans = {}
+        for name in names:
+            keys = [] if method == "from-file" else group_reset.scope(service, name, topics, all_topics)
+            plans[name] = group_reset.plan(service, ctx, name, keys, method, None if value is None else str(value))
         if execute:
-            service.reset_offsets(group, plan, force=force)
-        table = Table("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET",
-                      title=None if execute else "Dry run: nothing changed (add --execute to apply)")
+            for name, plan in plans.items():
+                service.reset_offsets(name, plan, force=force)
+    if export:
+        click.echo(group_reset.write_csv(plans), nl=False)
+        return
+    table = Table("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET",
+                  title=None if execute else "Dry run: nothing changed (add --execute to apply)")
+    for name, plan in plans.items():
         for (topic, partition), offset in sorted(plan.items()):
-            table.add_row(group, topic, str(partition), str(offset))
-        console().print(table)
+            table.add_row(name, topic, str(partition), str(offset))
+    console().print(table)
+
+
+@groups.command("delete-offsets")
+@click.argument("group", required=False, callback=_group_name)
+@click.option("--group", "more", multiple=True, callback=_group_names, help="The group (Kafka's spelling).")
+@click.option("--topic", "topics", multiple=True, required=True, metavar="T[:P,...]",
+              help="Forget the group's offsets of these partitions (all of a topic without :P).")
+@click.pass_context
+def delete_offsets(ctx: click.Context, group: str | None, more: tuple[str, ...], topics: tuple[str, ...]) -> None:
+    """Forget GROUP's committed offsets of some topics (refused for topics its members consume)."""
+    with _groups(ctx) as service:
+        names = _chosen(service, group, more, False)
+        if len(names) != 1:
+            raise click.UsageError("delete-offsets acts on one group at a time")
+        results = delete_group_offsets(service, names[0], topics)
+    click.echo(f"Request succeed for deleting offsets from group {names[0]}.")
+    table = Table("TOPIC", "PARTITION", "STATUS")
+    for (topic, partition), status in sorted(results.items()):
+        table.add_row(topic, str(partition), status)
+    console().print(table)
 
 
 @groups.command("delete")
-@click.argument("group", callback=_group_name)
+@click.argument("group", required=False, callback=_group_name)
+@click.option("--group", "more", multiple=True, callback=_group_names, help="A group (Kafka's spelling).")
+@click.option("--all-groups", is_flag=True, help="Delete every group.")
 @click.option("--force", is_flag=True, help="Delete even with active members (they are fenced).")
 @click.pass_context
-def delete(ctx: click.Context, group: str, force: bool) -> None:
+def delete(ctx: click.Context, group: str | None, more: tuple[str, ...], all_groups: bool, force: bool) -> None:
     """Delete GROUP: its members and committed offsets (older table versions keep its history)."""
     with _groups(ctx) as service:
-        service.delete(group, force=force)
-    click.echo(f"Deleted group {group}.")
+        for name in _chosen(service, group, more, all_groups):
+            service.delete(name, force=force)
+            click.echo(f"Deleted group {name}.")
