@@ -12,7 +12,8 @@ from kstream.cli.dump_log import dump_log
 from kstream.cli.groups import groups
 from kstream.cli.offsets import delete_records, get_offsets
 from kstream.cli.perf import perf
-from kstream.cli.replication import elect_leaders, log_dirs, reassign, replicator, verify_replicas
+from kstream.cli.reassign import reassign
+from kstream.cli.replication import elect_leaders, log_dirs, replicator, verify_replicas
 from kstream.cli.topics import topics
 from kstream.errors import KStreamError
 

@@ -1,4 +1,4 @@
-"""`kstream log-dirs`, `replicator`, `elect-leaders`, `reassign`, `verify-replicas`."""
+"""`kstream log-dirs`, `replicator`, `elect-leaders`, `verify-replicas` (`reassign`: reassign.py)."""
 
 from __future__ import annotations
 
@@ -76,20 +76,6 @@ def elect_leaders(ctx: click.Context, topics: tuple[str, ...]) -> None:
     """Preferred leader election: each partition's first replica leads again where in sync."""
     with Admin(cluster_options(ctx)) as admin:
         click.echo(f"{admin.elect_leaders(list(topics) or None)} partition(s) changed leader.")
-
-
-@click.command()
-@click.option("--topic", required=True)
-@click.option("--partition", type=int, required=True)
-@click.option("--replicas", required=True, help="New replica list: log dir ids, first = preferred leader.")
-@click.pass_context
-def reassign(ctx: click.Context, topic: str, partition: int, replicas: str) -> None:
-    """Move a partition's replicas between log dirs: copy, catch up, switch, delete."""
-    wanted = [int(r) for r in replicas.split(",") if r.strip()]
-    with Admin(cluster_options(ctx)) as admin:
-        info = admin.reassign_partition(topic, partition, wanted)
-        click.echo(f"{topic}-{partition}: replicas {list(info.replicas)}, leader {info.leader}, "
-                   f"isr {list(info.isr)}, epoch {info.leader_epoch}.")
 
 
 @click.command("verify-replicas")
