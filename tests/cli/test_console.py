@@ -147,3 +147,16 @@ def test_compression_codec(cluster_path, make_topic):
     assert "compression: zstd" in run(cluster_path, "dump-log", segment).output
     refused = run(cluster_path, "produce", "t", "--compression-codec", input="y\n")  # alone: gzip, as Kafka
     assert refused.exit_code != 0 and "gzip" in str(refused.exception)
+
+
+@pytest.mark.parametrize("properties, message", [
+    ("parse.headers=true,headers.delimiter=|,headers.separator=|", "headers.delimiter and headers.separator"),
+    ("parse.key=true,key.separator=~,null.marker=~", "key.separator and null.marker"),
+    ("parse.key=yes", "expected true or false"),
+    ("parse.kye=true", "parse.kye"),
+])
+def test_produce_refuses_bad_reader_properties(cluster_path, make_topic, properties, message):
+    make_topic("t")
+    result = run(cluster_path, "produce", "t", "--property", properties, input="a\n")
+    assert result.exit_code != 0 and message in str(result.exception)
+    assert read_all(cluster_path) == []

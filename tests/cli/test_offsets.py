@@ -106,3 +106,29 @@ def test_dump_log_prints_index_entries(filled):
     open(index, "wb").write(bytes(data))
     result = run(filled, "dump-log", index)
     assert result.exit_code != 0 and "offset: 1 position: 7 INVALID: no frame starts at position 7" in result.output
+
+
+def test_delete_records_on_every_replica(tmp_path):
+    from kstream import Admin, NewTopic
+
+    path = str(tmp_path / "c")
+    dirs = [str(tmp_path / f"d{i}") for i in range(2)]
+    with Admin({"cluster": path, "log.dirs": ",".join(dirs)}) as admin:
+        admin.create_topics([NewTopic("t", 1, 2, {"segment.bytes": "2000", "segment.ms": str(1 << 60)})])["t"].result()
+    with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer:
+        for _ in range(6):
+            producer.produce("t", b"x" * 300, partition=0)
+            producer.flush()
+    replica_dirs = [os.path.join(d, "t-0") for d in dirs]
+    bases = list_segment_bases(replica_dirs[0])
+    assert bases == list_segment_bases(replica_dirs[1]) and len(bases) == 3
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": "t", "partition": 0, "offset": -1}], "version": 1}))
+    result = run(path, "delete-records", "--offset-json-file", str(plan))
+    assert result.exit_code == 0, result.output
+    assert f"low_watermark: {bases[-1]}" in result.output  # the active segment stays
+    assert [list_segment_bases(d) for d in replica_dirs] == [bases[-1:], bases[-1:]]
+    assert "All in-sync replicas match" in run(path, "verify-replicas").output
+    with Producer({"cluster": path, "acks": "all"}) as producer:
+        producer.produce("t", b"after", partition=0)
+    assert offsets(path, "--time", "-1") == ["t:0:7"]
