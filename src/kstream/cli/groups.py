@@ -152,7 +152,8 @@ def _state_table(descriptions: list[GroupDescription]) -> Table:
 @click.option("--members", "view", flag_value="members", help="One row per member.")
 @click.option("--state", "view", flag_value="state", help="One row per group: its state.")
 @click.option("--verbose", is_flag=True, help="With --members: each member's assigned partitions.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of tables.")
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON instead of tables: one document, or a list of them for several groups.")
 @click.pass_context
 def describe(ctx: click.Context, group: str | None, more: tuple[str, ...], all_groups: bool, view: str,
              verbose: bool, as_json: bool) -> None:
