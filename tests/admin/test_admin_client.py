@@ -598,3 +598,23 @@ def test_reads_create_no_state(with_groups, cluster_path):
     assert {k: v for k, v in after.items() if "metadata.db" not in k} == \
         {k: v for k, v in before.items() if "metadata.db" not in k}
     assert set(after) == set(before)
+
+
+def test_errors_carry_librdkafkas_codes(client):
+    pytest.importorskip("kstream.error", reason="the errors branch adds the confluent error model")
+    from kstream import KafkaException
+
+    create(client, NewTopic("a", 1, 1))
+    results = {
+        "TOPIC_ALREADY_EXISTS": client.create_topics([NewTopic("a", 1, 1)])["a"],
+        "INVALID_REPLICATION_FACTOR": client.create_topics([NewTopic("b", 1, 5)])["b"],
+        "INVALID_PARTITIONS": client.create_partitions([NewPartitions("a", 1)])["a"],
+        "UNKNOWN_TOPIC_OR_PART": client.delete_topics(["nope"])["nope"],
+        "GROUP_ID_NOT_FOUND": client.delete_consumer_groups(["nope"])["nope"],
+    }
+    for name, future in results.items():
+        error = future.exception()
+        assert isinstance(error, KafkaException) and error.args[0].name() == name, (name, error)
+    with pytest.raises(KafkaException) as caught:
+        client.create_acls([])
+    assert caught.value.args[0].name() == "_NOT_IMPLEMENTED"
