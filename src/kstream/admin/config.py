@@ -19,7 +19,7 @@ GROUP configs are not supported (NotSupportedError through the future).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -247,7 +247,3 @@ def _topic(cluster: Cluster, resource: ConfigResource) -> Any:
         raise NotSupportedError(f"{resource!r}: group configs are not supported by kstream; set "
                                 "session.timeout.ms etc. in the consumer's config")
     raise ConfigError(f"{resource!r}: kstream has configs for TOPIC and BROKER resources only")
-
-
-def resources_of(value: Iterable[Any]) -> list[ConfigResource]:
-    return list(value)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kstream._model import ConsumerGroupState, ConsumerGroupTopicPartitions, ConsumerGroupType
 from kstream.admin._futures import check_name, kafka_error
 from kstream.admin.metadata import GroupMember, GroupMetadata
-from kstream.errors import GroupNotFoundError, TopicNotFoundError
+from kstream.errors import GroupNotFoundError
 from kstream.message import OFFSET_INVALID, TopicPartition
 
 if TYPE_CHECKING:
@@ -213,7 +213,3 @@ def group_metadata(groups: ConsumerGroups, group: str | None) -> list[GroupMetad
         result.append(GroupMetadata(None, name, None, description.state, "consumer",
                                     description.protocol or "", members))
     return result
-
-
-__all__ = ["ConsumerGroupDescription", "ConsumerGroupListing", "ListConsumerGroupsResult",
-           "MemberAssignment", "MemberDescription", "TopicNotFoundError"]

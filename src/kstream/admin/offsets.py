@@ -17,6 +17,7 @@ Offset -1 means the high watermark (everything readable).
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from kstream._model import IsolationLevel
@@ -138,7 +139,7 @@ def check_delete_records(requests: Any) -> list[TopicPartition]:
 def list_offset(cluster: Cluster, tp: TopicPartition, spec: OffsetSpec,
                 isolation_level: IsolationLevel) -> ListOffsetsResultInfo:
     handle = cluster.partition(tp.topic, tp.partition)
-    reader = LogReader(handle.leader_dir, check_crcs=False)
+    reader = LogReader(handle.leader_dir)  # checksums checked on the batches decoded
     try:
         high_watermark = handle.high_watermark() or 0
         if spec._value == OffsetSpec.EARLIEST:
@@ -218,6 +219,8 @@ def _delete_on_replicas(handle: Partition, target: int) -> int:
     """Every replica drops its segments below ``target``; returns the leader's log start."""
     leader_start = 0
     for replica, directory in handle.replica_dirs.items():
+        if not os.path.isdir(directory):
+            continue  # a failed disk's replica: refilled from the leader when it comes back
         start = delete_segments_below(directory, target, handle.config.index_interval_bytes)
         if replica == handle.info.leader:
             leader_start = start
