@@ -459,6 +459,7 @@ def test_list_offsets_by_spec(client, cluster_path):
                               TopicPartition("t", 0, 15): OffsetSpec.latest(),
                               TopicPartition("t", 3): OffsetSpec.latest()})
     assert len(fs) == 2
+    assert fs[TopicPartition("t", 0, 10)].result().offset == 4  # the first key given, the last spec
     with pytest.raises(Exception, match="partition 3"):
         fs[TopicPartition("t", 3)].result()
     assert client.list_offsets({}) == {}

@@ -105,18 +105,20 @@ def check_partition(tp: Any) -> None:
 
 
 def check_list_offsets(requests: Any, isolation_level: Any) -> dict[TopicPartition, OffsetSpec]:
-    """One (topic, partition) key per partition (a later duplicate wins), checked."""
+    """One key per (topic, partition): the first TopicPartition given for it (so the caller
+    can look its future up with it), with the last spec given for it; checked."""
     if not isinstance(requests, dict):
         raise TypeError(f"list_offsets takes a dict of TopicPartition -> OffsetSpec, got "
                         f"{type(requests).__name__}")
     if not isinstance(isolation_level, IsolationLevel):
         raise TypeError(f"isolation_level must be an IsolationLevel, got {isolation_level!r}")
+    keys: dict[tuple[str, int], TopicPartition] = {}
     checked: dict[TopicPartition, OffsetSpec] = {}
     for tp, spec in requests.items():
         check_partition(tp)
         if not isinstance(spec, OffsetSpec):
             raise TypeError(f"{tp}: the value must be an OffsetSpec, got {spec!r}")
-        checked[TopicPartition(tp.topic, tp.partition)] = spec
+        checked[keys.setdefault((tp.topic, tp.partition), tp)] = spec
     return checked
 
 
