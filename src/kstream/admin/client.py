@@ -136,8 +136,6 @@ class AdminClient:
     def create_partitions(self, new_partitions: list[NewPartitions], operation_timeout: float | None = None,
                           request_timeout: float | None = None, validate_only: bool = False
                           ) -> dict[str, Future[None]]:
-        if not isinstance(new_partitions, list):
-            raise TypeError(f"new_partitions must be a list, got {type(new_partitions).__name__}")
         check_list(new_partitions, "new_partitions", NewPartitions)
         _check_request(operation_timeout, request_timeout, validate_only)
         by_topic = {p.topic: p for p in new_partitions}
@@ -174,8 +172,6 @@ class AdminClient:
 
     def incremental_alter_configs(self, resources: list[ConfigResource], request_timeout: float | None = None,
                                   validate_only: bool = False) -> dict[ConfigResource, Future[None]]:
-        if not isinstance(resources, list):
-            raise TypeError(f"resources must be a list of ConfigResource, got {type(resources).__name__}")
         check_list(resources, "resources", ConfigResource)
         _check_request(None, request_timeout, validate_only)
         for resource in resources:
