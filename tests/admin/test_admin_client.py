@@ -172,6 +172,17 @@ def test_replica_assignment_places_replicas(client):
     assert client.cluster.topic("c").partitions[1].replicas == (d1,)
 
 
+def test_new_topic_keeps_kstreams_older_positional_config(client):
+    import pyarrow as pa
+
+    schema = pa.schema([("id", pa.int64())])
+    create(client, NewTopic("a", 1, 1, {"retention.ms": "1000"}), NewTopic("b", 1, 1, {}, schema))
+    assert dict(client.cluster.topic("a").config) == {"retention.ms": "1000"}
+    assert client.describe_topic("b").schema == schema
+    with pytest.raises(TypeError):
+        NewTopic("c", 1, 1, {"retention.ms": "1"}, {"retention.ms": "2"})
+
+
 def test_request_errors_raise_at_once(client):
     with pytest.raises(TypeError):
         AdminClient()  # confluent's AdminClient needs a config

@@ -34,6 +34,15 @@ class NewTopic:
                  config: Mapping[str, Any] | None = None, *, schema: pa.Schema | None = None):
         if not isinstance(topic, str):
             raise TypeError(f"NewTopic topic must be a string, got {type(topic).__name__}")
+        if isinstance(replica_assignment, Mapping):
+            # kstream's older positional order (topic, partitions, replicas, config, schema): a
+            # dict cannot be confluent's replica assignment (a list), so it is the config.
+            if isinstance(config, pa.Schema) and schema is None:
+                schema, config = config, None
+            if config is not None:
+                raise TypeError("NewTopic got a dict for replica_assignment and a config; pass "
+                                "config=... by name")
+            replica_assignment, config = None, replica_assignment
         # (counts are checked by the cluster: an InvalidPartitionsError names the limits)
         if config is not None and not isinstance(config, Mapping):
             raise TypeError(f"NewTopic config must be a dict, got {type(config).__name__}")
