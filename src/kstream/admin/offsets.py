@@ -226,4 +226,5 @@ def _delete_on_replicas(handle: Partition, target: int) -> int:
         start = delete_segments_below(directory, target, handle.config.index_interval_bytes)
         if replica == handle.info.leader:
             leader_start = start
+    handle.lock.bump_generation()  # writers in other processes re-list the segment files
     return leader_start
