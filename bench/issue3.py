@@ -37,7 +37,7 @@ def cluster_with(root: str, name: str, dirs: int, topics: dict[str, tuple[int, i
     with Admin({"cluster": path, "log.dirs": ",".join(log_dirs), "min.insync.replicas": 2}) as admin:
         for topic, (partitions, replicas) in topics.items():
             config = {"min.insync.replicas": "2" if replicas > 1 else "1"}
-            admin.create_topics([NewTopic(topic, partitions, replicas, config)])[topic].result()
+            admin.create_topics([NewTopic(topic, partitions, replicas, config=config)])[topic].result()
     return path
 
 

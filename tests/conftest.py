@@ -26,7 +26,7 @@ def admin(cluster_path):
 @pytest.fixture
 def make_topic(admin):
     def make(name="t", partitions=1, config=None, schema=None):
-        admin.create_topics([NewTopic(name, partitions, 1, config or {}, schema)])[name].result()
+        admin.create_topics([NewTopic(name, partitions, 1, config=config or {}, schema=schema)])[name].result()
         return name
 
     return make

@@ -36,7 +36,17 @@ from kstream.errors import (
 )
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
-    from kstream.admin import Admin, NewPartitions, NewTopic, TopicDescription
+    from kstream._model import (
+        ConsumerGroupState,
+        ConsumerGroupTopicPartitions,
+        ConsumerGroupType,
+        ElectionType,
+        IsolationLevel,
+        Node,
+        TopicCollection,
+        TopicPartitionInfo,
+    )
+    from kstream.admin import Admin, AdminClient, NewPartitions, NewTopic, TopicDescription
     from kstream.consumer import Consumer
     from kstream.groups import ConsumerGroups, OffsetCommit
     from kstream.message import (
@@ -56,6 +66,15 @@ __version__ = "0.1.0"
 # Public name -> the module that defines it (imported on first use).
 _LAZY = {
     "Admin": "kstream.admin",
+    "AdminClient": "kstream.admin",
+    "ConsumerGroupState": "kstream._model",
+    "ConsumerGroupTopicPartitions": "kstream._model",
+    "ConsumerGroupType": "kstream._model",
+    "ElectionType": "kstream._model",
+    "IsolationLevel": "kstream._model",
+    "Node": "kstream._model",
+    "TopicCollection": "kstream._model",
+    "TopicPartitionInfo": "kstream._model",
     "BatchResult": "kstream.producer",
     "Consumer": "kstream.consumer",
     "ConsumerGroups": "kstream.groups",
@@ -82,22 +101,29 @@ __all__ = [
     "OFFSET_INVALID",
     "OFFSET_STORED",
     "Admin",
+    "AdminClient",
     "BatchResult",
     "ClusterError",
     "ClusterNotFoundError",
     "ConfigError",
     "Consumer",
+    "ConsumerGroupState",
+    "ConsumerGroupTopicPartitions",
+    "ConsumerGroupType",
     "ConsumerGroups",
     "CorruptBatchError",
+    "ElectionType",
     "FencedError",
     "GroupBusyError",
     "InvalidRecordError",
+    "IsolationLevel",
     "KStreamError",
     "KafkaError",
     "LogDirOfflineError",
     "Message",
     "NewPartitions",
     "NewTopic",
+    "Node",
     "NotEnoughReplicasError",
     "OffsetCommit",
     "OffsetOutOfRangeError",
@@ -107,10 +133,12 @@ __all__ = [
     "QueryPartitionLag",
     "RecordTooLargeError",
     "SchemaError",
+    "TopicCollection",
     "TopicDescription",
     "TopicExistsError",
     "TopicNotFoundError",
     "TopicPartition",
+    "TopicPartitionInfo",
     "__version__",
     "query_lag",
 ]

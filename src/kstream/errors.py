@@ -102,3 +102,21 @@ class SchemaError(InvalidRecordError):
 class GroupBusyError(KStreamError):
     """A consumer group has active members (or a running Spark query) that an operation
     would disturb; the message says who and what to do."""
+
+
+class InvalidPartitionsError(ConfigError):
+    """A partition count is out of range, or a new count does not grow the topic."""
+
+    error_name = "INVALID_PARTITIONS"
+
+
+class InvalidReplicationFactorError(ConfigError):
+    """A replication factor (or replica assignment) the cluster's online log dirs cannot hold."""
+
+    error_name = "INVALID_REPLICATION_FACTOR"
+
+
+class GroupNotFoundError(KStreamError):
+    """No consumer group of that name (no members and no committed offsets)."""
+
+    error_name = "GROUP_ID_NOT_FOUND"

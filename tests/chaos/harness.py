@@ -75,7 +75,7 @@ def setup(ctx: Ctx, rf: int, min_isr: int = 1, segment_bytes: int = 8192, journa
         ctx.log_dirs = [os.path.join(ctx.work, f"disk{i}") for i in range(3)]
         options["log.dirs"] = ",".join(ctx.log_dirs)
     with Admin(options) as admin:
-        admin.create_topics([NewTopic(TOPIC, ctx.partitions, rf, {
+        admin.create_topics([NewTopic(TOPIC, ctx.partitions, rf, config={
             "segment.bytes": str(segment_bytes), "index.interval.bytes": str(index_interval)})])[TOPIC].result()
         if not ctx.log_dirs:
             ctx.log_dirs = list(admin.cluster.log_dir_paths().values())

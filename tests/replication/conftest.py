@@ -34,7 +34,7 @@ def replicated(tmp_path):
 
 def make_topic(cluster_path, name="t", partitions=1, replication_factor=3, config=None):
     with Admin({"cluster": cluster_path}) as admin:
-        admin.create_topics([NewTopic(name, partitions, replication_factor, config or {})])[name].result()
+        admin.create_topics([NewTopic(name, partitions, replication_factor, config=config or {})])[name].result()
         return admin.cluster.topic(name)
 
 

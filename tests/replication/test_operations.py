@@ -40,7 +40,7 @@ def test_controlled_shutdown_replicator_and_preferred_election(replicated):
     assert "replica(s) back in the ISR" in run(path, "replicator", "--once").output
     with Admin({"cluster": path}) as admin:
         assert all(len(p.isr) == 3 for p in admin.cluster.topic("t").partitions)
-        assert admin.elect_leaders() == led_by_1
+        assert admin.elect_preferred_leaders() == led_by_1
         assert all(p.leader == p.replicas[0] for p in admin.cluster.topic("t").partitions)
         assert admin.verify_replicas() == []
     assert "All in-sync replicas match" in run(path, "verify-replicas").output

@@ -25,7 +25,7 @@ def test_topic_size_options_above_the_maximum_are_refused_before_anything_is_wri
     with Admin({"cluster": cluster_path}) as admin:
         allowed = r"above the maximum 2147483647 \(allowed: 1024\.\.2147483647\)"
         with pytest.raises(ConfigError, match=rf"{name}.*{allowed}"):
-            admin.create_topics([NewTopic("t", 1, 1, {name: str(8 << 30)})])["t"].result()
+            admin.create_topics([NewTopic("t", 1, 1, config={name: str(8 << 30)})])["t"].result()
         assert "t" not in admin.cluster.list_topics()
     logs = os.path.join(cluster_path, "logs")
     assert not os.path.isdir(logs) or not [n for n in os.listdir(logs) if n.startswith("t-")]

@@ -75,7 +75,7 @@ def replicator(ctx: click.Context, topics: tuple[str, ...], once: bool, interval
 def elect_leaders(ctx: click.Context, topics: tuple[str, ...]) -> None:
     """Preferred leader election: each partition's first replica leads again where in sync."""
     with Admin(cluster_options(ctx)) as admin:
-        click.echo(f"{admin.elect_leaders(list(topics) or None)} partition(s) changed leader.")
+        click.echo(f"{admin.elect_preferred_leaders(list(topics) or None)} partition(s) changed leader.")
 
 
 @click.command("verify-replicas")

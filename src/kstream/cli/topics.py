@@ -45,15 +45,16 @@ def create(ctx: click.Context, topic: str, partitions: int, replication_factor: 
     if unknown:
         raise click.BadParameter(f"unknown broker-side settings {unknown}", param_hint="--cluster-config")
     with Admin(cluster_options(ctx, **broker, **{"log.dirs": log_dirs})) as admin:
-        new = NewTopic(topic, partitions, replication_factor, parse_pairs(configs, "--config"),
-                       parse_schema(schema) if schema else None)
+        new = NewTopic(topic, partitions, replication_factor, config=parse_pairs(configs, "--config"),
+                       schema=parse_schema(schema) if schema else None)
         try:  # creates the cluster too if there is none at the path: the one command that does
-            info = admin.create_topics([new])[topic].result()
+            admin.create_topics([new])[topic].result()
         except TopicExistsError:
             if not if_not_exists:
                 raise
             click.echo(f"Topic {topic} already exists.")
             return
+        info = admin.cluster.topic(topic)
         click.echo(f"Created topic {topic} with {info.num_partitions} partition(s), "
                    f"replication factor {info.replication_factor}.")
 

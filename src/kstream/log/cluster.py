@@ -29,7 +29,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from kstream.errors import ClusterError, ClusterNotFoundError, ConfigError, PartitionNotFoundError
+from kstream.errors import (
+    ClusterError,
+    ClusterNotFoundError,
+    ConfigError,
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    PartitionNotFoundError,
+    TopicExistsError,
+)
 from kstream.log import faults
 from kstream.log import format as fmt
 from kstream.log.lock import PartitionLock
@@ -98,9 +106,10 @@ def check_topic_name(name: str) -> None:
 
 
 def check_partition_count(count: object, what: str) -> int:
-    """``count`` if it is an int in 1..MAX_PARTITIONS, else a ConfigError naming ``what``."""
+    """``count`` if it is an int in 1..MAX_PARTITIONS, else an InvalidPartitionsError (a
+    ConfigError) naming ``what``."""
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_PARTITIONS:
-        raise ConfigError(f"{what} must be an integer from 1 to {MAX_PARTITIONS}, got {count!r}")
+        raise InvalidPartitionsError(f"{what} must be an integer from 1 to {MAX_PARTITIONS}, got {count!r}")
     return count
 
 
@@ -301,17 +310,28 @@ class Cluster:
     def create_topic(self, name: str, num_partitions: int | None = None,
                      replication_factor: int | None = None,
                      config: Mapping[str, Any] | None = None,
-                     schema: pa.Schema | None = None) -> TopicInfo:
-        """Create a topic; validates everything before anything is written."""
+                     schema: pa.Schema | None = None, *,
+                     placements: list[tuple[int, ...]] | None = None,
+                     validate_only: bool = False) -> TopicInfo | None:
+        """Create a topic; validates everything before anything is written.
+
+        ``placements`` (log dir ids per partition, the first the preferred leader) replaces
+        the round-robin placement. ``validate_only``: check, write nothing, return None."""
         check_topic_name(name)
-        partitions = self.config["num.partitions"] if num_partitions in (None, -1) else num_partitions
-        replicas = (self.config["default.replication.factor"] if replication_factor in (None, -1)
-                    else replication_factor)
+        if name in self.list_topics():  # before the leftovers check: its dirs hold its data
+            raise TopicExistsError(f"topic {name!r} already exists")
+        log_dirs = [i for i, _, online in self.metadata.log_dirs() if online]
+        if placements is not None:
+            self._check_placements(placements, log_dirs, None)
+            partitions, replicas = len(placements), len(placements[0]) if placements else 0
+        else:
+            partitions = self.config["num.partitions"] if num_partitions in (None, -1) else num_partitions
+            replicas = (self.config["default.replication.factor"] if replication_factor in (None, -1)
+                        else replication_factor)
         check_partition_count(partitions, "num_partitions" if num_partitions not in (None, -1)
                               else "the cluster's num.partitions")
-        log_dirs = [i for i, _, online in self.metadata.log_dirs() if online]
         if not isinstance(replicas, int) or isinstance(replicas, bool) or not 1 <= replicas <= len(log_dirs):
-            raise ConfigError(
+            raise InvalidReplicationFactorError(
                 f"replication_factor {replicas} needs that many online log dirs; "
                 f"the cluster has {len(log_dirs)} ({self.config['log.dirs'] or 'logs'})"
             )
@@ -321,14 +341,31 @@ class Cluster:
         if schema is not None:
             check_typed_schema(schema)
             schema_bytes = schema.serialize().to_pybytes()
-        placements = self._place(partitions, replicas, log_dirs)
+        if placements is None:
+            placements = self._place(partitions, replicas, log_dirs)
         paths = self.log_dir_paths()
         for p, placement in enumerate(placements):
             for log_dir in placement:
                 _refuse_leftovers(_replica_dir(paths, name, p, log_dir))
+        if validate_only:
+            return None
         # The directories exist before the metadata names them: a missing one is a failed disk.
         self._make_replica_dirs(name, 0, placements)
         return self.metadata.create_topic(name, replicas, topic_config, placements, schema_bytes)
+
+    @staticmethod
+    def _check_placements(placements: list[tuple[int, ...]], log_dirs: list[int],
+                          replication_factor: int | None) -> None:
+        """Explicit replica assignments: distinct online log dirs, the same count for each
+        partition (``replication_factor`` when the topic has one already)."""
+        sizes = {len(p) for p in placements}
+        expected = replication_factor if replication_factor is not None else next(iter(sizes), 0)
+        for placement in placements:
+            if (len(set(placement)) != len(placement) or any(r not in log_dirs for r in placement)
+                    or len(placement) != expected or not placement):
+                raise InvalidReplicationFactorError(
+                    f"replica assignment {[list(p) for p in placements]}: each partition needs "
+                    f"{expected or 'the same number of'} distinct online log dir ids of {log_dirs}")
 
     def _make_replica_dirs(self, name: str, first: int, placements: list[tuple[int, ...]]) -> None:
         """Create the (empty) replica directories, then make their names durable."""
@@ -350,14 +387,28 @@ class Cluster:
         n = len(log_dirs)
         return [tuple(log_dirs[(start + p + r) % n] for r in range(replicas)) for p in range(count)]
 
-    def create_partitions(self, name: str, new_total: int) -> TopicInfo:
+    def create_partitions(self, name: str, new_total: int, *,
+                          placements: list[tuple[int, ...]] | None = None,
+                          validate_only: bool = False) -> TopicInfo:
+        """Grow a topic to ``new_total`` partitions (``placements``: the new partitions'
+        log dirs, else round-robin). ``validate_only``: check, write nothing."""
         info = self.topic(name)
         check_partition_count(new_total, "the new partition count")
         if new_total <= info.num_partitions:
-            raise ConfigError(f"topic {name!r} has {info.num_partitions} partitions; the new count "
-                              f"must be larger (partitions can only be added), got {new_total}")
+            raise InvalidPartitionsError(
+                f"topic {name!r} has {info.num_partitions} partitions; the new count "
+                f"must be larger (partitions can only be added), got {new_total}")
         log_dirs = [i for i, _, online in self.metadata.log_dirs() if online]
-        placements = self._place(new_total - info.num_partitions, info.replication_factor, log_dirs)
+        if placements is not None:
+            if len(placements) != new_total - info.num_partitions:
+                raise InvalidPartitionsError(
+                    f"replica assignment has {len(placements)} partition(s); growing {name!r} from "
+                    f"{info.num_partitions} to {new_total} adds {new_total - info.num_partitions}")
+            self._check_placements(placements, log_dirs, info.replication_factor)
+        else:
+            placements = self._place(new_total - info.num_partitions, info.replication_factor, log_dirs)
+        if validate_only:
+            return info
         self._make_replica_dirs(name, info.num_partitions, placements)
         return self.metadata.add_partitions(name, placements)
 

@@ -361,14 +361,18 @@ class Metadata:
                        (json.dumps(replicas), json.dumps(new_isr), leader, epoch, topic, partition))
         return self.partition_info(topic, partition)
 
-    def elect_preferred_leaders(self, topics: list[str] | None = None) -> int:
-        """Leadership back to each partition's first replica where it is in sync; one
+    def elect_preferred_leaders(self, topics: list[str] | None = None,
+                                partitions: set[tuple[str, int]] | None = None) -> int:
+        """Leadership back to each partition's first replica where it is in sync (of
+        ``topics``, or of ``partitions``: (topic, partition) pairs, or all); one
         transaction; returns how many partitions changed leader."""
         changed = 0
         with self.transaction() as tx:
             rows = tx.execute("SELECT topic, partition, replicas, leader, leader_epoch, isr FROM partitions")
             for topic, partition, replicas, leader, epoch, isr in rows.fetchall():
                 if topics and topic not in topics:
+                    continue
+                if partitions is not None and (topic, partition) not in partitions:
                     continue
                 preferred = json.loads(replicas)[0]
                 if preferred != leader and preferred in json.loads(isr):

@@ -191,8 +191,13 @@ def to_python_records(stored: StoredBatch, typed: bool) -> tuple[Any, Any, Any, 
     return keys, values, timestamps, headers
 
 
+def record_timestamps(stored: StoredBatch) -> np.ndarray:
+    """Each record's timestamp (ms; the batch's log-append time for such topics), as int64."""
+    return _timestamps(stored).view(pa.int64()).to_numpy(zero_copy_only=False)
+
+
 def first_offset_at_or_after(stored: StoredBatch, timestamp_ms: int) -> int:
     """Offset of the first record of ``stored`` with timestamp >= ``timestamp_ms``; -1 if none."""
-    timestamps = _timestamps(stored).view(pa.int64()).to_numpy(zero_copy_only=False)
+    timestamps = record_timestamps(stored)
     hits = np.nonzero(timestamps >= timestamp_ms)[0]
     return stored.base_offset + int(hits[0]) if len(hits) else -1

@@ -226,6 +226,18 @@ class Partition:
                 self._lock.bump_generation()
                 return
 
+    def elect_unclean(self) -> bool:
+        """An operator's unclean election (admin ``elect_leaders(UNCLEAN)``, whatever the
+        topic's unclean.leader.election.enable): if the partition is offline, the first
+        replica on an online log dir leads, losing what it lacks. True if one was elected."""
+        with self._lock:
+            self._refresh_locked()
+            if not self._leaderless_locked():
+                return False
+            epoch = self.info.leader_epoch
+            self._elect_unclean_locked()
+            return self.info.leader_epoch != epoch
+
     def _offline_error(self, cause: BaseException | str | None) -> PartitionOfflineError:
         leader = self.info.leader
         if cause is None and _read_only(self.leader_dir):

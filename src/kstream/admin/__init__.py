@@ -1,0 +1,120 @@
+"""kstream.admin: confluent-kafka's ``confluent_kafka.admin`` for an embedded cluster.
+
+``AdminClient`` (and kstream's older name ``Admin``) with the value types its
+calls take and return. Modules: ``client`` (the AdminClient), ``metadata``
+(list_topics: ClusterMetadata and friends; ``cluster_metadata`` for the
+Producer and Consumer), ``topics``, ``config``, ``groups``, ``offsets``,
+``elections``, ``resource``, and ``acl`` / ``scram`` (types of calls kstream
+does not support on purpose). Names load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kstream._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from kstream._model import (
+        ConsumerGroupState,
+        ConsumerGroupTopicPartitions,
+        ConsumerGroupType,
+        ElectionType,
+        IsolationLevel,
+        Node,
+        TopicCollection,
+        TopicPartitionInfo,
+    )
+    from kstream.admin._unsupported import NotSupportedError
+    from kstream.admin.acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType
+    from kstream.admin.client import Admin, AdminClient
+    from kstream.admin.config import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+    from kstream.admin.groups import (
+        ConsumerGroupDescription,
+        ConsumerGroupListing,
+        ListConsumerGroupsResult,
+        MemberAssignment,
+        MemberDescription,
+    )
+    from kstream.admin.metadata import (
+        BrokerMetadata,
+        ClusterMetadata,
+        DescribeClusterResult,
+        GroupMember,
+        GroupMetadata,
+        PartitionMetadata,
+        TopicMetadata,
+        cluster_metadata,
+    )
+    from kstream.admin.offsets import DeletedRecords, ListOffsetsResultInfo, OffsetSpec
+    from kstream.admin.resource import ResourcePatternType, ResourceType
+    from kstream.admin.scram import (
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialAlteration,
+        UserScramCredentialDeletion,
+        UserScramCredentialsDescription,
+        UserScramCredentialUpsertion,
+    )
+    from kstream.admin.topics import (
+        LogDirDescription,
+        NewPartitions,
+        NewTopic,
+        PartitionDetails,
+        TopicDescription,
+        TopicDetails,
+    )
+    from kstream.message import KafkaError, TopicPartition
+
+_MODULES = {
+    "kstream._model": ["ConsumerGroupState", "ConsumerGroupTopicPartitions", "ConsumerGroupType",
+                       "ElectionType", "IsolationLevel", "Node", "TopicCollection", "TopicPartitionInfo"],
+    "kstream.admin._unsupported": ["NotSupportedError"],
+    "kstream.admin.acl": ["AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType"],
+    "kstream.admin.client": ["Admin", "AdminClient"],
+    "kstream.admin.config": ["AlterConfigOpType", "ConfigEntry", "ConfigResource", "ConfigSource"],
+    "kstream.admin.groups": ["ConsumerGroupDescription", "ConsumerGroupListing", "ListConsumerGroupsResult",
+                             "MemberAssignment", "MemberDescription"],
+    "kstream.admin.metadata": ["BrokerMetadata", "ClusterMetadata", "DescribeClusterResult", "GroupMember",
+                               "GroupMetadata", "PartitionMetadata", "TopicMetadata", "cluster_metadata"],
+    "kstream.admin.offsets": ["DeletedRecords", "ListOffsetsResultInfo", "OffsetSpec"],
+    "kstream.admin.resource": ["ResourcePatternType", "ResourceType"],
+    "kstream.admin.scram": ["ScramCredentialInfo", "ScramMechanism", "UserScramCredentialAlteration",
+                            "UserScramCredentialDeletion", "UserScramCredentialUpsertion",
+                            "UserScramCredentialsDescription"],
+    "kstream.admin.topics": ["LogDirDescription", "NewPartitions", "NewTopic", "PartitionDetails",
+                             "TopicDescription", "TopicDetails"],
+    "kstream.message": ["KafkaError", "TopicPartition"],
+}
+# confluent's admin module also exposes the group enums under underscore names.
+_ALIASES = {"_ConsumerGroupType": ("kstream._model", "ConsumerGroupType"),
+            "_ConsumerGroupState": ("kstream._model", "ConsumerGroupState"),
+            "_TopicCollection": ("kstream._model", "TopicCollection"),
+            "_IsolationLevel": ("kstream._model", "IsolationLevel")}
+
+__all__ = [
+    "AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType", "Admin", "AdminClient",
+    "AlterConfigOpType", "BrokerMetadata", "ClusterMetadata", "ConfigEntry", "ConfigResource",
+    "ConfigSource", "ConsumerGroupDescription", "ConsumerGroupListing", "ConsumerGroupState",
+    "ConsumerGroupTopicPartitions", "ConsumerGroupType", "DeletedRecords", "DescribeClusterResult",
+    "ElectionType", "GroupMember", "GroupMetadata", "IsolationLevel", "KafkaError",
+    "ListConsumerGroupsResult", "ListOffsetsResultInfo", "LogDirDescription", "MemberAssignment",
+    "MemberDescription", "NewPartitions", "NewTopic", "Node", "NotSupportedError", "OffsetSpec",
+    "PartitionDetails", "PartitionMetadata", "ResourcePatternType", "ResourceType",
+    "ScramCredentialInfo", "ScramMechanism", "TopicCollection", "TopicDescription", "TopicDetails",
+    "TopicMetadata", "TopicPartition", "TopicPartitionInfo", "UserScramCredentialAlteration",
+    "UserScramCredentialDeletion", "UserScramCredentialUpsertion",
+    "UserScramCredentialsDescription", "cluster_metadata",
+]
+
+_lazy_getattr, __dir__ = lazy_exports(
+    __name__, {name: module for module, names in _MODULES.items() for name in names}, __all__)
+
+
+def __getattr__(name: str) -> object:
+    if name in _ALIASES:
+        import importlib
+
+        module, real = _ALIASES[name]
+        return getattr(importlib.import_module(module), real)
+    return _lazy_getattr(name)

@@ -1,0 +1,43 @@
+"""What confluent's AdminClient offers and kstream does not, on purpose.
+
+kstream is an embedded log: no network, no principals, no brokers to throttle.
+So there are no ACLs, no SCRAM credentials and no client quotas; the calls
+exist (porting code finds them) and raise :class:`NotSupportedError` saying
+what kstream offers instead. Their argument types (AclBinding, ...) exist too,
+so code that builds them still imports and runs up to the call.
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from kstream.errors import KStreamError
+
+try:  # TODO(lead): drop this fallback once the errors branch's NotSupportedError is merged.
+    from kstream.errors import NotSupportedError  # type: ignore[attr-defined]
+except ImportError:
+    class NotSupportedError(KStreamError):  # type: ignore[no-redef]
+        """A confluent-kafka feature kstream does not have on purpose (placeholder)."""
+
+        error_name = "_NOT_IMPLEMENTED"
+
+_ACCESS = ("kstream has no network listener and no principals: access is the file system's "
+           "(permissions on the cluster directory and its log dirs)")
+
+REASONS = {
+    "create_acls": _ACCESS,
+    "describe_acls": _ACCESS,
+    "delete_acls": _ACCESS,
+    "describe_user_scram_credentials": "kstream has no SASL authentication; " + _ACCESS,
+    "alter_user_scram_credentials": "kstream has no SASL authentication; " + _ACCESS,
+    "describe_client_quotas": "kstream has no brokers to throttle clients; limit a client "
+                              "with its own options (batch.size, max.poll.records...)",
+    "alter_client_quotas": "kstream has no brokers to throttle clients; limit a client "
+                           "with its own options (batch.size, max.poll.records...)",
+    "set_sasl_credentials": "kstream has no SASL authentication; " + _ACCESS,
+}
+
+
+def not_supported(call: str) -> NoReturn:
+    """Raise NotSupportedError for AdminClient.``call``, saying why and what to do instead."""
+    raise NotSupportedError(f"AdminClient.{call} is not supported by kstream: {REASONS[call]}")
