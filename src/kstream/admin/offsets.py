@@ -17,22 +17,19 @@ Offset -1 means the high watermark (everything readable).
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from kstream._model import IsolationLevel
 from kstream.admin._futures import check_name
-from kstream.errors import OffsetOutOfRangeError
 from kstream.log import format as fmt
+from kstream.log import record_deletion
 from kstream.log.log_reader import LogReader
 from kstream.log.output import decode_frame, first_offset_at_or_after, record_timestamps
 from kstream.log.records import PayloadCodec
-from kstream.log.retention import delete_segments_below
 from kstream.message import TopicPartition
 
 if TYPE_CHECKING:
     from kstream.log.cluster import Cluster
-    from kstream.log.partition import Partition
 
 _SCAN_BYTES = 64 << 20  # bytes of frames one read of the MAX_TIMESTAMP header scan maps at a time
 
@@ -203,28 +200,6 @@ def _max_timestamp(reader: LogReader, high_watermark: int) -> ListOffsetsResultI
 
 
 def delete_records(cluster: Cluster, tp: TopicPartition) -> DeletedRecords:
-    handle = cluster.partition(tp.topic, tp.partition)
-    try:
-        with handle.lock:
-            high_watermark = handle.high_watermark() or 0
-            target = high_watermark if tp.offset == -1 else tp.offset
-            if target > high_watermark:
-                raise OffsetOutOfRangeError(
-                    f"cannot delete records of {tp.topic}-{tp.partition} below {target}: the high "
-                    f"watermark is {high_watermark} (use -1 to delete everything readable)")
-            return DeletedRecords(_delete_on_replicas(handle, target))
-    finally:
-        handle.close()
-
-
-def _delete_on_replicas(handle: Partition, target: int) -> int:
-    """Every replica drops its segments below ``target``; returns the leader's log start."""
-    leader_start = 0
-    for replica, directory in handle.replica_dirs.items():
-        if not os.path.isdir(directory):
-            continue  # a failed disk's replica: refilled from the leader when it comes back
-        start = delete_segments_below(directory, target, handle.config.index_interval_bytes)
-        if replica == handle.info.leader:
-            leader_start = start
-    handle.lock.bump_generation()  # writers in other processes re-list the segment files
-    return leader_start
+    """Delete ``tp``'s records below ``tp.offset`` (-1: the high watermark), whole segments
+    only, on every online replica (:mod:`kstream.log.record_deletion`)."""
+    return DeletedRecords(record_deletion.delete_records(cluster, tp.topic, tp.partition, tp.offset))

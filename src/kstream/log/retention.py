@@ -9,7 +9,6 @@ the log start offset moves to the first remaining segment.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 
@@ -29,23 +28,6 @@ def list_segment_bases(directory: str) -> list[int]:
             bases.append(base)
     bases.sort()
     return bases
-
-
-def delete_segments_below(directory: str, offset: int, index_interval_bytes: int) -> int:
-    """Delete the sealed segments holding only offsets below ``offset`` (what an admin's
-    delete_records asks for; whole segments only, never the active one). Caller holds the
-    partition lock. Returns the new log start offset."""
-    bases = list_segment_bases(directory)
-    deleted = 0
-    for base, next_base in itertools.pairwise(bases):
-        if next_base > offset:
-            break
-        Segment(directory, base, index_interval_bytes).delete()
-        deleted += 1
-    if deleted:
-        fsync_dir(directory)
-        log.info("delete-records deleted %d segment(s) of %s below offset %d", deleted, directory, offset)
-    return bases[deleted] if bases else 0
 
 
 def delete_expired_segments(directory: str, config: LogConfig, now_ms: int) -> int:
