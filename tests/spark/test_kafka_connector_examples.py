@@ -14,7 +14,10 @@ stopping queries, assertions) is the test's own.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+import json
+import os
 
 import pytest
 
@@ -22,6 +25,12 @@ from helpers import consume_values
 from kstream import Producer
 
 pytestmark = pytest.mark.spark
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+_spec = importlib.util.spec_from_file_location("kafka_connector_port",
+                                               os.path.join(ROOT, "jobs", "kafka_connector_port.py"))
+port_job = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(port_job)
 
 _query_names = itertools.count()
 
@@ -258,3 +267,29 @@ def test_batch_writes_with_the_topic_option_and_with_a_topic_column(spark, clust
     again = read.where("offset >= 1").selectExpr("CAST(value AS STRING)", "headers[0].key",
                                                  "CAST(headers[0].value AS STRING)")
     assert [tuple(r) for r in again.collect()] == [("two", "trace", "t1")]
+
+
+def test_a_ported_connector_job_routes_each_order_once_across_a_restart(spark, cluster_path, make_topic, tmp_path):
+    """jobs/kafka_connector_port.py: a connector-style job (kafka.* settings, kafka.group.id, a
+    topic column) moved by the two edits; run, more input, run again from its checkpoint."""
+    for topic, partitions in (("orders", 2), ("orders-eu", 1), ("orders-us", 1)):
+        make_topic(topic, partitions)
+
+    def add_orders(start, count):
+        with Producer({"cluster": cluster_path}) as producer:
+            for i in range(start, start + count):
+                order = {"id": f"o{i}", "region": "eu" if i % 2 else "us", "amount": float(i),
+                         "status": "cancelled" if i % 5 == 0 else "open"}
+                producer.produce("orders", json.dumps(order).encode(), key=f"o{i}".encode())
+
+    def routed(region):
+        return sorted(json.loads(v)["id"] for v in consume_values(cluster_path, f"orders-{region}", 1))
+
+    checkpoint = str(tmp_path / "cp")
+    add_orders(0, 20)
+    port_job.run(spark, cluster_path, "orders", checkpoint).awaitTermination()
+    add_orders(20, 10)
+    port_job.run(spark, cluster_path, "orders", checkpoint).awaitTermination()
+    kept = [i for i in range(30) if i % 5]
+    assert routed("eu") == sorted(f"o{i}" for i in kept if i % 2)
+    assert routed("us") == sorted(f"o{i}" for i in kept if not i % 2)
