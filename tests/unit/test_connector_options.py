@@ -69,6 +69,8 @@ def test_batch_ranges_fail_as_the_connectors_do(options, message):
 
 def test_streaming_may_start_at_latest_and_takes_no_end():
     assert stream(startingOffsets="latest").starting_offsets == "latest"
+    schema_time = ReaderOptions.from_options({"subscribe": "t", "startingOffsets": "latest"}, streaming=None)
+    assert schema_time.starting_offsets == "latest"  # the schema is asked before Spark says which read
     assert stream().starting_offsets == "latest"
     with pytest.raises(ConfigError, match="a streaming query has no end"):
         stream(endingOffsets="latest")

@@ -51,7 +51,7 @@ class KStreamDataSource(DataSource):
     def schema(self) -> StructType:
         """key/value (or a typed topic's columns) plus topic, partition, offset, timestamp,
         timestampType (and headers with includeHeaders); ``columns`` keeps only those named."""
-        options = ReaderOptions.from_options(self.options, streaming=False)
+        options = ReaderOptions.from_options(self.options, streaming=None)  # batch or streaming: not known yet
         cluster = Cluster.open(resolve_cluster_path(options.cluster))
         try:
             arrow = output_schema(planning.value_schema(cluster, options))

@@ -79,11 +79,13 @@ class ReaderOptions:
     group_commit_interval_ms: int = 0  # 0: commit the group after every finished batch
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str], streaming: bool) -> ReaderOptions:
+    def from_options(cls, options: Mapping[str, str], streaming: bool | None) -> ReaderOptions:
         """Parse and check ``options``; the Spark Kafka connector's rules hold: batch reads
         start at ``earliest`` by default and cannot start at latest (nor end at earliest),
-        streaming reads take no end. ``kafka.group.id`` is accepted and commits nothing (the
-        connector never commits); kstream's own ``group.id`` makes a query commit."""
+        streaming reads take no end. ``streaming=None`` (the schema, asked before Spark says
+        which kind of read it is) skips the rules of either kind. ``kafka.group.id`` is
+        accepted and commits nothing (the connector never commits); kstream's own
+        ``group.id`` makes a query commit."""
         check_reader_options(options)
         lower = {k.lower(): v for k, v in options.items()}
         chosen = [name for name in _TOPIC_SELECTORS if name.lower() in lower]
@@ -116,7 +118,7 @@ class ReaderOptions:
         ending = _timestamp_position("ending", lower, "latest") or ending
         if streaming and any(k in lower for k in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp")):
             raise ConfigError("option 'endingOffsets' is for batch reads; a streaming query has no end")
-        if not streaming:
+        if streaming is False:
             _check_batch_range(starting, ending)
         max_offsets = lower.get("maxoffsetspertrigger")
         group_id = lower.get("group.id")
