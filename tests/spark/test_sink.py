@@ -105,6 +105,30 @@ def test_a_replayed_micro_batch_commits_nothing_twice(spark, cluster_path, make_
     assert store.transactions.first_open_offset("out", 0) is None  # nothing holds the LSO back
 
 
+def test_without_a_checkpoint_option_each_batch_commits_once_per_run(cluster_path, make_topic):
+    """pyspark gives a Python sink no checkpoint set by spark.sql.streaming.checkpointLocation:
+    such a sink commits under the id its tasks wrote with (the commit's writer is another
+    instance), all-or-nothing per batch; a new run replays a batch again (at least once, as
+    the Kafka connector's sink)."""
+    make_topic("out", 1)
+    options = {"cluster": cluster_path, "topic": "out"}
+    tasks_writer, commit_writer = KStreamStreamWriter(options), KStreamStreamWriter(options)
+    assert tasks_writer.sink_id != commit_writer.sink_id
+
+    def task(writer):
+        return write_task(SinkOptions.from_options(options), writer.sink_id,
+                          iter([pa.record_batch({"value": [b"row"]})]))
+
+    commit_writer.commit([task(tasks_writer), None], 0)
+    commit_writer.commit([task(tasks_writer)], 0)  # the same run replays batch 0: nothing twice
+    assert committed_values(cluster_path, "out", 1) == [b"row"]
+    next_run = KStreamStreamWriter(options)
+    commit_writer.commit([task(next_run)], 0)  # a restarted query replays batch 0: written again
+    assert committed_values(cluster_path, "out", 1) == [b"row", b"row"]
+    store = SinkStore(Cluster.open(cluster_path))
+    assert store.transactions.first_open_offset("out", 0) is None
+
+
 def test_bad_sink_input_fails_and_leaves_nothing_visible_or_open(spark, cluster_path, make_topic):
     make_topic("out", 2)
     no_value = spark.createDataFrame([(b"k", b"x")], "key binary, payload binary")

@@ -182,7 +182,7 @@ def _check_batch_range(starting: OffsetSpec, ending: OffsetSpec) -> None:
                           "use 'latest' (the default) or JSON offsets")
     for name, spec, refused, word in (("startingOffsets", starting, LATEST, "latest"),
                                       ("endingOffsets", ending, EARLIEST, "earliest")):
-        if isinstance(spec, Mapping) and not isinstance(spec, (GroupPosition, TimestampPosition)):
+        if isinstance(spec, Mapping):  # JSON offsets (group and timestamp positions are not mappings)
             bad = [f"{t}-{p}" for t, ps in spec.items() for p, o in ps.items() if o == refused]
             if bad:
                 raise ConfigError(f"option {name!r}: the offset of {', '.join(bad)} can't be {word} ({refused}) "
