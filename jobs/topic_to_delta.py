@@ -52,17 +52,27 @@ def stored_offsets(table: str) -> dict[str, dict[str, int]]:
     return {}
 
 
-def starting_offsets(cluster: str, group: str, table: str) -> dict[str, dict[str, int]]:
-    """Per partition, the larger of the group's committed offset and the table's stored one."""
+def starting_offsets(cluster: str, group: str, table: str, source: str) -> dict[str, dict[str, int]]:
+    """Per partition of the source topics, the larger of the group's committed offset and the
+    table's stored one; -2 (earliest) where neither has one (JSON startingOffsets name every
+    partition, as the Kafka connector requires)."""
     opened = Cluster.open(cluster)
     try:
         start = group_offsets(opened, group, GroupPosition())
+        topics = [t.strip() for t in source.split(",") if t.strip()]
+        counts = {t: opened.topic(t).num_partitions for t in topics}
     finally:
         opened.close()
     for topic, partitions in stored_offsets(table).items():
         for partition, offset in partitions.items():
             mine = start.setdefault(topic, {})
             mine[partition] = max(mine.get(partition, 0), offset)
+    start = {t: ps for t, ps in start.items() if t in counts}
+    if not start:
+        return {}
+    for topic, count in counts.items():
+        for partition in range(count):
+            start.setdefault(topic, {}).setdefault(str(partition), -2)
     return start
 
 
@@ -110,11 +120,12 @@ def run(spark: SparkSession, cluster: str | None, source: str, table: str, group
         available_now: bool = False, trigger_ms: int = 0) -> Any:
     """Start the landing query (see the module docstring); returns the StreamingQuery."""
     cluster = resolve_cluster_path(cluster)
-    start = starting_offsets(cluster, group, table)
+    start = starting_offsets(cluster, group, table, source)
     reader = (spark.readStream.format("kstream").option("cluster", cluster).option("subscribe", source)
               .option("group.id", group)
               .option("startingOffsets", json.dumps(start) if start else "earliest"))
-    lander = batch_lander(table, lambda: f"{group}:{query_id(checkpoint)}", start)
+    known = {t: {p: o for p, o in ps.items() if o >= 0} for t, ps in start.items()}  # not the -2 fill-ins
+    lander = batch_lander(table, lambda: f"{group}:{query_id(checkpoint)}", known)
     writer = reader.load().writeStream.foreachBatch(lander).option("checkpointLocation", checkpoint)
     if available_now:
         writer = writer.trigger(availableNow=True)

@@ -94,5 +94,5 @@ def test_spark_reader_group_id_is_checked():
     with pytest.raises(ConfigError, match="group.id.*empty"):
         ReaderOptions.from_options({"subscribe": "t", "group.id": ""}, streaming=True)
     with pytest.raises(ConfigError, match="group.id.*unprintable"):
-        ReaderOptions.from_options({"subscribe": "t", "kafka.group.id": "a\x00b"}, streaming=True)
+        ReaderOptions.from_options({"subscribe": "t", "group.id": "a\x00b"}, streaming=True)
     assert ReaderOptions.from_options({"subscribe": "t", "group.id": "etl"}, streaming=True).group_id == "etl"

@@ -52,6 +52,20 @@ def test_query_commits_and_a_new_query_starts_from_the_group(spark, cluster_path
     assert committed_offsets(cluster_path, "sg") == {("t", 0): 60, ("t", 1): 60}
 
 
+def test_kafka_group_id_commits_nothing_as_in_the_kafka_connector(spark, cluster_path, make_topic, tmp_path):
+    """The connector uses kafka.group.id only to name its Kafka consumer and never commits;
+    committing to a group is what kstream's own group.id does."""
+    make_topic("t", partitions=2)
+    produce(cluster_path, "t", 0, 10)
+    query = (spark.readStream.format("kstream").option("cluster", cluster_path).option("subscribe", "t")
+             .option("kafka.group.id", "kg").option("startingOffsets", "earliest").load()
+             .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "k"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert sum(p["numInputRows"] for p in query.recentProgress) == 10
+    assert committed_offsets(cluster_path, "kg") == {}
+
+
 def test_second_query_on_a_group_fences_the_first(spark, cluster_path, make_topic, tmp_path):
     make_topic("t", partitions=2)
     produce(cluster_path, "t", 0, 10)

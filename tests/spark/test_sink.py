@@ -30,6 +30,40 @@ def test_batch_write_round_trip_with_keys_and_topic_column(spark, cluster_path, 
     assert read.count() == 50  # the commit markers are not rows
 
 
+def test_the_topic_option_overrides_the_topic_column_as_in_the_kafka_connector(spark, cluster_path, make_topic):
+    """The connector's rule: .option("topic") wins over a 'topic' column. Columns the sink does
+    not use (a DataFrame read from a topic has offset, timestampType, ...) are ignored, and
+    the connector's options (kafka.*, includeHeaders) are accepted."""
+    make_topic("a", 1)
+    make_topic("b", 1)
+    df = spark.createDataFrame([(b"v1", "a"), (b"v2", "a")], "value binary, topic string")
+    df.write.format("kstream").option("cluster", cluster_path).option("topic", "b").mode("append").save()
+    assert committed_values(cluster_path, "b", 1) == [b"v1", b"v2"]
+    assert committed_values(cluster_path, "a", 1) == []
+    read_back = spark.read.format("kstream").option("cluster", cluster_path).option("subscribe", "b").load()
+    (read_back.withColumn("note", read_back["offset"].cast("string"))  # topic 'b', partition, offset, ...
+     .write.format("kstream").option("cluster", cluster_path).option("kafka.bootstrap.servers", "host1:9092")
+     .option("kafka.acks", "all").option("includeHeaders", "true").option("topic", "a").mode("append").save())
+    assert committed_values(cluster_path, "a", 1) == [b"v1", b"v2"]
+
+
+def test_save_modes_and_unknown_sink_options_say_what_to_write(spark, cluster_path, make_topic):
+    make_topic("out", 1)
+    df = spark.createDataFrame([(b"v",)], "value binary")
+
+    def writer():
+        return df.write.format("kstream").option("cluster", cluster_path).option("topic", "out")
+
+    with pytest.raises(Exception, match=r'Overwrite is not allowed .* use \.mode\("append"\)'):
+        writer().mode("overwrite").save()
+    with pytest.raises(Exception, match="ErrorIfExists"):  # pyspark refuses it for every Python data source
+        writer().save()
+    with pytest.raises(Exception, match="unknown option 'topik' .*did you mean 'topic'"):
+        df.write.format("kstream").option("cluster", cluster_path).option("topik", "out").option("topic", "out") \
+            .mode("append").save()
+    assert committed_values(cluster_path, "out", 1) == []
+
+
 def test_streaming_etl_is_exactly_once_across_restarts(spark, cluster_path, make_topic, tmp_path):
     make_topic("in", 2)
     make_topic("out", 2)
@@ -69,6 +103,30 @@ def test_a_replayed_micro_batch_commits_nothing_twice(spark, cluster_path, make_
     assert failed_attempt.writes.records == 1
     store = SinkStore(Cluster.open(cluster_path))
     assert store.transactions.first_open_offset("out", 0) is None  # nothing holds the LSO back
+
+
+def test_without_a_checkpoint_option_each_batch_commits_once_per_run(cluster_path, make_topic):
+    """pyspark gives a Python sink no checkpoint set by spark.sql.streaming.checkpointLocation:
+    such a sink commits under the id its tasks wrote with (the commit's writer is another
+    instance), all-or-nothing per batch; a new run replays a batch again (at least once, as
+    the Kafka connector's sink)."""
+    make_topic("out", 1)
+    options = {"cluster": cluster_path, "topic": "out"}
+    tasks_writer, commit_writer = KStreamStreamWriter(options), KStreamStreamWriter(options)
+    assert tasks_writer.sink_id != commit_writer.sink_id
+
+    def task(writer):
+        return write_task(SinkOptions.from_options(options), writer.sink_id,
+                          iter([pa.record_batch({"value": [b"row"]})]))
+
+    commit_writer.commit([task(tasks_writer), None], 0)
+    commit_writer.commit([task(tasks_writer)], 0)  # the same run replays batch 0: nothing twice
+    assert committed_values(cluster_path, "out", 1) == [b"row"]
+    next_run = KStreamStreamWriter(options)
+    commit_writer.commit([task(next_run)], 0)  # a restarted query replays batch 0: written again
+    assert committed_values(cluster_path, "out", 1) == [b"row", b"row"]
+    store = SinkStore(Cluster.open(cluster_path))
+    assert store.transactions.first_open_offset("out", 0) is None
 
 
 def test_bad_sink_input_fails_and_leaves_nothing_visible_or_open(spark, cluster_path, make_topic):

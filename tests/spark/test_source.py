@@ -51,8 +51,8 @@ def test_offset_ranges_assign_pattern_and_headers(spark, cluster_path, make_topi
             reader = reader.option(key, value)
         return reader.load()
 
-    ranged = read(subscribe="t", startingOffsets=json.dumps({"t": {"0": 5, "1": -2, "2": -1}}),
-                  endingOffsets=json.dumps({"t": {"0": 10, "1": 3}}))
+    ranged = read(subscribe="t", startingOffsets=json.dumps({"t": {"0": 5, "1": -2, "2": 7}}),
+                  endingOffsets=json.dumps({"t": {"0": 10, "1": 3, "2": 7}}))
     got = sorted((r.partition, r.offset) for r in ranged.select("partition", "offset").collect())
     assert got == [(0, o) for o in range(5, 10)] + [(1, o) for o in range(3)]
     assigned = read(assign=json.dumps({"t": [1]}))
@@ -77,6 +77,11 @@ def test_typed_values_survive_the_trip(spark, cluster_path, make_topic):
     ({"subscribe": "t", "assign": '{"t":[0]}'}, "exactly one of subscribe, subscribePattern or assign"),
     ({"subscribe": "t", "startingOffsets": "{not json"}, "is neither 'earliest', 'latest' nor JSON"),
     ({"assign": '{"t":[7]}'}, "has partitions 0..2"),
+    ({"subscribe": "t", "startingOffsets": '{"t":{"0":1}}'}, "must name every partition .* missing t-1, t-2"),
+    ({"subscribe": "t", "endingOffsets": '{"t":{"0":1,"1":1}}'}, "'endingOffsets' gives specific .* missing t-2"),
+    ({"subscribe": "t", "startingOffsets": "latest"}, "starting offset can't be latest for batch queries"),
+    ({"subscribe": "t", "startingOfsets": "earliest"}, "did you mean 'startingOffsets'"),
+    ({"subscribe": "t", "kafka.auto.offset.reset": "earliest"}, "set the source option 'startingOffsets'"),
 ])
 def test_bad_options_say_what_to_change(spark, cluster_path, make_topic, options, message):
     fill(cluster_path, make_topic, n=3)

@@ -3,13 +3,18 @@
 Tasks write their rows as transactional frames under a producer id of their
 own (no second copy of the data through the driver); the driver commits each
 micro-batch (or the whole batch job) once, via :mod:`kstream.log.sink_transactions`.
-Input columns: ``value`` (required, binary or string), ``key``, ``headers``,
-``partition``, ``topic`` (or the ``topic`` option). Keys go to Kafka's murmur2
-partition; a ``partition`` column overrides.
+
+Input columns, as the Spark Kafka connector's sink reads them: ``value``
+(required, binary or string), ``key``, ``headers``, ``partition``,
+``timestamp`` and ``topic``; any other column is ignored (a DataFrame read
+from a topic can be written back as it is). The ``topic`` option, when given,
+overrides the ``topic`` column (the connector's rule). Keys go to Kafka's
+murmur2 partition; a ``partition`` column overrides.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Iterator, Mapping
@@ -25,25 +30,32 @@ from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.log.sink_transactions import SinkStore, SinkTaskWriter, TaskWrites
 from kstream.log.txn_expiry import try_expire
 from kstream.producer import Producer
+from kstream.source.option_names import check_sink_options
+
+_log = logging.getLogger(__name__)
+SINK_COLUMNS = ("key", "value", "headers", "partition", "timestamp", "topic")
 
 
 @dataclass
 class TaskCommit(WriterCommitMessage):
     writes: TaskWrites
+    sink_id: str | None = None  # the sink the task wrote for (needed when the commit's writer has another)
 
 
 @dataclass(frozen=True)
 class SinkOptions:
+    """The sink's options: kstream's ``cluster`` and the connector's ``topic`` (the others the
+    connector takes, ``kafka.*`` and ``includeHeaders``, are accepted and change nothing)."""
+
     cluster: str
     topic: str | None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SinkOptions:
+        check_sink_options(options)
         lower = {k.lower(): v for k, v in options.items()}
-        unknown = set(lower) - {"cluster", "topic", "checkpointlocation", "queryname", "path"}
-        if unknown:
-            raise ConfigError(f"unknown sink option(s) {sorted(unknown)}; the kstream sink takes cluster and topic")
-        return cls(resolve_cluster_path(lower.get("cluster")), lower.get("topic"))
+        topic = lower.get("topic")
+        return cls(resolve_cluster_path(lower.get("cluster")), topic.strip() if topic is not None else None)
 
 
 def check_sink_schema(columns: list[str], options: Mapping[str, str]) -> None:
@@ -52,10 +64,15 @@ def check_sink_schema(columns: list[str], options: Mapping[str, str]) -> None:
         raise InvalidRecordError(f"the kstream sink needs a 'value' column (binary or string); got {columns}")
     if "topic" not in columns and not any(k.lower() == "topic" for k in options):
         raise InvalidRecordError("rows need a 'topic' column or the sink needs .option('topic', ...)")
-    unknown = set(columns) - {"key", "value", "headers", "partition", "topic", "timestamp"}
-    if unknown:
-        raise InvalidRecordError(f"the kstream sink does not know columns {sorted(unknown)}; allowed: key, value, "
-                                 "headers, partition, topic, timestamp (select or drop the others)")
+
+
+def check_save_mode(overwrite: bool) -> None:
+    """A batch write appends; Overwrite is refused, as the Kafka connector refuses it. (pyspark
+    itself refuses the default ErrorIfExists and Ignore for Python data sources before the
+    sink is asked, so a batch write says ``.mode("append")``.)"""
+    if overwrite:
+        raise ConfigError("save mode Overwrite is not allowed for the kstream sink (a topic is appended "
+                          "to, as with the Kafka connector); use .mode(\"append\")")
 
 
 def write_task(options: SinkOptions, sink_id: str, batches: Iterator[pa.RecordBatch],
@@ -78,21 +95,24 @@ def write_task(options: SinkOptions, sink_id: str, batches: Iterator[pa.RecordBa
         producer.flush()
     finally:
         producer.close()
-    return TaskCommit(TaskWrites(writer.producer_id, tuple(sorted(writer.partitions)), records))
+    return TaskCommit(TaskWrites(writer.producer_id, tuple(sorted(writer.partitions)), records), sink_id)
 
 
-def _by_topic(batch: pa.RecordBatch, default_topic: str | None) -> Iterator[tuple[str, pa.Table]]:
+def _by_topic(batch: pa.RecordBatch, topic_option: str | None) -> Iterator[tuple[str, pa.Table]]:
+    """The batch's rows by topic: all to the ``topic`` option when given (it overrides the
+    column), else by their ``topic`` column. Columns the sink does not use are dropped."""
     table = pa.Table.from_batches([batch])
-    if "topic" not in table.column_names:
-        if default_topic is None:
-            raise InvalidRecordError("rows need a 'topic' column or the sink needs .option('topic', ...)")
-        yield default_topic, table
+    table = table.select([c for c in table.column_names if c in SINK_COLUMNS])
+    if topic_option is not None:
+        yield topic_option, table.drop_columns([c for c in ("topic",) if c in table.column_names])
         return
+    if "topic" not in table.column_names:
+        raise InvalidRecordError("rows need a 'topic' column or the sink needs .option('topic', ...)")
     column = table.column("topic")
+    if column.null_count:
+        raise InvalidRecordError("some rows have a null 'topic'; fill it, or set .option('topic', ...) "
+                                 "for all rows")
     rest = table.drop_columns(["topic"])
-    if column.null_count and default_topic is None:
-        raise InvalidRecordError("some rows have a null 'topic' and the sink has no 'topic' option")
-    column = column.fill_null(default_topic) if column.null_count else column
     for topic in pc.unique(column).to_pylist():
         yield topic, rest.filter(pc.equal(column, topic))
 
@@ -117,29 +137,40 @@ class KStreamBatchWriter(DataSourceArrowWriter):
 
 
 class KStreamStreamWriter(DataSourceStreamArrowWriter):
-    """Exactly-once micro-batches: batch B of a query (its checkpoint) commits at most once."""
+    """Micro-batches, exactly once per query when the sink has ``.option("checkpointLocation")``:
+    batch B of that checkpoint commits at most once, across restarts.
+
+    pyspark does not pass a checkpoint set only by ``spark.sql.streaming.checkpointLocation``
+    to a Python sink. Without the option the sink is at least once, as the Kafka connector's
+    sink is: each batch still commits all-or-nothing, but a batch Spark replays after a
+    restart is written again.
+    """
 
     def __init__(self, options: Mapping[str, str]):
         lower = {k.lower(): v for k, v in options.items()}
-        if "checkpointlocation" not in lower:
-            raise ConfigError("the kstream sink needs a checkpoint location for exactly-once writes; "
-                              "set .option('checkpointLocation', path)")
         self.options = SinkOptions.from_options(options)
         # Spark builds a new writer for every commit (in a driver-side Python worker), so
         # nothing happens here: leftovers of failed attempts or an earlier run are aborted
-        # by the next commit.
-        self.sink_id = f"stream:{os.path.abspath(lower['checkpointlocation'])}"
+        # by the next commit. Tasks name the sink they wrote for in their commit messages.
+        if "checkpointlocation" in lower:
+            self.sink_id = f"stream:{os.path.abspath(lower['checkpointlocation'])}"
+        else:
+            _log.warning("the kstream sink has no .option('checkpointLocation'): micro-batches are "
+                         "written at least once (as with the Kafka connector), not exactly once")
+            self.sink_id = f"stream-run:{uuid.uuid4().hex}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return write_task(self.options, self.sink_id, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         with _store(self.options) as store:
-            store.commit(self.sink_id, batchId, _writes(messages))
+            for sink_id, writes in _by_sink(self.sink_id, messages).items():
+                store.commit(sink_id, batchId, writes)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         with _store(self.options) as store:
-            store.abort(self.sink_id, _writes(messages))
+            for sink_id, writes in _by_sink(self.sink_id, messages).items():
+                store.abort(sink_id, writes)
 
 
 @contextmanager
@@ -150,6 +181,16 @@ def _store(options: SinkOptions) -> Iterator[SinkStore]:
         yield SinkStore(cluster)
     finally:
         cluster.close()
+
+
+def _by_sink(own_id: str, messages: list[WriterCommitMessage | None]) -> dict[str, list[TaskWrites]]:
+    """The tasks' writes by the sink id they wrote under; a checkpointed sink's id is the
+    writer's own (also when no task wrote), a sink without checkpoint has its tasks' id."""
+    result: dict[str, list[TaskWrites]] = {own_id: []} if own_id.startswith("stream:") else {}
+    for message in messages:
+        if isinstance(message, TaskCommit):
+            result.setdefault(message.sink_id or own_id, []).append(message.writes)
+    return result
 
 
 def _writes(messages: list[WriterCommitMessage | None]) -> list[TaskWrites]:

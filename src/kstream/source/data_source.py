@@ -35,7 +35,7 @@ from kstream.errors import ConfigError
 from kstream.groups import ConsumerGroups
 from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.log.output import output_schema
-from kstream.sink.writer import KStreamBatchWriter, KStreamStreamWriter, check_sink_schema
+from kstream.sink.writer import KStreamBatchWriter, KStreamStreamWriter, check_save_mode, check_sink_schema
 from kstream.source import avro, planning
 from kstream.source.options import EARLIEST, LATEST, OffsetSpec, ReaderOptions
 from kstream.source.partition_reader import read_range
@@ -51,7 +51,7 @@ class KStreamDataSource(DataSource):
     def schema(self) -> StructType:
         """key/value (or a typed topic's columns) plus topic, partition, offset, timestamp,
         timestampType (and headers with includeHeaders); ``columns`` keeps only those named."""
-        options = ReaderOptions.from_options(self.options, streaming=False)
+        options = ReaderOptions.from_options(self.options, streaming=None)  # batch or streaming: not known yet
         cluster = Cluster.open(resolve_cluster_path(options.cluster))
         try:
             arrow = output_schema(planning.value_schema(cluster, options))
@@ -75,6 +75,7 @@ class KStreamDataSource(DataSource):
         return KStreamStreamReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        check_save_mode(overwrite)
         check_sink_schema(schema.fieldNames(), dict(self.options))
         return KStreamBatchWriter(dict(self.options))
 
@@ -120,6 +121,8 @@ class KStreamBatchReader(DataSourceReader):
         cluster = Cluster.open(self.cluster_path)
         try:
             tps = planning.topic_partitions(cluster, self.options)
+            planning.check_covers_selection("startingOffsets", self.options.starting_offsets, tps)
+            planning.check_covers_selection("endingOffsets", self.options.ending_offsets, tps)
             known: dict[tuple[str, int], tuple[int, int]] = {}  # each partition's bounds, read once
 
             def resolve(spec: OffsetSpec, missing: int) -> planning.Offsets:
@@ -193,6 +196,7 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict:
         tps = planning.topic_partitions(self.cluster, self.options)
+        planning.check_covers_selection("startingOffsets", self.options.starting_offsets, tps)
         return planning.resolve(self.cluster, self.options.starting_offsets, tps, EARLIEST,
                                 self.options.isolation_level, self.options.group_id, _fallback(self.options))
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from kstream.errors import ConfigError
 from kstream.group_names import check_group_name
+from kstream.source.option_names import check_reader_options
 
 EARLIEST = -2
 LATEST = -1
@@ -78,7 +79,14 @@ class ReaderOptions:
     group_commit_interval_ms: int = 0  # 0: commit the group after every finished batch
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str], streaming: bool) -> ReaderOptions:
+    def from_options(cls, options: Mapping[str, str], streaming: bool | None) -> ReaderOptions:
+        """Parse and check ``options``; the Spark Kafka connector's rules hold: batch reads
+        start at ``earliest`` by default and cannot start at latest (nor end at earliest),
+        streaming reads take no end. ``streaming=None`` (the schema, asked before Spark says
+        which kind of read it is) skips the rules of either kind. ``kafka.group.id`` is
+        accepted and commits nothing (the connector never commits); kstream's own
+        ``group.id`` makes a query commit."""
+        check_reader_options(options)
         lower = {k.lower(): v for k, v in options.items()}
         chosen = [name for name in _TOPIC_SELECTORS if name.lower() in lower]
         if len(chosen) != 1:
@@ -110,8 +118,10 @@ class ReaderOptions:
         ending = _timestamp_position("ending", lower, "latest") or ending
         if streaming and any(k in lower for k in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp")):
             raise ConfigError("option 'endingOffsets' is for batch reads; a streaming query has no end")
+        if streaming is False:
+            _check_batch_range(starting, ending)
         max_offsets = lower.get("maxoffsetspertrigger")
-        group_id = lower.get("group.id", lower.get("kafka.group.id"))
+        group_id = lower.get("group.id")
         if group_id is not None:
             check_group_name(group_id, "option 'group.id'")
         for name, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
@@ -125,6 +135,11 @@ class ReaderOptions:
         if (value_format == "avro") != (avro_schema is not None):
             raise ConfigError("valueFormat=avro and avroSchema go together: give the record schema "
                               "(JSON) with .option('avroSchema', ...) and .option('valueFormat', 'avro')")
+        min_offsets = _positive_int("minOffsetsPerTrigger", lower.get("minoffsetspertrigger"))
+        max_rows = _positive_int("maxOffsetsPerTrigger", max_offsets)
+        if min_offsets is not None and max_rows is not None and min_offsets > max_rows:
+            raise ConfigError(f"option 'minOffsetsPerTrigger' ({min_offsets}) is higher than "
+                              f"'maxOffsetsPerTrigger' ({max_rows}); lower it or raise maxOffsetsPerTrigger")
         reset = lower.get("auto.offset.reset", "latest")
         if reset not in ("earliest", "latest"):
             raise ConfigError(f"option 'auto.offset.reset': {reset!r} is not earliest or latest")
@@ -135,9 +150,9 @@ class ReaderOptions:
             assign=assign,
             starting_offsets=starting,
             ending_offsets=ending,
-            max_offsets_per_trigger=_positive_int("maxOffsetsPerTrigger", max_offsets),
+            max_offsets_per_trigger=max_rows,
             max_bytes_per_trigger=_positive_int("maxBytesPerTrigger", lower.get("maxbytespertrigger")),
-            min_offsets_per_trigger=_positive_int("minOffsetsPerTrigger", lower.get("minoffsetspertrigger")),
+            min_offsets_per_trigger=min_offsets,
             max_trigger_delay_ms=_duration_ms("maxTriggerDelay", lower.get("maxtriggerdelay", "15m")),
             min_partitions=_positive_int("minPartitions", lower.get("minpartitions")),
             max_records_per_partition=_positive_int("maxRecordsPerPartition",
@@ -154,6 +169,41 @@ class ReaderOptions:
             group_commit_interval_ms=_duration_ms("auto.commit.interval.ms",
                                                   lower.get("auto.commit.interval.ms", "0")),
         )
+
+
+def _check_batch_range(starting: OffsetSpec, ending: OffsetSpec) -> None:
+    """The Kafka connector's batch rules: no start at latest, no end at earliest, and JSON
+    start and end name the same partitions with start <= end."""
+    if starting == "latest":
+        raise ConfigError("option 'startingOffsets': starting offset can't be latest for batch queries "
+                          "(a batch read would be empty); use 'earliest' (the default) or JSON offsets")
+    if ending == "earliest":
+        raise ConfigError("option 'endingOffsets': ending offset can't be earliest for batch queries; "
+                          "use 'latest' (the default) or JSON offsets")
+    for name, spec, refused, word in (("startingOffsets", starting, LATEST, "latest"),
+                                      ("endingOffsets", ending, EARLIEST, "earliest")):
+        if isinstance(spec, Mapping):  # JSON offsets (group and timestamp positions are not mappings)
+            bad = [f"{t}-{p}" for t, ps in spec.items() for p, o in ps.items() if o == refused]
+            if bad:
+                raise ConfigError(f"option {name!r}: the offset of {', '.join(bad)} can't be {word} ({refused}) "
+                                  "for batch queries")
+    if isinstance(starting, Mapping) and isinstance(ending, Mapping):
+        start_keys = {(t, p) for t, ps in starting.items() for p in ps}
+        end_keys = {(t, p) for t, ps in ending.items() for p in ps}
+        if start_keys != end_keys:
+            raise ConfigError("options 'startingOffsets' and 'endingOffsets' must name the same partitions; "
+                              f"only in startingOffsets: {_names(start_keys - end_keys)}, only in "
+                              f"endingOffsets: {_names(end_keys - start_keys)}")
+        for topic, partitions in starting.items():
+            for partition, start in partitions.items():
+                end = ending[topic][partition]
+                if start >= 0 and end >= 0 and start > end:
+                    raise ConfigError(f"startingOffsets {start} of {topic}-{partition} is after its "
+                                      f"endingOffsets {end}")
+
+
+def _names(keys: set[tuple[str, str]]) -> str:
+    return ", ".join(f"{t}-{p}" for t, p in sorted(keys)) or "none"
 
 
 def _parse_assign(text: str) -> dict[str, tuple[int, ...]]:

@@ -7,6 +7,7 @@ Offsets travel as the Spark Kafka connector writes them: ``{"topic": {"0": 23}}`
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
@@ -62,6 +63,27 @@ def topic_partitions(cluster: Cluster, options: ReaderOptions) -> list[tuple[str
                 f"{', '.join(existing) or 'none'}")
         topics = list(options.subscribe)
     return [(t, p) for t in sorted(topics) for p in range(cluster.topic(t).num_partitions)]
+
+
+def check_covers_selection(option: str, spec: OffsetSpec, tps: list[tuple[str, int]]) -> None:
+    """The Kafka connector's rule for JSON offsets (startingOffsets, endingOffsets and the
+    ByTimestamp ones): they name exactly the partitions the read selects, no fewer (-2 and
+    -1 say earliest/latest for the ones the user does not care about) and no more."""
+    if isinstance(spec, TimestampPosition):
+        if spec.by_partition is None:
+            return
+        spec, option = spec.by_partition, option.replace("Offsets", "OffsetsByTimestamp")
+    if not isinstance(spec, Mapping):
+        return
+    named = {(t, int(p)) for t, ps in spec.items() for p in ps}
+    selected = set(tps)
+    if named != selected:
+        def show(keys: set[tuple[str, int]]) -> str:
+            return ", ".join(f"{t}-{p}" for t, p in sorted(keys)) or "none"
+        raise ConfigError(
+            f"option {option!r} gives specific offsets, so it must name every partition the read selects "
+            f"(use -2 for earliest, -1 for latest where you don't care): missing {show(selected - named)}; "
+            f"not selected {show(named - selected)}")
 
 
 def value_schema(cluster: Cluster, options: ReaderOptions) -> pa.Schema | None:
