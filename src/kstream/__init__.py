@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kstream._lazy import lazy_exports
+from kstream.error import KafkaError, KafkaException
 from kstream.errors import (
     ClusterError,
     ClusterNotFoundError,
@@ -26,6 +27,7 @@ from kstream.errors import (
     KStreamError,
     LogDirOfflineError,
     NotEnoughReplicasError,
+    NotSupportedError,
     OffsetOutOfRangeError,
     PartitionNotFoundError,
     PartitionOfflineError,
@@ -44,7 +46,6 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
         OFFSET_END,
         OFFSET_INVALID,
         OFFSET_STORED,
-        KafkaError,
         Message,
         TopicPartition,
     )
@@ -59,7 +60,6 @@ _LAZY = {
     "BatchResult": "kstream.producer",
     "Consumer": "kstream.consumer",
     "ConsumerGroups": "kstream.groups",
-    "KafkaError": "kstream.message",
     "Message": "kstream.message",
     "NewPartitions": "kstream.admin",
     "NewTopic": "kstream.admin",
@@ -94,11 +94,13 @@ __all__ = [
     "InvalidRecordError",
     "KStreamError",
     "KafkaError",
+    "KafkaException",
     "LogDirOfflineError",
     "Message",
     "NewPartitions",
     "NewTopic",
     "NotEnoughReplicasError",
+    "NotSupportedError",
     "OffsetCommit",
     "OffsetOutOfRangeError",
     "PartitionNotFoundError",

@@ -6,8 +6,9 @@ confluent-kafka's accessor methods, so porting code keeps ``msg.value()``.
 
 from __future__ import annotations
 
-import builtins
 from typing import Any
+
+from kstream.error import KafkaError  # re-exported: it used to live here
 
 OFFSET_BEGINNING = -2
 OFFSET_END = -1
@@ -17,53 +18,6 @@ OFFSET_INVALID = -1001
 TIMESTAMP_NOT_AVAILABLE = 0
 TIMESTAMP_CREATE_TIME = 1
 TIMESTAMP_LOG_APPEND_TIME = 2
-
-
-class KafkaError:
-    """An error or event attached to a Message or a delivery report (not an exception)."""
-
-    _PARTITION_EOF = -191
-    _BAD_MSG = -199  # librdkafka's: a corrupt message (checksum or framing)
-    MSG_SIZE_TOO_LARGE = 10
-    UNKNOWN_TOPIC_OR_PART = 3
-    KAFKA_STORAGE_ERROR = 56
-    UNKNOWN = -1
-
-    __slots__ = ("_code", "_reason", "exception")
-
-    def __init__(self, code: int, reason: str = "", exception: BaseException | None = None):
-        self._code = code
-        self._reason = reason
-        self.exception = exception
-
-    def code(self) -> int:
-        return self._code
-
-    def str(self) -> str:
-        return self._reason
-
-    def name(self) -> builtins.str:  # (``str`` is the method above, in this class)
-        return _ERROR_NAMES.get(self._code, "UNKNOWN")
-
-    def fatal(self) -> bool:
-        return False
-
-    def retriable(self) -> bool:
-        return False
-
-    def __repr__(self) -> builtins.str:
-        return f"KafkaError{{code={self.name()},val={self._code},str=\"{self._reason}\"}}"
-
-    __str__ = __repr__
-
-
-_ERROR_NAMES = {
-    KafkaError._PARTITION_EOF: "_PARTITION_EOF",
-    KafkaError._BAD_MSG: "_BAD_MSG",
-    KafkaError.MSG_SIZE_TOO_LARGE: "MSG_SIZE_TOO_LARGE",
-    KafkaError.UNKNOWN_TOPIC_OR_PART: "UNKNOWN_TOPIC_OR_PART",
-    KafkaError.KAFKA_STORAGE_ERROR: "KAFKA_STORAGE_ERROR",
-}
 
 
 class MessageSource:
