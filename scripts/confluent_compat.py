@@ -203,8 +203,8 @@ def read_report(report: Path, work: Path, names: list[str]) -> dict[str, FileSum
         for child in case:
             if child.tag in ("failure", "error"):
                 outcome = "failed" if child.tag == "failure" else "error"
-                message = (child.get("message") or child.text or "").strip().splitlines()[0:1]
-                message = message[0][:200] if message else ""
+                first_lines = (child.get("message") or child.text or "").strip().splitlines()
+                message = first_lines[0][:200] if first_lines else ""
                 break
             if child.tag == "skipped":
                 outcome, message = "skipped", (child.get("message") or "")[:200]
