@@ -38,6 +38,7 @@ from kstream.errors import (
 )
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
+    from kstream._version import libversion, version
     from kstream.admin import Admin, NewPartitions, NewTopic, TopicDescription
     from kstream.consumer import Consumer
     from kstream.groups import ConsumerGroups, OffsetCommit
@@ -46,11 +47,16 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
         OFFSET_END,
         OFFSET_INVALID,
         OFFSET_STORED,
+        TIMESTAMP_CREATE_TIME,
+        TIMESTAMP_LOG_APPEND_TIME,
+        TIMESTAMP_NOT_AVAILABLE,
         Message,
         TopicPartition,
     )
+    from kstream.messages import Messages
     from kstream.producer import BatchResult, Producer
     from kstream.source.lag import QueryPartitionLag, query_lag
+    from kstream.throttle_event import ThrottleEvent
 
 __version__ = "0.1.0"
 
@@ -61,6 +67,7 @@ _LAZY = {
     "Consumer": "kstream.consumer",
     "ConsumerGroups": "kstream.groups",
     "Message": "kstream.message",
+    "Messages": "kstream.messages",
     "NewPartitions": "kstream.admin",
     "NewTopic": "kstream.admin",
     "OFFSET_BEGINNING": "kstream.message",
@@ -70,9 +77,15 @@ _LAZY = {
     "OffsetCommit": "kstream.groups",
     "Producer": "kstream.producer",
     "QueryPartitionLag": "kstream.source.lag",
+    "TIMESTAMP_CREATE_TIME": "kstream.message",
+    "TIMESTAMP_LOG_APPEND_TIME": "kstream.message",
+    "TIMESTAMP_NOT_AVAILABLE": "kstream.message",
+    "ThrottleEvent": "kstream.throttle_event",
     "TopicDescription": "kstream.admin",
     "TopicPartition": "kstream.message",
+    "libversion": "kstream._version",
     "query_lag": "kstream.source.lag",
+    "version": "kstream._version",
 }
 
 
@@ -81,6 +94,9 @@ __all__ = [
     "OFFSET_END",
     "OFFSET_INVALID",
     "OFFSET_STORED",
+    "TIMESTAMP_CREATE_TIME",
+    "TIMESTAMP_LOG_APPEND_TIME",
+    "TIMESTAMP_NOT_AVAILABLE",
     "Admin",
     "BatchResult",
     "ClusterError",
@@ -97,6 +113,7 @@ __all__ = [
     "KafkaException",
     "LogDirOfflineError",
     "Message",
+    "Messages",
     "NewPartitions",
     "NewTopic",
     "NotEnoughReplicasError",
@@ -110,11 +127,14 @@ __all__ = [
     "RecordTooLargeError",
     "SchemaError",
     "TopicDescription",
+    "ThrottleEvent",
     "TopicExistsError",
     "TopicNotFoundError",
     "TopicPartition",
     "__version__",
+    "libversion",
     "query_lag",
+    "version",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
