@@ -11,6 +11,7 @@ re-exported here, where it used to be.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from kstream.error import KafkaError  # re-exported: it used to live here
@@ -43,10 +44,12 @@ class MessageSource:
         self.error = error
 
     def replace(self, **changes: Any) -> MessageSource:
-        """A copy with ``changes`` (a setter on one message must not change its batch-mates)."""
-        fields = {name: getattr(self, name) for name in self.__slots__}
-        fields.update(changes)
-        return MessageSource(**fields)
+        """A copy with ``changes`` (a setter on one message must not change its batch-mates);
+        a subclass's extra fields (a batch's leader epoch or latency) are copied too."""
+        source = copy.copy(self)
+        for name, value in changes.items():
+            setattr(source, name, value)
+        return source
 
 
 class Message:
@@ -115,12 +118,18 @@ class Message:
         return self._source.error
 
     def latency(self) -> float | None:
-        """Seconds from produce() to the delivery report (delivery reports only)."""
+        """Seconds from produce() to the delivery report (delivery reports only). The
+        message's own, else its batch's (a source may carry one ``latency`` for a batch)."""
         latency = self._latency
+        if latency is None:
+            latency = getattr(self._source, "latency", None)
         return None if latency is None or latency < 0 else latency
 
     def leader_epoch(self) -> int | None:
+        """Epoch of the leader that appended the record: the message's own, else its batch's."""
         epoch = self._leader_epoch
+        if epoch is None:
+            epoch = getattr(self._source, "leader_epoch", None)
         return None if epoch is None or epoch < 0 else epoch
 
     def set_headers(self, headers: Any) -> None:

@@ -257,3 +257,17 @@ def test_versions_have_confluents_shape():
     assert text == kstream.__version__ and number > 0
     lib_text, lib_number = kstream.libversion()
     assert lib_text.endswith("-kstream") and lib_number >= 0x000B0500  # librdkafka-era feature gates
+
+
+def test_batch_wide_latency_and_leader_epoch_come_from_the_source_and_survive_setters():
+    class FetchedSource(MessageSource):
+        __slots__ = ("leader_epoch",)
+
+        def __init__(self, leader_epoch):
+            super().__init__("t", 0, TIMESTAMP_CREATE_TIME)
+            self.leader_epoch = leader_epoch
+
+    m = Message((FetchedSource(7), 3, None, b"v", None, 0))
+    assert m.leader_epoch() == 7 and m.latency() is None
+    m.set_topic("renamed")
+    assert (m.topic(), m.leader_epoch()) == ("renamed", 7)
