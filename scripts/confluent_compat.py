@@ -16,8 +16,9 @@ this repository and this script contains none of their code). The script:
    test body calls kstream's);
 2. creates a throw-away cluster in that directory with the topics the tests
    produce to and assign (upstream runs them without a broker, so its topics
-   need not exist; kstream's embedded log needs them) and points
-   ``KSTREAM_CLUSTER`` at it;
+   need not exist; kstream's embedded log needs them); each test runs on a
+   fresh copy of it, named by ``KSTREAM_CLUSTER`` (without a broker nothing a
+   test creates or deletes upstream reaches the next test);
 3. runs pytest on the copies in a child process, with a per-test time limit
    (a ``conftest.py`` arms SIGALRM: several tests loop until a callback fires,
    which would otherwise hang forever), and reads its JUnit XML report;
@@ -62,12 +63,17 @@ _FROM_IMPORT = re.compile(r"^(\s*from\s+)confluent_kafka(\.[\w.]+)?(\s+import\b)
 _PLAIN_IMPORT = re.compile(r"^(\s*)import\s+confluent_kafka\s*$")
 
 CONFTEST = '''\
-"""Written by kstream's scripts/confluent_compat.py: a time limit per test."""
+"""Written by kstream's scripts/confluent_compat.py: a fresh cluster and a time limit per test."""
+import itertools
+import os
+import shutil
 import signal
 
 import pytest
 
 LIMIT_SECONDS = {limit!r}
+TEMPLATE = {template!r}
+_numbers = itertools.count()
 
 
 class TestTimeLimit(BaseException):
@@ -80,7 +86,12 @@ def _expired(signum, frame):
 
 
 @pytest.fixture(autouse=True)
-def _time_limit():
+def _fresh_cluster_and_time_limit():
+    # Upstream runs these without a broker, so nothing a test creates or deletes is seen
+    # by the next; here each test gets its own copy of the prepared cluster.
+    cluster = f"{{TEMPLATE}}-{{next(_numbers)}}"
+    shutil.copytree(TEMPLATE, cluster)
+    os.environ["KSTREAM_CLUSTER"] = cluster
     previous = signal.signal(signal.SIGALRM, _expired)
     signal.setitimer(signal.ITIMER_REAL, LIMIT_SECONDS)
     try:
@@ -127,13 +138,13 @@ def swap_imports(source: str) -> str:
     return "".join(lines)
 
 
-def prepare(upstream: Path, work: Path, limit_seconds: float) -> list[str]:
+def prepare(upstream: Path, work: Path, limit_seconds: float, template: Path) -> list[str]:
     """Copy and rewrite the test files into ``work``; return their names."""
     names = sorted(p.name for p in upstream.glob("test_*.py"))
     for name in names:
         text = (upstream / name).read_text(encoding="utf-8")
         (work / name).write_text(swap_imports(text), encoding="utf-8")
-    (work / "conftest.py").write_text(CONFTEST.format(limit=limit_seconds), encoding="utf-8")
+    (work / "conftest.py").write_text(CONFTEST.format(limit=limit_seconds, template=str(template)), encoding="utf-8")
     return names
 
 
@@ -254,8 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work = Path(tempfile.mkdtemp(prefix="kstream-compat-"))
     try:
-        names = prepare(args.upstream, work, args.timeout)
         cluster = work / "cluster"
+        names = prepare(args.upstream, work, args.timeout, cluster)
         make_cluster(cluster)
         report = run_pytest(work, names, cluster, ["-k", args.keyword] if args.keyword else [])
         if not report.exists():
