@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from kstream._version import libversion, version
     from kstream.admin import Admin, NewPartitions, NewTopic, TopicDescription
     from kstream.consumer import Consumer
+    from kstream.deserializing_consumer import DeserializingConsumer
     from kstream.groups import ConsumerGroups, OffsetCommit
     from kstream.message import (
         OFFSET_BEGINNING,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     )
     from kstream.messages import Messages
     from kstream.producer import BatchResult, Producer
+    from kstream.serializing_producer import SerializingProducer
     from kstream.source.lag import QueryPartitionLag, query_lag
     from kstream.throttle_event import ThrottleEvent
 
@@ -66,6 +68,7 @@ _LAZY = {
     "BatchResult": "kstream.producer",
     "Consumer": "kstream.consumer",
     "ConsumerGroups": "kstream.groups",
+    "DeserializingConsumer": "kstream.deserializing_consumer",
     "Message": "kstream.message",
     "Messages": "kstream.messages",
     "NewPartitions": "kstream.admin",
@@ -77,6 +80,7 @@ _LAZY = {
     "OffsetCommit": "kstream.groups",
     "Producer": "kstream.producer",
     "QueryPartitionLag": "kstream.source.lag",
+    "SerializingProducer": "kstream.serializing_producer",
     "TIMESTAMP_CREATE_TIME": "kstream.message",
     "TIMESTAMP_LOG_APPEND_TIME": "kstream.message",
     "TIMESTAMP_NOT_AVAILABLE": "kstream.message",
@@ -105,6 +109,7 @@ __all__ = [
     "Consumer",
     "ConsumerGroups",
     "CorruptBatchError",
+    "DeserializingConsumer",
     "FencedError",
     "GroupBusyError",
     "InvalidRecordError",
@@ -126,6 +131,7 @@ __all__ = [
     "QueryPartitionLag",
     "RecordTooLargeError",
     "SchemaError",
+    "SerializingProducer",
     "ThrottleEvent",
     "TopicDescription",
     "TopicExistsError",

@@ -271,3 +271,25 @@ def test_batch_wide_latency_and_leader_epoch_come_from_the_source_and_survive_se
     assert m.leader_epoch() == 7 and m.latency() is None
     m.set_topic("renamed")
     assert (m.topic(), m.leader_epoch()) == ("renamed", 7)
+
+
+def test_serializing_producer_and_deserializing_consumer_round_trip(cluster_path, make_topic):
+    from kstream import DeserializingConsumer, SerializingProducer
+    from kstream.error import ValueSerializationError
+
+    make_topic("t", 1)
+    producer = SerializingProducer({"cluster": cluster_path, "key.serializer": StringSerializer(),
+                                    "value.serializer": IntegerSerializer()})
+    producer.produce("t", key="k", value=7)
+    with pytest.raises(ValueSerializationError):
+        producer.produce("t", key="k", value="not an int")
+    producer.flush()
+    consumer = DeserializingConsumer({"cluster": cluster_path, "key.deserializer": StringDeserializer(),
+                                      "value.deserializer": IntegerDeserializer()})
+    consumer.assign([TopicPartition("t", 0, kstream.OFFSET_BEGINNING)])
+    message = consumer.poll(5)
+    assert (message.key(), message.value(), message.offset()) == ("k", 7, 0)
+    assert consumer.poll(0.2) is None  # the record that failed to serialize was never queued
+    with pytest.raises(NotImplementedError):
+        consumer.consume()
+    consumer.close()
