@@ -40,7 +40,11 @@ class KStreamError(KafkaException):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        code_of(cls.error_name)  # a KeyError here is a typo in the class's error_name
+        try:
+            code_of(cls.error_name)
+        except KeyError:
+            raise TypeError(f"{cls.__name__}.error_name {cls.error_name!r} is not a librdkafka "
+                            "error name (an attribute of kstream.error.KafkaError)") from None
 
     def __init__(self, message: object = "", *details: object) -> None:
         if isinstance(message, KafkaError):

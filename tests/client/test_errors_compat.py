@@ -144,7 +144,7 @@ def test_a_kstream_error_built_from_a_kafka_error_keeps_it():
 
 
 def test_a_class_naming_an_unknown_code_is_refused_when_defined():
-    with pytest.raises(KeyError):
+    with pytest.raises(TypeError, match="UNKNOWN_TOPIC_OR_PARTITION"):
         type("Typo", (KStreamError,), {"error_name": "UNKNOWN_TOPIC_OR_PARTITION"})
 
 
