@@ -63,6 +63,9 @@ class KStreamError(KafkaException):
     def __str__(self) -> str:
         return self.error.str()
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.error.str()!r}, code={self.error.name()})"
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuild without calling __init__ (subclasses take other arguments), so errors
         # cross process boundaries (Spark workers, multiprocessing) intact.

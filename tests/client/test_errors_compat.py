@@ -130,6 +130,8 @@ def test_except_kafka_exception_catches_a_real_missing_topic(tmp_path):
     assert isinstance(caught.value, TopicNotFoundError)
     assert caught.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     assert "nosuchtopic" in str(caught.value)  # kstream's readable message, not the repr
+    assert repr(caught.value).startswith("TopicNotFoundError(") and "UNKNOWN_TOPIC_OR_PART" in repr(
+        caught.value)
 
 
 def test_error_flags_come_from_the_class():
