@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install run run-cli test test-slow bench lint clean chaos
+.PHONY: install run run-cli test test-slow bench lint clean chaos compat
 
 $(STAMP): setup.cfg pyproject.toml scripts/ensure-java.sh
 	bash scripts/ensure-java.sh
@@ -36,6 +36,12 @@ test-slow: $(STAMP)
 # 20 per class, one table; a failing round prints the command that replays it.
 chaos: $(STAMP)
 	$(PY) -m tests.chaos.run --rounds 20
+
+# confluent-kafka-python's broker-less unit tests run against kstream with the import swapped
+# (docs/COMPAT.md says how to get them): make compat CONFLUENT_TESTS=path/to/their/tests
+compat: $(STAMP)
+	@test -n "$(CONFLUENT_TESTS)" || { echo "set CONFLUENT_TESTS to a directory of confluent-kafka-python's tests/test_*.py (docs/COMPAT.md)"; exit 2; }
+	$(PY) scripts/confluent_compat.py $(CONFLUENT_TESTS) $(COMPAT_ARGS)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kstream._lazy import lazy_exports
+from kstream.error import KafkaError, KafkaException
 from kstream.errors import (
     ClusterError,
     ClusterNotFoundError,
@@ -26,6 +27,7 @@ from kstream.errors import (
     KStreamError,
     LogDirOfflineError,
     NotEnoughReplicasError,
+    NotSupportedError,
     OffsetOutOfRangeError,
     PartitionNotFoundError,
     PartitionOfflineError,
@@ -46,20 +48,27 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
         TopicCollection,
         TopicPartitionInfo,
     )
+    from kstream._version import libversion, version
     from kstream.admin import Admin, AdminClient, NewPartitions, NewTopic, TopicDescription
     from kstream.consumer import Consumer
+    from kstream.deserializing_consumer import DeserializingConsumer
     from kstream.groups import ConsumerGroups, OffsetCommit
     from kstream.message import (
         OFFSET_BEGINNING,
         OFFSET_END,
         OFFSET_INVALID,
         OFFSET_STORED,
-        KafkaError,
+        TIMESTAMP_CREATE_TIME,
+        TIMESTAMP_LOG_APPEND_TIME,
+        TIMESTAMP_NOT_AVAILABLE,
         Message,
         TopicPartition,
     )
+    from kstream.messages import Messages
     from kstream.producer import BatchResult, Producer
+    from kstream.serializing_producer import SerializingProducer
     from kstream.source.lag import QueryPartitionLag, query_lag
+    from kstream.throttle_event import ThrottleEvent
 
 __version__ = "0.1.0"
 
@@ -78,8 +87,9 @@ _LAZY = {
     "BatchResult": "kstream.producer",
     "Consumer": "kstream.consumer",
     "ConsumerGroups": "kstream.groups",
-    "KafkaError": "kstream.message",
+    "DeserializingConsumer": "kstream.deserializing_consumer",
     "Message": "kstream.message",
+    "Messages": "kstream.messages",
     "NewPartitions": "kstream.admin",
     "NewTopic": "kstream.admin",
     "OFFSET_BEGINNING": "kstream.message",
@@ -89,9 +99,16 @@ _LAZY = {
     "OffsetCommit": "kstream.groups",
     "Producer": "kstream.producer",
     "QueryPartitionLag": "kstream.source.lag",
+    "SerializingProducer": "kstream.serializing_producer",
+    "TIMESTAMP_CREATE_TIME": "kstream.message",
+    "TIMESTAMP_LOG_APPEND_TIME": "kstream.message",
+    "TIMESTAMP_NOT_AVAILABLE": "kstream.message",
+    "ThrottleEvent": "kstream.throttle_event",
     "TopicDescription": "kstream.admin",
     "TopicPartition": "kstream.message",
+    "libversion": "kstream._version",
     "query_lag": "kstream.source.lag",
+    "version": "kstream._version",
 }
 
 
@@ -100,6 +117,9 @@ __all__ = [
     "OFFSET_END",
     "OFFSET_INVALID",
     "OFFSET_STORED",
+    "TIMESTAMP_CREATE_TIME",
+    "TIMESTAMP_LOG_APPEND_TIME",
+    "TIMESTAMP_NOT_AVAILABLE",
     "Admin",
     "AdminClient",
     "BatchResult",
@@ -112,6 +132,7 @@ __all__ = [
     "ConsumerGroupType",
     "ConsumerGroups",
     "CorruptBatchError",
+    "DeserializingConsumer",
     "ElectionType",
     "FencedError",
     "GroupBusyError",
@@ -119,12 +140,15 @@ __all__ = [
     "IsolationLevel",
     "KStreamError",
     "KafkaError",
+    "KafkaException",
     "LogDirOfflineError",
     "Message",
+    "Messages",
     "NewPartitions",
     "NewTopic",
     "Node",
     "NotEnoughReplicasError",
+    "NotSupportedError",
     "OffsetCommit",
     "OffsetOutOfRangeError",
     "PartitionNotFoundError",
@@ -133,6 +157,8 @@ __all__ = [
     "QueryPartitionLag",
     "RecordTooLargeError",
     "SchemaError",
+    "SerializingProducer",
+    "ThrottleEvent",
     "TopicCollection",
     "TopicDescription",
     "TopicExistsError",
@@ -140,7 +166,9 @@ __all__ = [
     "TopicPartition",
     "TopicPartitionInfo",
     "__version__",
+    "libversion",
     "query_lag",
+    "version",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

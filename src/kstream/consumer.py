@@ -63,6 +63,7 @@ from kstream.message import (
     MessageSource,
     TopicPartition,
     make_message,
+    position_after,
 )
 from kstream.options import CONSUMER_OPTIONS
 
@@ -130,7 +131,7 @@ class Consumer:
         result goes to the ``on_commit(err, partitions)`` callback from a later poll()."""
         session = self._session("commit()")
         if message is not None:
-            partitions = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+            partitions = [position_after(message)]
         elif offsets is not None:
             partitions = list(offsets)
         else:

@@ -1,69 +1,34 @@
-"""Records and positions as confluent-kafka shapes them: Message, TopicPartition, KafkaError.
+"""Records and positions as confluent-kafka shapes them: Message, TopicPartition, constants.
 
-``Message`` is a tuple underneath (cheap to build a million of) with
-confluent-kafka's accessor methods, so porting code keeps ``msg.value()``.
+``Message`` has confluent-kafka's accessors (``msg.value()``) and, as in
+confluent-kafka >= 2, a keyword constructor and setters, so users' own tests
+can build messages. Consumers build a million of them: the records of one
+fetched batch share one :class:`MessageSource` (topic, partition, timestamp
+type, error), and a message holds only its own offset, key, value, headers
+and timestamp. ``KafkaError`` lives in :mod:`kstream.error` and is
+re-exported here, where it used to be.
 """
 
 from __future__ import annotations
 
-import builtins
+import copy
 from typing import Any
 
+from kstream.error import KafkaError  # re-exported: it used to live here
+from kstream.errors import ConfigError
+
+# Logical offsets (librdkafka's RD_KAFKA_OFFSET_*).
 OFFSET_BEGINNING = -2
 OFFSET_END = -1
 OFFSET_STORED = -1000
 OFFSET_INVALID = -1001
 
+# Message.timestamp() types (librdkafka's RD_KAFKA_TIMESTAMP_*).
 TIMESTAMP_NOT_AVAILABLE = 0
 TIMESTAMP_CREATE_TIME = 1
 TIMESTAMP_LOG_APPEND_TIME = 2
 
-
-class KafkaError:
-    """An error or event attached to a Message or a delivery report (not an exception)."""
-
-    _PARTITION_EOF = -191
-    _BAD_MSG = -199  # librdkafka's: a corrupt message (checksum or framing)
-    MSG_SIZE_TOO_LARGE = 10
-    UNKNOWN_TOPIC_OR_PART = 3
-    KAFKA_STORAGE_ERROR = 56
-    UNKNOWN = -1
-
-    __slots__ = ("_code", "_reason", "exception")
-
-    def __init__(self, code: int, reason: str = "", exception: BaseException | None = None):
-        self._code = code
-        self._reason = reason
-        self.exception = exception
-
-    def code(self) -> int:
-        return self._code
-
-    def str(self) -> str:
-        return self._reason
-
-    def name(self) -> builtins.str:  # (``str`` is the method above, in this class)
-        return _ERROR_NAMES.get(self._code, "UNKNOWN")
-
-    def fatal(self) -> bool:
-        return False
-
-    def retriable(self) -> bool:
-        return False
-
-    def __repr__(self) -> builtins.str:
-        return f"KafkaError{{code={self.name()},val={self._code},str=\"{self._reason}\"}}"
-
-    __str__ = __repr__
-
-
-_ERROR_NAMES = {
-    KafkaError._PARTITION_EOF: "_PARTITION_EOF",
-    KafkaError._BAD_MSG: "_BAD_MSG",
-    KafkaError.MSG_SIZE_TOO_LARGE: "MSG_SIZE_TOO_LARGE",
-    KafkaError.UNKNOWN_TOPIC_OR_PART: "UNKNOWN_TOPIC_OR_PART",
-    KafkaError.KAFKA_STORAGE_ERROR: "KAFKA_STORAGE_ERROR",
-}
+_PARTITION_UNASSIGNED = -1  # librdkafka's RD_KAFKA_PARTITION_UA: "no partition (yet)"
 
 
 class MessageSource:
@@ -71,69 +36,158 @@ class MessageSource:
 
     __slots__ = ("error", "partition", "timestamp_type", "topic")
 
-    def __init__(self, topic: str, partition: int, timestamp_type: int = TIMESTAMP_CREATE_TIME,
-                 error: KafkaError | None = None):
+    def __init__(self, topic: str | None, partition: int | None,
+                 timestamp_type: int = TIMESTAMP_CREATE_TIME, error: KafkaError | None = None):
         self.topic = topic
         self.partition = partition
         self.timestamp_type = timestamp_type
         self.error = error
 
+    def replace(self, **changes: Any) -> MessageSource:
+        """A copy with ``changes`` (a setter on one message must not change its batch-mates);
+        a subclass's extra fields (a batch's leader epoch or latency) are copied too."""
+        source = copy.copy(self)
+        for name, value in changes.items():
+            setattr(source, name, value)
+        return source
 
-class Message(tuple):
-    """One consumed or delivered record.
 
-    A tuple underneath, (source, offset, key, value, headers, timestamp ms),
-    whose shared :class:`MessageSource` holds topic, partition, timestamp type
-    and error: building a million of them stays cheap.
+class Message:
+    """One consumed or delivered record, or an error/event (``error()`` is not None).
+
+    ``Message(topic=None, partition=None, offset=None, key=None, value=None,
+    headers=None, error=None, timestamp=(TIMESTAMP_NOT_AVAILABLE, 0),
+    latency=None, leader_epoch=None)`` as in confluent-kafka (positionally in
+    that order too). Accessors return None for what is not available: a
+    negative partition, offset, latency or leader epoch reads as None.
+    ``len(msg)`` is the value's length. Not thread-safe to mutate (the setters),
+    safe to share read-only.
     """
 
-    __slots__ = ()
+    __slots__ = ("_headers", "_key", "_latency", "_leader_epoch", "_offset", "_source",
+                 "_timestamp", "_value")
 
-    def topic(self) -> str:
-        return self[0].topic
+    def __init__(self, topic: Any = None, partition: int | None = None, offset: int | None = None,
+                 key: Any = None, value: Any = None, headers: Any = None,
+                 error: KafkaError | None = None, timestamp: tuple[int, int] | None = None,
+                 latency: float | None = None, leader_epoch: int | None = None):
+        if type(topic) is tuple:
+            # kstream's consumer builds messages from rows (source, offset, key, value,
+            # headers, timestamp ms): map(Message, rows), no keyword parsing per record.
+            (self._source, self._offset, self._key, self._value, self._headers,
+             self._timestamp) = topic
+            self._latency = None
+            self._leader_epoch = None
+            return
+        timestamp_type, timestamp_ms = (TIMESTAMP_NOT_AVAILABLE, 0) if timestamp is None else timestamp
+        self._source = MessageSource(topic, partition, timestamp_type, error)
+        self._offset = offset
+        self._key = key
+        self._value = value
+        self._headers = headers
+        self._timestamp = timestamp_ms
+        self._latency = latency
+        self._leader_epoch = leader_epoch
 
-    def partition(self) -> int:
-        return self[0].partition
+    def topic(self) -> str | None:
+        return self._source.topic
 
-    def offset(self) -> int:
-        return self[1]
+    def partition(self) -> int | None:
+        partition = self._source.partition
+        return None if partition is None or partition < 0 else partition
+
+    def offset(self) -> int | None:
+        offset = self._offset
+        return None if offset is None or offset < 0 else offset
 
     def key(self) -> Any:
-        return self[2]
+        return self._key
 
     def value(self) -> Any:
-        return self[3]
+        return self._value
 
     def headers(self) -> list[tuple[str, bytes | None]] | None:
-        return self[4]
+        return self._headers
 
     def timestamp(self) -> tuple[int, int]:
-        """(timestamp type, milliseconds since the epoch)."""
-        return self[0].timestamp_type, self[5]
+        """(timestamp type, milliseconds since the epoch); ignore the time if the type is
+        ``TIMESTAMP_NOT_AVAILABLE``."""
+        return self._source.timestamp_type, self._timestamp
 
     def error(self) -> KafkaError | None:
-        return self[0].error
+        return self._source.error
 
     def latency(self) -> float | None:
-        return None
+        """Seconds from produce() to the delivery report (delivery reports only). The
+        message's own, else its batch's (a source may carry one ``latency`` for a batch)."""
+        latency = self._latency
+        if latency is None:
+            latency = getattr(self._source, "latency", None)
+        return None if latency is None or latency < 0 else latency
 
     def leader_epoch(self) -> int | None:
-        return None
+        """Epoch of the leader that appended the record: the message's own, else its batch's."""
+        epoch = self._leader_epoch
+        if epoch is None:
+            epoch = getattr(self._source, "leader_epoch", None)
+        return None if epoch is None or epoch < 0 else epoch
+
+    def set_headers(self, headers: Any) -> None:
+        self._headers = headers
+
+    def set_key(self, key: Any) -> None:
+        self._key = key
+
+    def set_value(self, value: Any) -> None:
+        self._value = value
+
+    def set_topic(self, topic: str) -> None:
+        self._source = self._source.replace(topic=topic)
+
+    def set_error(self, error: KafkaError | None) -> None:
+        self._source = self._source.replace(error=error)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.topic(), self.partition(), self.offset(), self._key, self._value,
+                self._headers, self.error(), self.timestamp(), self.latency(), self.leader_epoch())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash((self._source.topic, self._source.partition, self._offset))
 
     def __len__(self) -> int:
-        value = self[3]
+        value = self._value
         return 0 if value is None else len(value)
 
     def __repr__(self) -> str:
-        return (f"Message(topic={self.topic()!r}, partition={self.partition()}, offset={self[1]}, "
-                f"key={self[2]!r}, value={_short(self[3])})")
+        return (f"Message(topic={self.topic()!r}, partition={self.partition()}, "
+                f"offset={self.offset()}, key={_short(self._key)}, value={_short(self._value)}"
+                + (f", error={self.error()!r})" if self.error() is not None else ")"))
 
 
 def make_message(topic: str, partition: int, offset: int, key: Any = None, value: Any = None,
                  headers: Any = None, timestamp_type: int = TIMESTAMP_CREATE_TIME,
-                 timestamp_ms: int = 0, error: KafkaError | None = None) -> Message:
-    source = MessageSource(topic, partition, timestamp_type, error)
-    return Message((source, offset, key, value, headers, timestamp_ms))
+                 timestamp_ms: int = 0, error: KafkaError | None = None,
+                 latency: float | None = None) -> Message:
+    """A message of its own (not sharing a batch's source): events and delivery reports."""
+    message = Message((MessageSource(topic, partition, timestamp_type, error), offset, key, value,
+                       headers, timestamp_ms))
+    message._latency = latency
+    return message
+
+
+def position_after(message: Message) -> TopicPartition:
+    """Where a consumer goes on after ``message``: its partition at offset + 1 (with the
+    message's leader epoch), what ``commit(message=...)`` and ``store_offsets(message=...)``
+    record. ConfigError for a message without topic, partition or offset (one built by hand)."""
+    topic, partition, offset = message.topic(), message.partition(), message.offset()
+    if topic is None or partition is None or offset is None:
+        raise ConfigError(f"{message!r} has no topic, partition and offset to commit or store")
+    return TopicPartition(topic, partition, offset + 1, leader_epoch=message.leader_epoch())
 
 
 def _short(value: Any) -> str:
@@ -142,28 +196,55 @@ def _short(value: Any) -> str:
 
 
 class TopicPartition:
-    """A topic, a partition, and an offset (meaning depends on the call)."""
+    """A topic, a partition, and an offset (its meaning depends on the call), as confluent-kafka's.
+
+    ``TopicPartition(topic, partition=-1, offset=OFFSET_INVALID, metadata=None,
+    leader_epoch=None)``; ``error`` is set by calls that report per-partition
+    results. As in confluent-kafka, equality, ordering and hash look at topic
+    and partition only, so ``tp in consumer.assignment()`` holds whatever the
+    offsets; compare ``.offset`` to compare offsets.
+    """
 
     __slots__ = ("error", "leader_epoch", "metadata", "offset", "partition", "topic")
 
-    def __init__(self, topic: str, partition: int = -1, offset: int = OFFSET_INVALID,
-                 metadata: str | None = None, leader_epoch: int | None = None):
+    def __init__(self, topic: str, partition: int = _PARTITION_UNASSIGNED,
+                 offset: int = OFFSET_INVALID, metadata: str | None = None,
+                 leader_epoch: int | None = None):
         self.topic = topic
         self.partition = partition
         self.offset = offset
         self.metadata = metadata
-        self.leader_epoch = leader_epoch
+        self.leader_epoch = None if leader_epoch is None or leader_epoch < 0 else leader_epoch
         self.error: KafkaError | None = None
 
+    def _key(self) -> tuple[str, int]:
+        return self.topic, self.partition
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, TopicPartition) and (self.topic, self.partition, self.offset) == (
-            other.topic, other.partition, other.offset)
+        if not isinstance(other, TopicPartition):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __ne__(self, other: object) -> bool:
+        if not isinstance(other, TopicPartition):
+            return NotImplemented
+        return self._key() != other._key()
 
     def __lt__(self, other: TopicPartition) -> bool:
-        return (self.topic, self.partition, self.offset) < (other.topic, other.partition, other.offset)
+        return self._key() < other._key()
+
+    def __le__(self, other: TopicPartition) -> bool:
+        return self._key() <= other._key()
+
+    def __gt__(self, other: TopicPartition) -> bool:
+        return self._key() > other._key()
+
+    def __ge__(self, other: TopicPartition) -> bool:
+        return self._key() >= other._key()
 
     def __hash__(self) -> int:
-        return hash((self.topic, self.partition))
+        return hash(self._key())
 
     def __repr__(self) -> str:
-        return f"TopicPartition{{topic={self.topic},partition={self.partition},offset={self.offset}}}"
+        return (f"TopicPartition{{topic={self.topic},partition={self.partition},offset={self.offset},"
+                f"leader_epoch={self.leader_epoch},error={self.error}}}")

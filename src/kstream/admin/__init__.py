@@ -25,7 +25,6 @@ if TYPE_CHECKING:
         TopicCollection,
         TopicPartitionInfo,
     )
-    from kstream.admin._unsupported import NotSupportedError
     from kstream.admin.acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType
     from kstream.admin.client import Admin, AdminClient
     from kstream.admin.config import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
@@ -64,12 +63,15 @@ if TYPE_CHECKING:
         TopicDescription,
         TopicDetails,
     )
-    from kstream.message import KafkaError, TopicPartition
+    from kstream.error import KafkaError, KafkaException
+    from kstream.errors import NotSupportedError
+    from kstream.message import TopicPartition
 
 _MODULES = {
     "kstream._model": ["ConsumerGroupState", "ConsumerGroupTopicPartitions", "ConsumerGroupType",
                        "ElectionType", "IsolationLevel", "Node", "TopicCollection", "TopicPartitionInfo"],
-    "kstream.admin._unsupported": ["NotSupportedError"],
+    "kstream.error": ["KafkaError", "KafkaException"],
+    "kstream.errors": ["NotSupportedError"],
     "kstream.admin.acl": ["AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType"],
     "kstream.admin.client": ["Admin", "AdminClient"],
     "kstream.admin.config": ["AlterConfigOpType", "ConfigEntry", "ConfigResource", "ConfigSource"],
@@ -84,7 +86,7 @@ _MODULES = {
                             "UserScramCredentialsDescription"],
     "kstream.admin.topics": ["LogDirDescription", "NewPartitions", "NewTopic", "PartitionDetails",
                              "TopicDescription", "TopicDetails"],
-    "kstream.message": ["KafkaError", "TopicPartition"],
+    "kstream.message": ["TopicPartition"],
 }
 # confluent's admin module also exposes the group enums under underscore names.
 _ALIASES = {"_ConsumerGroupType": ("kstream._model", "ConsumerGroupType"),
@@ -97,7 +99,7 @@ __all__ = [
     "AlterConfigOpType", "BrokerMetadata", "ClusterMetadata", "ConfigEntry", "ConfigResource",
     "ConfigSource", "ConsumerGroupDescription", "ConsumerGroupListing", "ConsumerGroupState",
     "ConsumerGroupTopicPartitions", "ConsumerGroupType", "DeletedRecords", "DescribeClusterResult",
-    "ElectionType", "GroupMember", "GroupMetadata", "IsolationLevel", "KafkaError",
+    "ElectionType", "GroupMember", "GroupMetadata", "IsolationLevel", "KafkaError", "KafkaException",
     "ListConsumerGroupsResult", "ListOffsetsResultInfo", "LogDirDescription", "MemberAssignment",
     "MemberDescription", "NewPartitions", "NewTopic", "Node", "NotSupportedError", "OffsetSpec",
     "PartitionDetails", "PartitionMetadata", "ResourcePatternType", "ResourceType",

@@ -11,15 +11,7 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from kstream.errors import KStreamError
-
-try:  # TODO(lead): drop this fallback once the errors branch's NotSupportedError is merged.
-    from kstream.errors import NotSupportedError  # type: ignore[attr-defined]
-except ImportError:
-    class NotSupportedError(KStreamError):  # type: ignore[no-redef]
-        """A confluent-kafka feature kstream does not have on purpose (placeholder)."""
-
-        error_name = "_NOT_IMPLEMENTED"
+from kstream.errors import NotSupportedError
 
 _ACCESS = ("kstream has no network listener and no principals: access is the file system's "
            "(permissions on the cluster directory and its log dirs)")
