@@ -102,3 +102,19 @@ class SchemaError(InvalidRecordError):
 class GroupBusyError(KStreamError):
     """A consumer group has active members (or a running Spark query) that an operation
     would disturb; the message says who and what to do."""
+
+
+class IllegalGenerationError(FencedError):
+    """Offsets sent to a transaction (``send_offsets_to_transaction``) name a consumer group
+    member that left the group or a generation the group has moved past (it rebalanced and
+    the partitions may be someone else's): refused, nothing of them is committed. The
+    producer is not fenced: abort the transaction and carry on from the group's offsets."""
+
+    error_name = "ILLEGAL_GENERATION"  # its KafkaError should say txn_requires_abort() (lead: reconcile)
+
+
+class UnstableOffsetCommitError(KStreamError):
+    """A group's committed offsets are held by a transaction that carries offsets for the
+    group and could not be ended in time (Kafka's UNSTABLE_OFFSET_COMMIT): try again."""
+
+    error_name = "UNSTABLE_OFFSET_COMMIT"  # retriable in librdkafka
