@@ -182,10 +182,10 @@ def settle(groups: ConsumerGroups, group: str, wait: bool) -> None:
                 f"{', '.join(repr(s.transactional_id) for s in waiting)} that did not end within "
                 f"transaction.timeout.ms; try again")
         now_ms = time.time() * 1000
-        if store.timeout_ms is not None and any(now_ms >= s.updated_ms + store.timeout_ms for s in waiting):
-            try_expire(store)  # aborts it (and fences its producer), as any reader does
-        else:
-            time.sleep(SETTLE_STEP_S)
+        if store.timeout_ms is not None and any(now_ms >= s.updated_ms + store.timeout_ms for s in waiting) \
+                and try_expire(store):  # aborts it (and fences its producer), as any reader does
+            continue
+        time.sleep(SETTLE_STEP_S)
 
 
 def _worth_waiting_for(coordinator: Coordinator, pending: txn_offsets.PendingOffsets) -> bool:
