@@ -80,6 +80,7 @@ class ProducerTransactions:
         if send_offsets(self._groups, writer.store, self.transactional_id, writer.epoch, list(positions),
                         group_metadata):
             self.sent_offsets = True
+            writer.groups = self._groups
 
     def current(self) -> TxnWriter:
         """The open transaction, for a write; raises if there is none."""

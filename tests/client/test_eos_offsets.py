@@ -43,12 +43,12 @@ def make_cluster(tmp_path, timeout_ms: int | None = None) -> str:
     return path
 
 
-def run_pipeline(path: str, crash_at: str | None = None) -> subprocess.CompletedProcess:
+def run_pipeline(path: str, crash_at: str | None = None, *mode: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     env.pop("KSTREAM_CRASH_AT", None)
     if crash_at:
         env["KSTREAM_CRASH_AT"] = crash_at
-    return subprocess.run([sys.executable, PIPELINE, path, "g", "etl", str(BATCH)], env=env,
+    return subprocess.run([sys.executable, PIPELINE, path, "g", "etl", str(BATCH), *mode], env=env,
                           capture_output=True, timeout=120)
 
 
@@ -247,6 +247,20 @@ def test_a_pipeline_killed_at_any_step_of_a_commit_shows_both_or_neither_and_res
     assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
     assert int(rerun.stdout) == INPUTS - offset
     assert outputs(path) == expected(INPUTS)  # each input's output exactly once
+    assert started_at(path) == INPUTS
+
+
+@pytest.mark.parametrize("crash_at", ["txn.offsets-sent:2", "txn.prepared:2"])
+def test_a_group_member_killed_mid_commit_is_replaced_by_a_member_that_resumes_exactly_once(tmp_path, crash_at):
+    """KIP-447's shape: the pipeline is a subscribed member. The new member gets the
+    partition once the dead one is expired; its start position settles the dead member's
+    transaction (rolled forward if decided; not waited for if open: its sender is dead)."""
+    path = make_cluster(tmp_path)
+    assert run_pipeline(path, crash_at, "subscribe").returncode == -9
+    rerun = run_pipeline(path, None, "subscribe")
+    assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
+    assert int(rerun.stdout) == INPUTS - STEPS[crash_at]
+    assert outputs(path) == expected(INPUTS)
     assert started_at(path) == INPUTS
 
 

@@ -133,15 +133,19 @@ def _refuse(tx: sqlite3.Connection, coordinator: Coordinator, group: str, member
             "Abort the transaction (abort_transaction()) and go on from the group's committed offsets")
 
 
-def apply_offsets(cluster: Cluster, store: TransactionStore, decided: TransactionState) -> None:
+def apply_offsets(cluster: Cluster, store: TransactionStore, decided: TransactionState,
+                  groups: ConsumerGroups | None = None) -> None:
     """Write a decided commit's pending offsets to the group offsets table, once per group
-    (Delta app transaction). Nothing when the decision no longer stands as given."""
+    (Delta app transaction), through ``groups`` (else a ConsumerGroups made for the call).
+    Nothing when the decision no longer stands as given."""
     from kstream.groups.service import ConsumerGroups, OffsetCommit  # service imports this module
 
     pending = txn_offsets.of_decided(store, decided)
     if not pending:
         return
-    groups = ConsumerGroups(cluster)
+    own = groups is None
+    if groups is None:
+        groups = ConsumerGroups(cluster)
     existing = set(cluster.list_topics())
     try:
         for offsets in pending:
@@ -156,7 +160,8 @@ def apply_offsets(cluster: Cluster, store: TransactionStore, decided: Transactio
                           custom_metadata={"kstream.operation": "transaction",
                                            "kstream.transactional.id": decided.transactional_id})
     finally:
-        groups.close()
+        if own:
+            groups.close()
 
 
 def settle(groups: ConsumerGroups, group: str, wait: bool) -> None:
@@ -171,7 +176,7 @@ def settle(groups: ConsumerGroups, group: str, wait: bool) -> None:
         waiting: list[TransactionState] = []
         for pending, state in txn_offsets.of_group(store, group):
             if state.state == PREPARE_COMMIT:
-                finish(groups.cluster, store, state)
+                finish(groups.cluster, store, state, groups)
             elif state.state == ONGOING and wait and _worth_waiting_for(groups.coordinator, pending):
                 waiting.append(state)
         if not waiting:

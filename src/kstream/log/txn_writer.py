@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kstream.log import format as fmt
 from kstream.log import txn_offsets
@@ -57,6 +57,7 @@ class TxnWriter:
         self.producer_id = producer_id
         self.epoch = epoch
         self.partitions: set[tuple[str, int]] = set()
+        self.groups: Any = None  # the producer's ConsumerGroups once it sent offsets (reused to apply them)
 
     def before_append_locked(self, partition: Partition) -> None:
         """Fence a stale or timed-out producer; join the partition before the transaction's first frame there."""
@@ -73,15 +74,16 @@ class TxnWriter:
         deciding SQLite transaction), write the markers, complete."""
         decided = self.store.prepare(self.transactional_id, self.epoch, commit, check)
         crash_point("txn.prepared")
-        if not finish(cluster, self.store, decided):
+        if not finish(cluster, self.store, decided, self.groups):
             self.store.check_epoch(self.transactional_id, self.epoch)  # someone else moved it on
         self.partitions.clear()
 
 
-def finish(cluster: Cluster, store: TransactionStore, decided: TransactionState) -> bool:
+def finish(cluster: Cluster, store: TransactionStore, decided: TransactionState, groups: Any = None) -> bool:
     """Apply a decided (Prepare) transaction: markers on its partitions, a commit's group
-    offsets, then Complete. False when the decision no longer stands (someone else finished
-    or fenced it)."""
+    offsets (through ``groups``, a :class:`kstream.groups.ConsumerGroups` of the cluster, if
+    the caller has one), then Complete. False when the decision no longer stands (someone
+    else finished or fenced it)."""
     commit = decided.state == PREPARE_COMMIT
     write_markers(cluster, store, sorted(decided.partitions), decided.producer_id, decided.epoch,
                   commit, lambda: store.decision_stands(decided))
@@ -90,7 +92,7 @@ def finish(cluster: Cluster, store: TransactionStore, decided: TransactionState)
         # The group offsets table is Delta (deltalake): loaded only by transactions that carry offsets.
         from kstream.groups.txn_offsets import apply_offsets
 
-        apply_offsets(cluster, store, decided)
+        apply_offsets(cluster, store, decided, groups)
         crash_point("txn.offsets-applied")
     return store.complete(decided)
 
