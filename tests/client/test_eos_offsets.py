@@ -19,6 +19,7 @@ import pytest
 from helpers import committed_offsets, consume_values
 from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition
 from kstream.errors import IllegalGenerationError
+from kstream.groups import ConsumerGroups
 from kstream.groups.offsets_table import OffsetsTable
 from kstream.groups.txn_offsets import ConsumerGroupMetadata
 from kstream.log.cluster import Cluster
@@ -271,6 +272,20 @@ def test_a_new_instance_of_the_transactional_id_completes_the_offsets_of_a_decid
     producer = Producer({"cluster": path, "transactional.id": "etl"})
     producer.init_transactions()
     producer.close()
+    assert table_offsets(path) == {("in", 0): 20}
+
+
+def test_describe_and_lag_roll_a_decided_commit_forward_before_they_show_offsets(tmp_path):
+    path = make_cluster(tmp_path)
+    assert run_pipeline(path, "txn.markers-written:2").returncode == -9
+    assert outputs(path) == expected(20) and table_offsets(path) == {("in", 0): 10}
+    groups = ConsumerGroups(Cluster.open(path))
+    try:
+        [partition] = groups.describe("g").partitions  # what `kstream groups describe g` prints
+        assert (partition.committed, partition.lag) == (20, INPUTS - 20)
+    finally:
+        groups.close()
+        groups.cluster.close()
     assert table_offsets(path) == {("in", 0): 20}
 
 
