@@ -319,3 +319,17 @@ def test_a_reader_waits_for_an_open_transaction_carrying_the_groups_offsets(tmp_
         assert outputs(path) == expected(1)
     finally:
         child.wait(30)
+
+
+def test_a_sender_is_alive_only_while_its_process_runs_and_a_reused_pid_is_no_match():
+    import socket
+
+    from kstream.log.txn_offsets import PendingOffsets, process_start
+
+    here, me = socket.gethostname(), os.getpid()
+    assert PendingOffsets("t", "g", None, -1, 1, (), here, me, process_start(me)).sender_alive
+    assert not PendingOffsets("t", "g", None, -1, 1, (), here, me, process_start(me) + 1).sender_alive
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert not PendingOffsets("t", "g", None, -1, 1, (), here, child.pid, 0).sender_alive
+    assert PendingOffsets("t", "g", None, -1, 1, (), "another-host", child.pid, 0).sender_alive

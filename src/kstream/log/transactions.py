@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS sink_producers (
 CREATE TABLE IF NOT EXISTS transaction_offsets (
     transactional_id TEXT NOT NULL, group_id TEXT NOT NULL, member_id TEXT, generation INTEGER NOT NULL,
     sequence INTEGER NOT NULL, offsets TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+    process_start INTEGER NOT NULL,
     PRIMARY KEY (transactional_id, group_id));
 CREATE INDEX IF NOT EXISTS transaction_offsets_by_group ON transaction_offsets (group_id);
 CREATE TABLE IF NOT EXISTS transaction_offset_sequences (

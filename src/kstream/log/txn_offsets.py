@@ -47,10 +47,12 @@ class PendingOffsets:
     offsets: tuple[OffsetRow, ...]
     host: str = ""  # the sending process: only it can still decide to commit an Ongoing transaction
     pid: int = 0
+    process_start: int = 0  # its start time (clock ticks since boot; 0: unknown), so a reused pid is no match
 
     @property
     def sender_alive(self) -> bool:
-        """False when the sending process is known to be gone (same host, pid not running)."""
+        """False when the sending process is known to be gone (same host, and no process with
+        that pid, or one that started at another time)."""
         if self.host != socket.gethostname():
             return True
         try:
@@ -58,14 +60,25 @@ class PendingOffsets:
         except ProcessLookupError:
             return False
         except PermissionError:
-            return True
-        return True
+            pass
+        return not self.process_start or process_start(self.pid) in (0, self.process_start)
 
     @property
     def app_id(self) -> str:
         """The Delta app-transaction id the offsets are applied under (one per id and group:
         a transaction may carry offsets for several groups, each its own Delta commit)."""
         return f"kstream.transactional.id={self.transactional_id}/group={self.group}"
+
+
+def process_start(pid: int) -> int:
+    """A process's start time in clock ticks since boot (Linux's /proc/PID/stat field 22);
+    0 when it cannot be told (no /proc, or no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(b")") + 2:].split()[19])  # fields after "(comm) ", from field 3
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def record(tx: sqlite3.Connection, transactional_id: str, group: str, member_id: str | None, generation: int,
@@ -89,14 +102,15 @@ def record(tx: sqlite3.Connection, transactional_id: str, group: str, member_id:
     merged.update(((r[0], r[1]), r) for r in offsets)
     chosen = tuple(merged[k] for k in sorted(merged))
     host, pid = socket.gethostname(), os.getpid()
-    tx.execute("INSERT OR REPLACE INTO transaction_offsets VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-               (transactional_id, group, member_id, generation, sequence, json.dumps(chosen), host, pid))
-    return PendingOffsets(transactional_id, group, member_id, generation, sequence, chosen, host, pid)
+    started = process_start(pid)
+    tx.execute("INSERT OR REPLACE INTO transaction_offsets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               (transactional_id, group, member_id, generation, sequence, json.dumps(chosen), host, pid, started))
+    return PendingOffsets(transactional_id, group, member_id, generation, sequence, chosen, host, pid, started)
 
 
 def of_transaction(connection: sqlite3.Connection, transactional_id: str) -> list[PendingOffsets]:
     return [_pending(transactional_id, *r) for r in connection.execute(
-        "SELECT group_id, member_id, generation, sequence, offsets, host, pid FROM transaction_offsets "
+        "SELECT group_id, member_id, generation, sequence, offsets, host, pid, process_start FROM transaction_offsets "
         "WHERE transactional_id = ? ORDER BY group_id", (transactional_id,))]
 
 
@@ -121,7 +135,8 @@ def of_group(store: TransactionStore, group: str) -> list[tuple[PendingOffsets, 
     connection = store.metadata.connection
     live = ", ".join("?" * len(LIVE))
     rows = connection.execute(
-        "SELECT p.transactional_id, p.group_id, p.member_id, p.generation, p.sequence, p.offsets, p.host, p.pid "
+        "SELECT p.transactional_id, p.group_id, p.member_id, p.generation, p.sequence, p.offsets, p.host, p.pid, "
+        "p.process_start "
         "FROM transaction_offsets p JOIN transactions t ON t.transactional_id = p.transactional_id "
         f"WHERE p.group_id = ? AND t.state IN ({live}) ORDER BY p.transactional_id",
         (group, *LIVE)).fetchall()
@@ -134,6 +149,6 @@ def has_pending(connection: sqlite3.Connection, transactional_id: str) -> bool:
 
 
 def _pending(transactional_id: str, group: str, member_id: str | None, generation: int, sequence: int,
-             offsets: str, host: str, pid: int) -> PendingOffsets:
+             offsets: str, host: str, pid: int, started: int) -> PendingOffsets:
     return PendingOffsets(transactional_id, group, member_id, int(generation), int(sequence),
-                          tuple(tuple(r) for r in json.loads(offsets)), host, int(pid))
+                          tuple(tuple(r) for r in json.loads(offsets)), host, int(pid), int(started))
