@@ -333,3 +333,32 @@ def test_a_sender_is_alive_only_while_its_process_runs_and_a_reused_pid_is_no_ma
     child.wait()
     assert not PendingOffsets("t", "g", None, -1, 1, (), here, child.pid, 0).sender_alive
     assert PendingOffsets("t", "g", None, -1, 1, (), "another-host", child.pid, 0).sender_alive
+
+
+RANDOM_INPUTS = 1200  # a few seconds of 7-record transactions: the kills land mid-stream
+
+
+@pytest.mark.parametrize("mode", [(), ("subscribe",)], ids=["assign", "subscribe"])
+def test_a_pipeline_killed_at_random_moments_then_rerun_writes_each_output_exactly_once(tmp_path, mode):
+    import random
+
+    path = make_cluster(tmp_path)
+    with Producer({"cluster": path}) as producer:  # more input, so a kill lands mid-stream
+        for i in range(INPUTS, RANDOM_INPUTS):
+            producer.produce("in", f"v{i}".encode(), partition=0)
+    rng = random.Random(11 + len(mode))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("KSTREAM_CRASH_AT", None)
+    for _ in range(3):
+        child = subprocess.Popen([sys.executable, PIPELINE, path, "g", "etl", "7", *mode], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.6, 3.0))
+        child.kill()
+        child.wait(30)
+        seen = outputs(path)
+        offset = started_at(path) or 0
+        assert outputs(path) == expected(offset) and seen == expected(len(seen))  # both or neither
+    rerun = run_pipeline(path, None, *mode)
+    assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
+    assert outputs(path) == expected(RANDOM_INPUTS)
+    assert started_at(path) == RANDOM_INPUTS
