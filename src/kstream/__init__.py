@@ -23,6 +23,7 @@ from kstream.errors import (
     CorruptBatchError,
     FencedError,
     GroupBusyError,
+    IllegalGenerationError,
     InvalidRecordError,
     KStreamError,
     LogDirOfflineError,
@@ -35,6 +36,7 @@ from kstream.errors import (
     SchemaError,
     TopicExistsError,
     TopicNotFoundError,
+    UnstableOffsetCommitError,
 )
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
@@ -136,6 +138,7 @@ __all__ = [
     "ElectionType",
     "FencedError",
     "GroupBusyError",
+    "IllegalGenerationError",
     "InvalidRecordError",
     "IsolationLevel",
     "KStreamError",
@@ -165,6 +168,7 @@ __all__ = [
     "TopicNotFoundError",
     "TopicPartition",
     "TopicPartitionInfo",
+    "UnstableOffsetCommitError",
     "__version__",
     "libversion",
     "query_lag",

@@ -39,6 +39,7 @@ from kstream.consumer_group import GroupSession, RebalanceCallback
 from kstream.errors import ConfigError, OffsetOutOfRangeError
 from kstream.fetcher import Fetcher, PartitionFetch
 from kstream.group_names import check_group_name
+from kstream.groups.txn_offsets import ConsumerGroupMetadata
 from kstream.log.change_notifier import ChangeNotifier
 from kstream.log.cluster import Cluster
 from kstream.log.isolation import Isolation
@@ -56,6 +57,8 @@ from kstream.log.transactions import TransactionStore
 from kstream.message import (
     OFFSET_BEGINNING,
     OFFSET_END,
+    OFFSET_INVALID,
+    OFFSET_STORED,
     TIMESTAMP_CREATE_TIME,
     TIMESTAMP_LOG_APPEND_TIME,
     KafkaError,
@@ -143,6 +146,10 @@ class Consumer:
         """The group's committed offset per partition (OFFSET_INVALID: none)."""
         return self._session("committed()").committed(partitions)
 
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, member id and generation, for ``Producer.send_offsets_to_transaction``."""
+        return self._session("consumer_group_metadata()").group_metadata()
+
     def records_lag(self) -> dict[TopicPartition, dict[str, float]]:
         """Per assigned partition: records-lag (HW minus position at the last fetch),
         records-lag-avg and records-lag-max over the fetches since it was assigned."""
@@ -157,6 +164,9 @@ class Consumer:
         self.incremental_assign(partitions)
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        """Add partitions. Offsets as :meth:`assign`; with ``group.id``, OFFSET_STORED and
+        OFFSET_INVALID start at the group's committed offset (as confluent-kafka does)."""
+        stored = self._stored_offsets(partitions)
         for tp in partitions:
             info = self._cluster.topic(tp.topic)
             handle = self._cluster.partition(info, tp.partition)
@@ -165,12 +175,18 @@ class Consumer:
             assigned = PartitionFetch(tp.topic, tp.partition, handle,
                                       handle.reader(check_crcs=self._options["check.crcs"]),
                                       output_schema(schema), schema is not None, isolation=isolation)
-            assigned.fetch_offset = self._resolve(assigned, tp.offset)
+            assigned.fetch_offset = self._resolve(assigned, stored.get((tp.topic, tp.partition), tp.offset))
             key = (tp.topic, tp.partition)
             if key not in self._assigned:
                 self._order.append(key)
             self._assigned[key] = assigned
             self._watch(handle)
+
+    def _stored_offsets(self, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
+        wanted = [tp for tp in partitions if tp.offset in (OFFSET_STORED, OFFSET_INVALID)]
+        if self._group is None or not wanted:
+            return {}
+        return {(tp.topic, tp.partition): tp.offset for tp in self._group.committed(wanted) if tp.offset >= 0}
 
     def _watch(self, handle: Partition) -> None:
         """Wake on new frames (the leader's dir) and on the high watermark moving (the lock

@@ -23,6 +23,7 @@ from kstream.errors import ConfigError, FencedError, KStreamError
 from kstream.groups.coordinator import MemberSpec
 from kstream.groups.membership import ASSIGN, LOST, REVOKE, Membership
 from kstream.groups.service import ConsumerGroups, OffsetCommit
+from kstream.groups.txn_offsets import ConsumerGroupMetadata
 from kstream.log.cluster import Cluster
 from kstream.message import OFFSET_INVALID, TopicPartition
 
@@ -84,6 +85,12 @@ class GroupSession:
     @property
     def member_id(self) -> str | None:
         return self._membership.member_id if self._membership else None
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        membership = self._membership
+        return ConsumerGroupMetadata(self.group, membership.member_id if membership else None,
+                                     membership.generation if membership else -1,
+                                     self._options["group.instance.id"])
 
     # -- from poll() ---------------------------------------------------------------------
 

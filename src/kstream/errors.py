@@ -229,3 +229,20 @@ class GroupNotFoundError(KStreamError):
     """No consumer group of that name (no members and no committed offsets)."""
 
     error_name = "GROUP_ID_NOT_FOUND"
+
+class IllegalGenerationError(FencedError):
+    """Offsets sent to a transaction (``send_offsets_to_transaction``) name a consumer group
+    member that left the group or a generation the group has moved past (it rebalanced and
+    the partitions may be someone else's): refused, nothing of them is committed. The
+    producer is not fenced: abort the transaction and carry on from the group's offsets."""
+
+    error_name = "ILLEGAL_GENERATION"
+    error_txn_requires_abort = True
+
+
+class UnstableOffsetCommitError(KStreamError):
+    """A group's committed offsets are held by a transaction that carries offsets for the
+    group and could not be ended in time (Kafka's UNSTABLE_OFFSET_COMMIT): try again."""
+
+    error_name = "UNSTABLE_OFFSET_COMMIT"
+    error_retriable = True  # as in librdkafka

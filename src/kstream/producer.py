@@ -67,7 +67,7 @@ from kstream.log.records import (
     to_stored_batch,
 )
 from kstream.log.thread_pool import LazyThreadPool
-from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, make_message
+from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, TopicPartition, make_message
 from kstream.options import PRODUCER_OPTIONS
 from kstream.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
 from kstream.producer_transactions import ProducerTransactions
@@ -671,6 +671,14 @@ class Producer:
         self.flush()
         self._transactional().end(commit=True)
 
+    def send_offsets_to_transaction(self, positions: list[TopicPartition], group_metadata: Any,
+                                    timeout: float | None = None) -> None:
+        """Commit the consumer's ``positions`` (next offsets to read) for the group of
+        ``group_metadata`` (``Consumer.consumer_group_metadata()``) with the open transaction:
+        both or neither (consume-transform-produce exactly once; docs/TRANSACTIONS.md).
+        IllegalGenerationError if the consumer lost its partitions meanwhile: abort then."""
+        self._transactional().send_offsets(positions, group_metadata)
+
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Drop records not sent yet and abort what was: read_committed readers never see it."""
         transactions = self._transactional()
@@ -701,6 +709,8 @@ class Producer:
                     handle.close()
         self._topics.clear()
         self._syncers.shutdown(wait=True)
+        if self._transactions is not None:
+            self._transactions.close()
         self._cluster.close()
 
     def __enter__(self) -> Producer:

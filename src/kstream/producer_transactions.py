@@ -8,15 +8,24 @@ COMMIT or ABORT marker on each partition it wrote (:mod:`kstream.log.txn_writer`
 ``init_transactions()`` and ``begin_transaction()`` also run the expiry
 (:mod:`kstream.log.txn_expiry`): transactions of any id past
 ``transaction.timeout.ms`` are aborted and their producers fenced.
+
+``send_offsets_to_transaction()`` makes consumer group offsets part of the
+open transaction: they are committed with it or not at all
+(:mod:`kstream.groups.txn_offsets`; docs/TRANSACTIONS.md).
 """
 
 from __future__ import annotations
 
-from kstream.errors import FencedError, KStreamError
+from typing import TYPE_CHECKING, Any
+
+from kstream.errors import FencedError, IllegalGenerationError, KStreamError
 from kstream.log.cluster import Cluster
 from kstream.log.transactions import TransactionStore
 from kstream.log.txn_expiry import try_expire
 from kstream.log.txn_writer import TxnWriter, finish
+
+if TYPE_CHECKING:
+    from kstream.groups.service import ConsumerGroups
 
 _INIT_ATTEMPTS = 10  # another instance of the same id keeps starting transactions meanwhile
 
@@ -29,6 +38,8 @@ class ProducerTransactions:
         self.transactional_id = transactional_id
         self.writer: TxnWriter | None = None
         self.open = False
+        self.sent_offsets = False  # the open transaction carries group offsets
+        self._groups: ConsumerGroups | None = None
 
     def init(self) -> None:
         """Register with a new epoch (fencing older instances) and finish what they left
@@ -55,6 +66,21 @@ class ProducerTransactions:
         try_expire(writer.store)
         writer.store.begin(self.transactional_id, writer.epoch)
         self.open = True
+        self.sent_offsets = False
+
+    def send_offsets(self, positions: Any, group_metadata: Any) -> None:
+        """Make the consumer's ``positions`` (next offsets to read) for its group part of the
+        open transaction: committed with it, or not at all."""
+        from kstream.groups.service import ConsumerGroups  # deltalake: loaded by EOS users only
+        from kstream.groups.txn_offsets import send_offsets
+
+        writer = self.current()
+        if self._groups is None:
+            self._groups = ConsumerGroups(self.cluster)
+        if send_offsets(self._groups, writer.store, self.transactional_id, writer.epoch, list(positions),
+                        group_metadata):
+            self.sent_offsets = True
+            writer.groups = self._groups
 
     def current(self) -> TxnWriter:
         """The open transaction, for a write; raises if there is none."""
@@ -68,12 +94,25 @@ class ProducerTransactions:
         """Commit or abort. A failure other than fencing (a marker could not be written) leaves
         the transaction decided: call the same again."""
         writer = self.current()
+        check = None
+        if commit and self.sent_offsets:
+            from kstream.groups.txn_offsets import senders_check
+
+            assert self._groups is not None
+            check = senders_check(self._groups.coordinator, self.transactional_id)
         try:
-            writer.end(self.cluster, commit)
+            writer.end(self.cluster, commit, check)
+        except IllegalGenerationError:
+            raise  # not fenced: the transaction stays open, for abort_transaction()
         except FencedError:
             self.open = False
             raise
         self.open = False
+
+    def close(self) -> None:
+        if self._groups is not None:
+            self._groups.close()
+            self._groups = None
 
     def _writer(self) -> TxnWriter:
         if self.writer is None:

@@ -210,7 +210,7 @@ class AdminClient:
         check_bool(require_stable, "require_stable")
         check_timeout(request_timeout, "request_timeout")
         return futures_for([request.group_id],
-                           lambda _: groups.committed_offsets(self._consumer_groups(), request))
+                           lambda _: groups.committed_offsets(self._consumer_groups(), request, require_stable))
 
     def alter_consumer_group_offsets(self, alter_consumer_group_offsets_request: list[Any],
                                      request_timeout: float | None = None) -> dict[str, Future[Any]]:

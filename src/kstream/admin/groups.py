@@ -171,10 +171,13 @@ def delete_group(groups: ConsumerGroups, group: str) -> None:
     groups.delete(group)
 
 
-def committed_offsets(groups: ConsumerGroups, request: ConsumerGroupTopicPartitions
-                      ) -> ConsumerGroupTopicPartitions:
-    """The group's committed offsets (all, or those asked for; OFFSET_INVALID if none)."""
-    committed = groups.committed(request.group_id) if _exists(groups, request.group_id) else {}
+def committed_offsets(groups: ConsumerGroups, request: ConsumerGroupTopicPartitions,
+                      require_stable: bool = False) -> ConsumerGroupTopicPartitions:
+    """The group's committed offsets (all, or those asked for; OFFSET_INVALID if none). With
+    ``require_stable``, an open transaction carrying offsets for the group is waited for
+    (Kafka's UNSTABLE_OFFSET_COMMIT); without, decided ones are still rolled forward first."""
+    committed = (groups.committed(request.group_id, require_stable=require_stable)
+                 if _exists(groups, request.group_id) else {})
     wanted = request.topic_partitions
     keys = sorted(committed) if wanted is None else [(tp.topic, tp.partition) for tp in wanted]
     existing = set(groups.cluster.list_topics())

@@ -76,7 +76,7 @@ def write_csv(plans: Mapping[str, Plan]) -> str:
 def scope(service: ConsumerGroups, group: str, topics: Iterable[str], all_topics: bool) -> list[tuple[str, int]]:
     """`--topic t` (every partition) or `--topic t:0,2`, or the topics the group committed."""
     if all_topics:
-        return sorted(service.committed(group))
+        return sorted(service.committed(group, require_stable=False))
     result = []
     for spec in topics:
         name, _, parts = spec.partition(":")
@@ -100,7 +100,7 @@ def _offsets_at(ctx: click.Context, keys: list[tuple[str, int]], when: dt.dateti
 def plan(service: ConsumerGroups, ctx: click.Context, group: str, keys: list[tuple[str, int]],
          method: str, value: str | None) -> Plan:
     """The new offsets of ``keys`` (for from-file: of the file's rows) by ``method``."""
-    committed = service.committed(group)
+    committed = service.committed(group, require_stable=False)
     given: Plan = {}
     if method == "from-file":
         assert value is not None

@@ -436,25 +436,18 @@ class Coordinator:
     def check_commit(self, group: str, member_id: str | None, generation: int) -> None:
         """Raise FencedError unless this member may commit now. Only reads: a member past
         its timeout counts as gone even before someone removed it."""
-        now = _now_ms()
-        current = self.describe(group)
-        live = [m for m in current.members if not _expired(m, current, now)] if current else []
-        if not member_id:
-            if live:
-                raise FencedError(
-                    f"group {group!r} has {len(live)} active member(s); a consumer "
-                    "that is not a member (assign() without subscribe()) may not commit for it")
-            return
-        if current is None or all(m.member_id != member_id for m in live):
-            raise FencedError(
-                f"member {member_id} is no longer in group {group!r} (it missed heartbeats for "
-                "session.timeout.ms, left, or a newer query took the group over); its commit "
-                "was refused and nothing changed")
-        if generation != current.generation:
-            raise FencedError(
-                f"member {member_id} of group {group!r} committed with generation {generation}, "
-                f"but the group is at generation {current.generation} (it rebalanced); the "
-                "commit was refused and nothing changed")
+        refusal = commit_refusal(group, self.describe(group), member_id, generation, _now_ms())
+        if refusal is not None:
+            raise FencedError(refusal)
+
+    def read_in(self, tx: sqlite3.Connection, group: str) -> Group | None:
+        """The group as seen inside the caller's (write) transaction ``tx`` (made with this
+        cluster's metadata connection after :meth:`ensure_schema`)."""
+        return self._read(tx, group)
+
+    def ensure_schema(self) -> None:
+        """Create the group tables if missing (never inside a transaction: it commits one)."""
+        self._tx()
 
     def delete(self, group: str) -> None:
         with self._locked(group) as tx:
@@ -552,6 +545,34 @@ def _insert_member(tx: sqlite3.Connection, group: str, member_id: str, spec: Mem
                (member_id, spec.instance_id, spec.client_id, socket.gethostname(), os.getpid(), spec.kind,
                 json.dumps(spec.subscription), joined_generation, "[]", spec.session_timeout_ms,
                 spec.rebalance_timeout_ms, now, now, group))
+
+
+def commit_refusal(name: str, current: Group | None, member_id: str | None, generation: int,
+                   now: int) -> str | None:
+    """Why a commit by this member and generation may not be written now (None: it may).
+    A member past its timeout counts as gone even before someone removed it."""
+    live = [m for m in current.members if not _expired(m, current, now)] if current else []
+    if not member_id:
+        if live:
+            return (f"group {name!r} has {len(live)} active member(s); a consumer "
+                    "that is not a member (assign() without subscribe()) may not commit for it")
+        return None
+    if current is None or all(m.member_id != member_id for m in live):
+        return (f"member {member_id} is no longer in group {name!r} (it missed heartbeats for "
+                "session.timeout.ms, left, or a newer query took the group over); its commit "
+                "was refused and nothing changed")
+    if generation != current.generation:
+        return (f"member {member_id} of group {name!r} committed with generation {generation}, "
+                f"but the group is at generation {current.generation} (it rebalanced); the "
+                "commit was refused and nothing changed")
+    return None
+
+
+def member_gone(group: Group | None, member_id: str, generation: int) -> bool:
+    """Has this member left the group, or the group passed this generation? From the group's
+    rows alone (no heartbeat clock), so once true it stays true: member ids are never reused
+    and generations only grow."""
+    return group is None or group.member(member_id) is None or generation != group.generation
 
 
 def _stale(group: Group, member_id: str | None, generation: int) -> bool:

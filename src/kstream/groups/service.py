@@ -17,6 +17,11 @@ written. A commit that carries an app transaction (app id, version) already
 in the table, or that changes no offset, writes nothing: re-commits are
 idempotent.
 
+Offsets a transaction carries (``send_offsets_to_transaction``) are applied
+by whoever finishes the transaction (:mod:`kstream.groups.txn_offsets`), with
+``force`` and an app transaction; every read of a group's current offsets
+settles such transactions first.
+
 Lag is computed from the table and the log, the Burrow way: right even when
 every consumer of the group is dead.
 """
@@ -36,6 +41,7 @@ from kstream.errors import GroupBusyError, KStreamError, OffsetOutOfRangeError, 
 from kstream.group_names import check_group_name
 from kstream.groups.coordinator import Coordinator, Group, Member
 from kstream.groups.offsets_table import FILE_SCHEMA, Offsets, OffsetsTable
+from kstream.groups.txn_offsets import settle
 from kstream.log.cluster import Cluster
 from kstream.log.lock import PartitionLock
 from kstream.log.log_reader import LogReader
@@ -108,16 +114,11 @@ class ConsumerGroups:
         member/generation, and TopicNotFound/PartitionNotFound/OffsetOutOfRange for bad input;
         in every failure the table is unchanged."""
         check_group_name(group)
-        topics: dict[str, TopicInfo] = {}
-        keys, epochs, values, metadata = [], [], [], []
-        for (topic, partition), given in offsets.items():
-            commit = given if isinstance(given, OffsetCommit) else OffsetCommit(int(given))
-            info = topics.get(topic) or topics.setdefault(topic, self._topic(topic))
-            epoch = self._check_offset(info, partition, commit.offset)
-            keys.append((topic, partition))
-            values.append(commit.offset)
-            metadata.append(commit.metadata)
-            epochs.append(commit.leader_epoch if commit.leader_epoch is not None else epoch)
+        checked = self.check_offsets(offsets)
+        keys = list(checked)
+        values = [c.offset for c in checked.values()]
+        metadata = [c.metadata for c in checked.values()]
+        epochs = [c.leader_epoch for c in checked.values()]
         n = len(keys)
         new = pa.table({
             "topic": [k[0] for k in keys], "partition": pa.array([k[1] for k in keys], pa.int32()),
@@ -160,6 +161,22 @@ class ConsumerGroups:
                     self.coordinator.end_commit(token)
         raise KStreamError(f"the commit for group {group!r} conflicted with other commits "
                            f"{_COMMIT_ATTEMPTS} times in a row; nothing was written, try again")
+
+    def check_offsets(self, offsets: Mapping[tuple[str, int], int | OffsetCommit | tuple[int, str | None, int | None]]
+                      ) -> dict[tuple[str, int], OffsetCommit]:
+        """Validate offsets to commit (topic and partition exist, 0 <= offset <= log end offset);
+        returns them with the partition's leader epoch where none was given. Writes nothing."""
+        topics: dict[str, TopicInfo] = {}
+        checked = {}
+        for (topic, partition), given in offsets.items():
+            if isinstance(given, tuple):
+                given = OffsetCommit(int(given[0]), given[1], given[2])
+            commit = given if isinstance(given, OffsetCommit) else OffsetCommit(int(given))
+            info = topics.get(topic) or topics.setdefault(topic, self._topic(topic))
+            epoch = self._check_offset(info, partition, commit.offset)
+            checked[(topic, partition)] = OffsetCommit(
+                commit.offset, commit.metadata, commit.leader_epoch if commit.leader_epoch is not None else epoch)
+        return checked
 
     def _fence_stale_commits(self, group: str) -> None:
         """Make commits whose committer lost the group mid-write fail: rewrite the group's
@@ -230,11 +247,15 @@ class ConsumerGroups:
     # -- reading ----------------------------------------------------------------------
 
     def committed(self, group: str, version: int | None = None,
-                  timestamp: dt.datetime | None = None) -> Offsets:
+                  timestamp: dt.datetime | None = None, *, require_stable: bool = True) -> Offsets:
         """The group's committed offsets now, at a table version, or as of a time. Reading
-        the current offsets (to start from them) first fences stale commits."""
+        the current offsets (to start from them) first rolls forward the decided
+        transactions that carry offsets for the group and, with ``require_stable`` (Kafka's
+        name; what a consumer starting from them needs), waits for the open ones
+        (:func:`kstream.groups.txn_offsets.settle`), then fences stale commits."""
         check_group_name(group)
         if version is None and timestamp is None:
+            settle(self, group, wait=require_stable)
             self._fence_stale_commits(group)
         return self.table.read(group, version, timestamp)
 
@@ -243,7 +264,8 @@ class ConsumerGroups:
 
     def lag(self, group: str, topics: Iterable[str] | None = None) -> list[PartitionLag]:
         """Per partition the group committed (or, with ``topics``, every partition of those)."""
-        committed = self.table.read(check_group_name(group))
+        settle(self, check_group_name(group), wait=False)  # never show half a transaction
+        committed = self.table.read(group)
         keys = set(committed)
         for topic in topics or ():
             keys |= {(topic, p) for p in range(self._topic(topic).num_partitions)}
@@ -286,6 +308,7 @@ class ConsumerGroups:
         """Set the group's offsets (an operator's reset); refused while members are active."""
         check_group_name(group)  # before fencing anyone
         current = self._refuse_if_active(group, "reset its offsets", force)
+        settle(self, group, wait=False)  # a decided transaction's offsets land before the reset, not after
         if current is not None and current.members:
             self.coordinator.fence_all(group)
         return self.commit(group, offsets, force=True,
@@ -295,6 +318,7 @@ class ConsumerGroups:
         """Forget the group: its member rows and its offsets (history stays in old versions)."""
         check_group_name(group)
         self._refuse_if_active(group, "delete it", force)
+        settle(self, group, wait=False)
         self.coordinator.delete(group)
         if group in self.table.groups():
             with self.coordinator.lock(group):

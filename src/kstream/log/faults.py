@@ -24,6 +24,12 @@ record into one journal and the last record of an inode is the newest state.
 ``tests/chaos/power_cut.py`` then builds the tree a power loss could leave.
 The record is made before the real fsync: a process killed during an fsync
 counts it as done, which a power loss at that instant also allows.
+
+Crash points (``KSTREAM_CRASH_AT=name[:n]``): :func:`crash_point` SIGKILLs the
+process the n-th time (default the first) it passes the named point, so a test
+can kill a child exactly between two steps of a protocol (the transaction's
+steps: ``txn.offsets-sent``, ``txn.prepared``, ``txn.markers-written``,
+``txn.offsets-applied``; see docs/TRANSACTIONS.md).
 """
 
 from __future__ import annotations
@@ -32,12 +38,17 @@ import errno
 import fcntl
 import json
 import os
+import signal
 import struct
 
 FAULT_FILE = ".kstream-fault"
 ENABLED = os.environ.get("KSTREAM_FAULT_INJECTION") == "1"
 JOURNAL_ENV = "KSTREAM_POWER_JOURNAL"
 JOURNAL: str | None = os.environ.get(JOURNAL_ENV) or None
+
+CRASH_ENV = "KSTREAM_CRASH_AT"
+_CRASH_AT = (os.environ.get(CRASH_ENV) or "").partition(":")
+_crash_countdown = {_CRASH_AT[0]: int(_CRASH_AT[2] or 1)} if _CRASH_AT[0] else {}
 
 _FS_IOC_GETVERSION = 0x80087601  # the inode generation (ext4, xfs, btrfs, tmpfs)
 _LONG = struct.Struct("l")
@@ -52,6 +63,14 @@ def _marker(log_dir: str) -> tuple[int, bool] | None:
         return None
     name = words[0] if words else "EIO"
     return getattr(errno, name, errno.EIO), "fsync" in words[1:]
+
+
+def crash_point(name: str) -> None:
+    """SIGKILL this process here if ``KSTREAM_CRASH_AT`` names this point (tests only)."""
+    if name in _crash_countdown:
+        _crash_countdown[name] -= 1
+        if _crash_countdown[name] <= 0:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _raise(code: int, path: str) -> None:

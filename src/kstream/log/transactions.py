@@ -20,6 +20,11 @@ is not its own bumps the epoch first: :meth:`init` (a new instance) and
 run by readers, writers and the next instance). A fenced producer's next
 write, commit or abort raises :class:`FencedError`; nothing of it is written.
 
+Consumer group offsets a transaction carries (``send_offsets_to_transaction``)
+wait in ``transaction_offsets`` (:mod:`kstream.log.txn_offsets`): the decision
+fixes them, completing a commit applies them, and the SQLite transaction that
+completes the transaction (either way) deletes them.
+
 Spark sink task writes (:mod:`kstream.log.sink_transactions`) share the
 ``open_transaction_partitions`` table: a row is held either by a live
 transactional id or by a ``sink_producers`` row. A row nobody holds is an
@@ -29,7 +34,9 @@ orphan (its writer was fenced or aborted): it is aborted by the next expiry.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -53,6 +60,14 @@ CREATE INDEX IF NOT EXISTS aborted_by_partition ON aborted_transactions (topic, 
 CREATE TABLE IF NOT EXISTS sink_producers (
     sink_id TEXT NOT NULL, producer_id INTEGER NOT NULL, partitions TEXT NOT NULL, created_ms INTEGER NOT NULL,
     PRIMARY KEY (sink_id, producer_id));
+CREATE TABLE IF NOT EXISTS transaction_offsets (
+    transactional_id TEXT NOT NULL, group_id TEXT NOT NULL, member_id TEXT, generation INTEGER NOT NULL,
+    sequence INTEGER NOT NULL, offsets TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+    process_start INTEGER NOT NULL,
+    PRIMARY KEY (transactional_id, group_id));
+CREATE INDEX IF NOT EXISTS transaction_offsets_by_group ON transaction_offsets (group_id);
+CREATE TABLE IF NOT EXISTS transaction_offset_sequences (
+    transactional_id TEXT PRIMARY KEY, sequence INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS sink_batches (
     sink_id TEXT NOT NULL, batch_id INTEGER NOT NULL, state TEXT NOT NULL, writes TEXT NOT NULL,
     updated_ms INTEGER NOT NULL, PRIMARY KEY (sink_id, batch_id));
@@ -193,11 +208,15 @@ class TransactionStore:
                                    "commit_transaction() or abort_transaction() it first")
             tx.execute("UPDATE transactions SET state = ?, partitions = '[]', updated_ms = ? "
                        "WHERE transactional_id = ?", (ONGOING, _now(), transactional_id))
+            tx.execute("DELETE FROM transaction_offsets WHERE transactional_id = ?", (transactional_id,))
 
-    def prepare(self, transactional_id: str, epoch: int, commit: bool) -> TransactionState:
+    def prepare(self, transactional_id: str, epoch: int, commit: bool,
+                check: Callable[[sqlite3.Connection], None] | None = None) -> TransactionState:
         """The producer decides to commit or abort its open transaction (one SQLite transaction:
         from here the decision stands, whoever finishes it). FencedError when it was fenced,
-        ended, or is past its deadline (then it is fenced and aborted instead)."""
+        ended, or is past its deadline (then it is fenced and aborted instead). A commit first
+        runs ``check`` in that SQLite transaction (the group offsets it carries must still be
+        the senders' to commit); what it raises leaves the transaction open."""
         target = PREPARE_COMMIT if commit else PREPARE_ABORT
         timed_out = False
         with self.metadata.transaction() as tx:
@@ -214,6 +233,8 @@ class TransactionStore:
                 tx.execute("UPDATE transactions SET epoch = ?, state = ? WHERE transactional_id = ?",
                            (epoch + 1, PREPARE_ABORT, transactional_id))
             else:
+                if commit and check is not None:
+                    check(tx)
                 tx.execute("UPDATE transactions SET state = ? WHERE transactional_id = ?", (target, transactional_id))
         if timed_out:
             raise self._timed_out(transactional_id, epoch)
@@ -244,14 +265,19 @@ class TransactionStore:
             state.producer_id, state.epoch, state.state)
 
     def complete(self, state: TransactionState) -> bool:
-        """Every marker of a decided transaction is written: Complete. False when someone else
-        (a newer instance, an expiry) already moved the id on."""
+        """Every marker of a decided transaction is written (and a commit's group offsets are
+        applied): Complete, and its pending group offsets go. False when someone else (a newer
+        instance, an expiry) already moved the id on."""
         final = COMMITTED if state.state == PREPARE_COMMIT else ABORTED
         with self.metadata.transaction() as tx:
-            return tx.execute(
-                "UPDATE transactions SET state = ?, partitions = '[]', updated_ms = ? WHERE transactional_id = ? "
-                "AND producer_id = ? AND epoch = ? AND state = ?",
-                (final, _now(), state.transactional_id, state.producer_id, state.epoch, state.state)).rowcount > 0
+            if tx.execute(
+                    "UPDATE transactions SET state = ?, partitions = '[]', updated_ms = ? WHERE transactional_id = ? "
+                    "AND producer_id = ? AND epoch = ? AND state = ?",
+                    (final, _now(), state.transactional_id, state.producer_id, state.epoch,
+                     state.state)).rowcount == 0:
+                return False
+            tx.execute("DELETE FROM transaction_offsets WHERE transactional_id = ?", (state.transactional_id,))
+            return True
 
     # -- expiry ------------------------------------------------------------------------------------
 

@@ -9,6 +9,12 @@ transaction decides it first (PrepareCommit/PrepareAbort, see
 each partition and completes it. Markers are always fsynced before the
 transaction counts as ended.
 
+A commit that carries consumer group offsets (``send_offsets_to_transaction``,
+:mod:`kstream.log.txn_offsets`) applies them to the group offsets table after
+its markers and before it is Complete (:func:`finish`), idempotently: whoever
+finishes a decided transaction (the producer, a new instance, the expiry, a
+reader of the group's offsets) finishes its offsets too.
+
 Markers are written through a guard checked under the partition lock: only
 while the partition's open row exists and the decision still stands, so a
 second party finishing the same decision (an expiry, a new instance) adds no
@@ -17,10 +23,13 @@ second marker and never ends a later transaction of the same producer id.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kstream.log import format as fmt
+from kstream.log import txn_offsets
+from kstream.log.faults import crash_point
 from kstream.log.partition_log import EncodedBatch
 from kstream.log.records import PayloadCodec, batch_from_records
 from kstream.log.transactions import MAX_EPOCH, PREPARE_COMMIT, TransactionState, TransactionStore
@@ -48,6 +57,7 @@ class TxnWriter:
         self.producer_id = producer_id
         self.epoch = epoch
         self.partitions: set[tuple[str, int]] = set()
+        self.groups: Any = None  # the producer's ConsumerGroups once it sent offsets (reused to apply them)
 
     def before_append_locked(self, partition: Partition) -> None:
         """Fence a stale or timed-out producer; join the partition before the transaction's first frame there."""
@@ -58,19 +68,32 @@ class TxnWriter:
                                      partition.partition, partition.log_end_offset_locked())
             self.partitions.add(key)
 
-    def end(self, cluster: Cluster, commit: bool) -> None:
-        """Decide (FencedError if fenced or timed out), write the markers, complete."""
-        decided = self.store.prepare(self.transactional_id, self.epoch, commit)
-        if not finish(cluster, self.store, decided):
+    def end(self, cluster: Cluster, commit: bool, check: Callable[[sqlite3.Connection], None] | None = None
+            ) -> None:
+        """Decide (FencedError if fenced or timed out; a commit first runs ``check`` in the
+        deciding SQLite transaction), write the markers, complete."""
+        decided = self.store.prepare(self.transactional_id, self.epoch, commit, check)
+        crash_point("txn.prepared")
+        if not finish(cluster, self.store, decided, self.groups):
             self.store.check_epoch(self.transactional_id, self.epoch)  # someone else moved it on
         self.partitions.clear()
 
 
-def finish(cluster: Cluster, store: TransactionStore, decided: TransactionState) -> bool:
-    """Apply a decided (Prepare) transaction: markers on its partitions, then Complete.
-    False when the decision no longer stands (someone else finished or fenced it)."""
+def finish(cluster: Cluster, store: TransactionStore, decided: TransactionState, groups: Any = None) -> bool:
+    """Apply a decided (Prepare) transaction: markers on its partitions, a commit's group
+    offsets (through ``groups``, a :class:`kstream.groups.ConsumerGroups` of the cluster, if
+    the caller has one), then Complete. False when the decision no longer stands (someone
+    else finished or fenced it)."""
+    commit = decided.state == PREPARE_COMMIT
     write_markers(cluster, store, sorted(decided.partitions), decided.producer_id, decided.epoch,
-                  decided.state == PREPARE_COMMIT, lambda: store.decision_stands(decided))
+                  commit, lambda: store.decision_stands(decided))
+    crash_point("txn.markers-written")
+    if commit and txn_offsets.has_pending(store.metadata.connection, decided.transactional_id):
+        # The group offsets table is Delta (deltalake): loaded only by transactions that carry offsets.
+        from kstream.groups.txn_offsets import apply_offsets
+
+        apply_offsets(cluster, store, decided, groups)
+        crash_point("txn.offsets-applied")
     return store.complete(decided)
 
 
