@@ -6,6 +6,13 @@ are used when the cluster is created (only Admin.create_topics creates one)
 and checked against the cluster's stored values afterwards. Where a name
 means both (Kafka has the same overlap, e.g. ``compression.type``), the
 client's meaning wins.
+
+librdkafka's names go through :mod:`kstream.librdkafka_config` first: those
+that mean nothing for an embedded log are accepted and dropped, aliases are
+renamed, callbacks (``error_cb``, ``stats_cb``, ``logger``, ...) are checked
+and returned among the options under their names (None when not given).
+Options of the other client kind (``group.id`` given to a Producer) are
+accepted and ignored, as librdkafka does. Anything else unknown is a ConfigError.
 """
 
 from __future__ import annotations
@@ -13,19 +20,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kstream.log.cluster import Cluster
-from kstream.options import CLUSTER_OPTIONS, Option, parse_options
+from kstream.librdkafka_config import CALLBACK_NAMES, normalize, note_cluster_path
+from kstream.log.cluster import Cluster, resolve_cluster_path
+from kstream.options import CLUSTER_OPTIONS, CONSUMER_OPTIONS, PRODUCER_OPTIONS, Option, parse_options
+
+_CLIENT_NAMES = frozenset(PRODUCER_OPTIONS) | frozenset(CONSUMER_OPTIONS)
 
 
 def client_options(table: Mapping[str, Option], config: Mapping[str, Any] | None,
                    kwargs: Mapping[str, Any], what: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A client's parsed options (config dict plus keyword overrides) and the broker-side
-    settings among them (checked here, returned unparsed: the cluster compares them with its own)."""
+    """A client's parsed options (config dict plus keyword overrides, callbacks included) and
+    the broker-side settings among them (checked here, returned unparsed: the cluster compares
+    them with its own)."""
+    if config is not None and not isinstance(config, Mapping):
+        raise TypeError(f"expected configuration dict, got {type(config).__name__}")
     given = {**(config or {}), **kwargs}
-    broker = {k: v for k, v in given.items() if k in CLUSTER_OPTIONS and k not in table}
-    own = {k: v for k, v in given.items() if k not in broker}
+    normalized, callbacks = normalize(given, frozenset(table) | frozenset(CLUSTER_OPTIONS))
+    broker = {k: v for k, v in normalized.items() if k in CLUSTER_OPTIONS and k not in table}
+    own = {k: v for k, v in normalized.items()
+           if k not in broker and (k in table or k not in _CLIENT_NAMES)}
     parse_options(CLUSTER_OPTIONS, broker, what=what)  # bad settings fail here, before any open or create
-    return parse_options(table, own, what=what), broker
+    options = parse_options(table, own, what=what)
+    options.update(dict.fromkeys(CALLBACK_NAMES))
+    options.update(callbacks)
+    note_cluster_path(given, resolve_cluster_path(options.get("cluster")), options.get("logger"))
+    return options, broker
 
 
 def open_client(table: Mapping[str, Option], config: Mapping[str, Any] | None,

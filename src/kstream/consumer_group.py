@@ -38,8 +38,10 @@ CommitCallback = Callable[[KStreamError | None, list[TopicPartition]], None]
 class GroupSession:
     """See the module docstring."""
 
-    def __init__(self, consumer: Consumer, options: dict[str, Any], on_commit: CommitCallback | None):
+    def __init__(self, consumer: Consumer, options: dict[str, Any], on_commit: CommitCallback | None,
+                 logger: logging.Logger | logging.LoggerAdapter[Any] | None = None):
         self._consumer = consumer
+        self._log = logger or log
         self._options = options
         self.group: str = options["group.id"]
         self._groups = ConsumerGroups(consumer.cluster)
@@ -140,14 +142,14 @@ class GroupSession:
 
     def _commit_positions_quietly(self) -> bool:
         """Auto commit: False (and a warning) if the commit was refused."""
-        positions = self._consumer.position(self._consumer.assignment())
+        positions = self._consumer.offsets_to_commit()
         if not positions:
             return True
         try:
             self.commit(positions, asynchronous=False)
             return True
         except KStreamError as err:
-            log.warning("auto commit for group %s failed: %s", self.group, err)
+            self._log.warning("auto commit for group %s failed: %s", self.group, err)
             return False
 
     def commit(self, partitions: list[TopicPartition], asynchronous: bool) -> list[TopicPartition] | None:
@@ -180,6 +182,10 @@ class GroupSession:
                 self._membership.rejoin_needed()
             raise
         return [TopicPartition(tp.topic, tp.partition, tp.offset) for tp in partitions]
+
+    def report_commit(self, error: KStreamError | None, partitions: list[TopicPartition]) -> None:
+        """Hand an asynchronous commit's outcome to on_commit from the next poll()."""
+        self._commit_results.put((error, partitions))
 
     def committed(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         rows = self._groups.committed(self.group)

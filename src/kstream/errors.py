@@ -102,3 +102,15 @@ class SchemaError(InvalidRecordError):
 class GroupBusyError(KStreamError):
     """A consumer group has active members (or a running Spark query) that an operation
     would disturb; the message says who and what to do."""
+
+
+class PartitionNotAssignedError(ConfigError):
+    """A call that needs an assigned partition (seek, store_offsets, ...) got one that is not."""
+
+    error_name = "_UNKNOWN_PARTITION"
+
+
+class NoOffsetError(KStreamError):
+    """commit() found no offset to commit (nothing consumed or stored since assignment)."""
+
+    error_name = "_NO_OFFSET"

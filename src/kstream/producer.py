@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import logging
 import threading
 import time
 from collections import OrderedDict, deque
@@ -44,6 +45,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kstream.client_config import open_client
+from kstream.client_metadata import ClusterMetadata, cluster_metadata
+from kstream.client_stats import ClientStats, PartitionView
 from kstream.errors import (
     InvalidRecordError,
     KStreamError,
@@ -85,6 +88,11 @@ def _retriable(error: BaseException) -> bool:
     last in-sync replica's log dir must be brought back by an operator first)."""
     return isinstance(error, _RETRIABLE) and not isinstance(error, PartitionOfflineError)
 _MAX_EPOCH = 0x7FFF  # producer_epoch is an i16 in the frame header
+# librdkafka's codes for records purge() dropped (kstream.error names them; the fallbacks keep
+# this module working against a KafkaError without them).
+_PURGE_QUEUE = getattr(KafkaError, "_PURGE_QUEUE", -152)
+_PURGE_INFLIGHT = getattr(KafkaError, "_PURGE_INFLIGHT", -151)
+log = logging.getLogger(__name__)
 
 
 # A piece of a stored batch that fits one frame, with its payload when cutting had to encode it.
@@ -184,8 +192,18 @@ class Producer:
     """Writes records to topics of a cluster. See the module docstring for the contract."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
+        if config is None and not kwargs:
+            raise TypeError("expected configuration dict (Producer({}) uses $KSTREAM_CLUSTER or ./data)")
         options, self._cluster = open_client(PRODUCER_OPTIONS, config, kwargs, "a Producer")
         self._options = options
+        self._log = options["logger"] or log
+        self._default_delivery: DeliveryCallback | None = options["on_delivery"]
+        self._error_cb: Callable[[KafkaError], None] | None = options["error_cb"]
+        self._errors: list[KafkaError] = []  # for error_cb, served by poll()/flush()
+        self._stats = (ClientStats("producer", options["client.id"], options["statistics.interval.ms"],
+                                   options["stats_cb"])
+                       if options["stats_cb"] is not None and options["statistics.interval.ms"] > 0 else None)
+        self._closed = False
         self._acks = options["acks"]
         self._batch_size = options["batch.size"]
         self._linger_s = options["linger.ms"] / 1000.0
@@ -194,6 +212,7 @@ class Producer:
         self._attributes = fmt.CODECS[options["compression.type"]]
         self._topics: dict[str, _TopicState] = {}
         self._sticky = StickyPartitioner()
+        self._null_key_hashed = options["partitioner"] == "murmur2"  # librdkafka's murmur2: one partition
         self._next_deadline = float("inf")
         self._reports: list[tuple[list[DeliveryCallback], KafkaError | None, list[Any]]] = []
         self._producer_id = fmt.NO_PRODUCER_ID
@@ -247,7 +266,7 @@ class Producer:
             key = _to_bytes(key, "key")
         if partition == -1 or partition is None:
             if key is None:
-                partition = state.sticky
+                partition = state.sticky if not self._null_key_hashed else partition_for_key(b"", state.num_partitions)
             else:
                 partition = partition_for_key(key, state.num_partitions)
         elif partition.__class__ is not int or not 0 <= partition < state.num_partitions:
@@ -271,11 +290,12 @@ class Producer:
         batch.timestamps.append(now if timestamp == 0 else timestamp / 1000.0)
         if key is not None or headers is not None or batch.keys is not None or batch.headers is not None:
             batch.add_extras(key, headers)
-        if on_delivery is not None or callback is not None:
+        handler = on_delivery if on_delivery is not None else callback
+        if handler is None:
+            handler = self._default_delivery
+        if handler is not None:
             if batch.callbacks is None:
                 batch.callbacks = {}
-            handler = on_delivery if on_delivery is not None else callback
-            assert handler is not None
             batch.callbacks[len(batch.values) - 1] = handler
         batch.size += size + _RECORD_OVERHEAD_BYTES
         if batch.size >= self._batch_size:
@@ -284,11 +304,13 @@ class Producer:
             self._send_expired(now)
 
     def poll(self, timeout: float | None = None) -> int:
-        """Serve delivery reports, sending batches whose linger.ms passed; returns how many.
+        """Serve delivery reports (and error_cb, stats_cb), sending batches whose linger.ms
+        passed; returns how many reports were served.
 
         With nothing to report, waits up to ``timeout`` seconds (None: 0) for a
         lingering batch to come due, as confluent-kafka's poll waits for events.
         """
+        self._check_open()
         now = time.time()
         self._send_expired(now)
         self._settle(wait=False)
@@ -302,14 +324,52 @@ class Producer:
         return self._serve_reports()
 
     def flush(self, timeout: float | None = None) -> int:
-        """Send every open batch and serve all delivery reports; returns 0 (nothing left)."""
+        """Send every open batch and serve all delivery reports; returns the records still
+        waiting (0: batches are written in the calling thread, so nothing is left)."""
+        self._check_open()
         while self._lingering:
             (_, partition), state = next(iter(self._lingering.items()))
             self._send(state, partition)
         self._next_deadline = float("inf")
         self._settle(wait=True)
         self._serve_reports()
-        return 0
+        return len(self)
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Drop records not sent yet (``in_queue``): their delivery callbacks get
+        KafkaError ``_PURGE_QUEUE`` from the next poll()/flush(), and they are never written.
+
+        ``in_flight``: batches already written whose acks=all fsyncs are still running cannot
+        be taken back from the log; they are settled (waited for with ``blocking``, else those
+        finished) and reported as they turned out, delivered or failed.
+        """
+        self._check_open()
+        if in_queue:
+            error = KafkaError(_PURGE_QUEUE, "Local: Purged in queue")
+            for state in self._topics.values():
+                for partition, batch in enumerate(state.batches):
+                    if batch is None:
+                        continue
+                    state.batches[partition] = None
+                    if batch.callbacks is not None:
+                        self._queue_reports(state.info.name, partition, batch, [],
+                                            np.zeros(len(batch.values), np.int64), error)
+            self._lingering.clear()
+            self._next_deadline = float("inf")
+        if in_flight:
+            self._settle(wait=blocking)
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """confluent-kafka's ClusterMetadata: log dirs as brokers, the cluster's topics (or
+        ``topic`` alone; a missing one has error UNKNOWN_TOPIC_OR_PART)."""
+        self._check_open()
+        return cluster_metadata(self._cluster, topic)
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """Accepted and ignored: an embedded log has no broker to authenticate to."""
+
+    def __bool__(self) -> bool:
+        return True
 
     def __len__(self) -> int:
         """Records not yet sent or not yet reported."""
@@ -430,6 +490,9 @@ class Producer:
     # -- sending --------------------------------------------------------------------------
 
     def _open_topic(self, topic: str) -> _TopicState:
+        self._check_open()
+        if not isinstance(topic, str):
+            raise TypeError(f"topic must be a str, got {type(topic).__name__}")
         info = self._cluster.topic(topic)
         config = self._cluster.log_config(info)
         state = _TopicState(info, Cluster.topic_schema(info), config.message_max_bytes)
@@ -545,6 +608,9 @@ class Producer:
             if batch.callbacks is None:
                 raise
             error = KafkaError(_error_code(err), str(err), err)
+            self._errors.append(error)
+        if error is None and self._stats is not None:
+            self._stats.sent(state.info.name, partition, len(batch.values), batch.size)
         if pipelined and error is None:
             self._sync_in_background(state, partition, batch, offsets, timestamps_ms, sent)
         elif batch.callbacks is not None:
@@ -594,6 +660,7 @@ class Producer:
                 if head.batch.callbacks is None:
                     raise
                 error = KafkaError(_error_code(err), str(err), err)
+                self._errors.append(error)
             if head.batch.callbacks is not None:
                 self._queue_reports(head.topic, head.partition, head.batch, head.offsets,
                                     head.timestamps_ms, error)
@@ -646,6 +713,13 @@ class Producer:
         self._next_deadline = float("inf")
 
     def _serve_reports(self) -> int:
+        while self._errors:
+            failure = self._errors.pop(0)
+            self._log.warning("producer %s: %s", self._options["client.id"], failure.str())
+            if self._error_cb is not None:
+                self._error_cb(failure)
+        if self._stats is not None:
+            self._stats.maybe_emit(self._stats_document)
         served = 0
         while self._reports:
             callbacks, error, records = self._reports.pop(0)
@@ -690,10 +764,34 @@ class Producer:
             raise KStreamError("this producer has no transactional.id; set one to use transactions")
         return self._transactions
 
-    def close(self) -> None:
+    def _stats_document(self) -> dict[str, Any]:
+        assert self._stats is not None
+        views = []
+        for (topic, partition) in sorted(self._stats.tx):
+            state = self._topics.get(topic)
+            handle = state.partitions[partition] if state is not None else None
+            batch = state.batches[partition] if state is not None else None
+            view = PartitionView(topic, partition, msgq_cnt=len(batch.values) if batch else 0)
+            if handle is not None:
+                view.leader = handle.info.leader
+                view.hi_offset = handle.high_watermark() or 0
+            views.append(view)
+        waiting = [b for s in self._topics.values() for b in s.batches if b is not None]
+        return self._stats.document(self._cluster, views, msg_cnt=len(self),
+                                    msg_size=sum(b.size for b in waiting))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("Producer has been closed")
+
+    def close(self, timeout: float | None = None) -> None:
         """Flush, fsync what this producer wrote (a clean shutdown: the next writer
-        to open these partitions has no tail to re-check), then release files."""
+        to open these partitions has no tail to re-check), then release files.
+        A second close() does nothing."""
+        if self._closed:
+            return
         self.flush()
+        self._closed = True
         for state in self._topics.values():
             for handle in state.partitions:
                 if handle is not None:
