@@ -406,7 +406,10 @@ class Consumer:
     # -- per-record API ----------------------------------------------------------------
 
     def poll(self, timeout: float | None = None) -> Message | None:
-        """The next record, or None when none arrives within ``timeout`` seconds (None: forever)."""
+        """The next record, or None when none arrives within ``timeout`` seconds (None: forever).
+        Serves stats_cb when due."""
+        if self._stats is not None:
+            self._serve_callbacks()
         try:
             return next(self._messages)
         except StopIteration:

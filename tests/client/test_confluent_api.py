@@ -1,0 +1,209 @@
+"""Producer and Consumer calls shaped as confluent-kafka's: purge, list_topics, store_offsets,
+pause/resume, incremental (un)assign, watermarks, positions, closed-consumer errors."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kstream import OFFSET_BEGINNING, OFFSET_INVALID, Consumer, KafkaError, Producer, TopicPartition
+from kstream.errors import KStreamError, NoOffsetError, PartitionNotAssignedError
+
+PURGE_QUEUE = getattr(KafkaError, "_PURGE_QUEUE", -152)
+
+
+def fill(cluster_path, topic, count, partition=0):
+    with Producer({"cluster": cluster_path}) as producer:
+        for i in range(count):
+            producer.produce(topic, str(i).encode(), partition=partition)
+
+
+# -- Producer -------------------------------------------------------------------------
+
+
+def test_purge_reports_queued_records_and_writes_nothing(cluster_path, make_topic):
+    make_topic("t")
+    reports = []
+    producer = Producer({"cluster": cluster_path, "linger.ms": 60_000})
+    for i in range(3):
+        producer.produce("t", str(i).encode(), callback=lambda err, msg: reports.append((err, msg)))
+    assert len(producer) == 3  # still queued (linger.ms)
+    producer.purge(in_queue=False)
+    assert reports == [] and len(producer) == 3
+    producer.purge()
+    assert producer.poll(0) == 3
+    assert [err.code() for err, _ in reports] == [PURGE_QUEUE] * 3
+    assert all(msg.offset() < 0 for _, msg in reports)
+    producer.flush()
+    producer.close()
+    consumer = Consumer({"cluster": cluster_path})
+    consumer.assign([TopicPartition("t", 0, OFFSET_BEGINNING)])
+    assert consumer.poll(0.2) is None  # nothing was written
+    consumer.close()
+
+
+def test_producer_bool_len_flush_and_default_delivery_callback(cluster_path, make_topic):
+    make_topic("t")
+    delivered = []
+    producer = Producer({"cluster": cluster_path, "linger.ms": 60_000,
+                         "on_delivery": lambda err, msg: delivered.append(msg.offset())})
+    assert bool(producer) is True and len(producer) == 0
+    producer.produce("t", b"a")
+    producer.produce("t", b"b")
+    assert len(producer) == 2
+    assert producer.flush() == 0
+    assert delivered == [0, 1]
+    producer.close()
+    producer.close()  # a second close does nothing
+    with pytest.raises(RuntimeError, match="closed"):
+        producer.produce("t", b"c")
+
+
+def test_list_topics_is_cluster_metadata(cluster_path, make_topic):
+    make_topic("t", 3)
+    make_topic("u", 1)
+    producer = Producer({"cluster": cluster_path})
+    metadata = producer.list_topics(timeout=1)
+    assert set(metadata.topics) == {"t", "u"}
+    partitions = metadata.topics["t"].partitions
+    assert sorted(partitions) == [0, 1, 2]
+    assert partitions[0].leader in metadata.brokers and partitions[0].isrs == partitions[0].replicas
+    assert metadata.topics["t"].error is None
+    missing = producer.list_topics("nope").topics["nope"]
+    assert missing.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART and missing.partitions == {}
+    producer.set_sasl_credentials("user", "secret")  # accepted: nothing to authenticate to
+    producer.close()
+    consumer = Consumer({"cluster": cluster_path})
+    assert list(consumer.list_topics("t").topics) == ["t"]
+    consumer.close()
+
+
+def test_murmur2_partitioner_puts_unkeyed_records_on_one_partition(cluster_path, make_topic):
+    make_topic("t", 4)
+    seen = set()
+    with Producer({"cluster": cluster_path, "partitioner": "murmur2", "batch.size": 1}) as producer:
+        for _ in range(20):
+            producer.produce("t", b"v", on_delivery=lambda err, msg: seen.add(msg.partition()))
+    assert len(seen) == 1
+
+
+# -- Consumer -------------------------------------------------------------------------
+
+
+def test_closed_consumer_raises_runtime_error_and_close_is_idempotent(cluster_path, make_topic):
+    make_topic("t")
+    consumer = Consumer({"cluster": cluster_path, "group.id": "g"})
+    consumer.close()
+    consumer.close()
+    tp = TopicPartition("t", 0)
+    calls = [lambda: consumer.poll(0), lambda: consumer.consume(1, 0), consumer.assignment,
+             lambda: consumer.assign([tp]), consumer.unassign, lambda: consumer.subscribe(["t"]),
+             consumer.unsubscribe, lambda: consumer.commit(), lambda: consumer.committed([tp]),
+             lambda: consumer.position([tp]), lambda: consumer.seek(TopicPartition("t", 0, 0)),
+             lambda: consumer.get_watermark_offsets(tp), lambda: consumer.store_offsets(offsets=[tp]),
+             lambda: consumer.offsets_for_times([tp]), lambda: consumer.pause([tp]),
+             lambda: consumer.list_topics(), consumer.memberid]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="Consumer closed"):
+            call()
+
+
+def test_consume_num_messages_range(cluster_path, make_topic):
+    make_topic("t")
+    consumer = Consumer({"cluster": cluster_path})
+    for bad in (-100, 1_000_001):
+        with pytest.raises(ValueError, match=r"num_messages must be between 0 and 1000000 \(1M\)"):
+            consumer.consume(bad)
+    assert consumer.consume(num_messages=10, timeout=0.001) == []
+    consumer.close()
+
+
+def test_store_offsets_with_auto_store_off_commits_only_what_was_stored(cluster_path, make_topic):
+    make_topic("t")
+    fill(cluster_path, "t", 10)
+    consumer = Consumer({"cluster": cluster_path, "group.id": "g", "enable.auto.commit": False,
+                         "enable.auto.offset.store": False})
+    consumer.assign([TopicPartition("t", 0, 0)])
+    messages = consumer.consume(6, timeout=2)
+    assert len(messages) == 6
+    with pytest.raises(NoOffsetError):
+        consumer.commit(asynchronous=False)  # nothing stored yet
+    consumer.store_offsets(message=messages[2])
+    assert consumer.commit(asynchronous=False) == [TopicPartition("t", 0, 3)]
+    consumer.store_offsets(offsets=[TopicPartition("t", 0, 5)])
+    consumer.commit(asynchronous=False)
+    assert consumer.committed([TopicPartition("t", 0)])[0].offset == 5
+    with pytest.raises(PartitionNotAssignedError):
+        consumer.store_offsets(offsets=[TopicPartition("t", 7, 1)])
+    consumer.close()
+
+
+def test_commit_with_nothing_assigned_is_no_offset(cluster_path, make_topic):
+    make_topic("t")
+    results = []
+    consumer = Consumer({"cluster": cluster_path, "group.id": "g",
+                         "on_commit": lambda err, parts: results.append((err, parts))})
+    with pytest.raises(NoOffsetError):
+        consumer.commit(asynchronous=False)
+    consumer.commit(asynchronous=True)
+    consumer.poll(0.05)
+    assert len(results) == 1 and isinstance(results[0][0], KStreamError)
+    consumer.close()
+
+
+def test_pause_keeps_position_and_resume_goes_on(cluster_path, make_topic):
+    make_topic("t", 2)
+    fill(cluster_path, "t", 5, partition=0)
+    fill(cluster_path, "t", 5, partition=1)
+    consumer = Consumer({"cluster": cluster_path})
+    tps = [TopicPartition("t", 0, 0), TopicPartition("t", 1, 0)]
+    consumer.assign(tps)
+    first = consumer.poll(2)
+    paused = TopicPartition("t", first.partition())
+    consumer.pause([paused])
+    rest = consumer.consume(20, timeout=0.3)
+    assert rest and all(m.partition() != paused.partition for m in rest)
+    assert consumer.position([paused])[0].offset == first.offset() + 1
+    consumer.resume([paused])
+    after = consumer.consume(20, timeout=0.3)
+    assert [m.offset() for m in after if m.partition() == paused.partition] == list(range(first.offset() + 1, 5))
+    consumer.close()
+
+
+def test_incremental_assign_and_unassign(cluster_path, make_topic):
+    make_topic("t", 3)
+    consumer = Consumer({"cluster": cluster_path})
+    consumer.incremental_assign([TopicPartition("t", 0, 0), TopicPartition("t", 1, 0)])
+    consumer.incremental_assign([TopicPartition("t", 2, 0)])
+    assert consumer.assignment() == [TopicPartition("t", p) for p in range(3)]
+    consumer.incremental_unassign([TopicPartition("t", 1)])
+    assert consumer.assignment() == [TopicPartition("t", 0), TopicPartition("t", 2)]
+    consumer.close()
+
+
+def test_watermarks_positions_and_offsets_for_times_shapes(cluster_path, make_topic):
+    make_topic("t")
+    fill(cluster_path, "t", 4)
+    consumer = Consumer({"cluster": cluster_path})
+    tp = TopicPartition("t", 0, 0)
+    consumer.assign([tp])
+    assert consumer.get_watermark_offsets(tp, cached=True) == (OFFSET_INVALID, OFFSET_INVALID)
+    assert consumer.get_watermark_offsets(tp, timeout=1, cached=False) == (0, 4)
+    consumer.poll(2)
+    assert consumer.get_watermark_offsets(tp, cached=True) == (0, 4)
+    positions = consumer.position([TopicPartition("t", 0), TopicPartition("t", 9)])
+    assert [(p.topic, p.partition, p.offset) for p in positions] == [("t", 0, 1), ("t", 9, OFFSET_INVALID)]
+    assert all(p.error is None for p in positions)
+    found = consumer.offsets_for_times([TopicPartition("t", 0, int(time.time() * 1000) + 60_000)], timeout=1)
+    assert isinstance(found, list) and found[0].offset == -1
+    consumer.close()
+
+
+def test_consumer_context_manager_and_logger_kwarg(cluster_path, make_topic):
+    import logging
+    make_topic("t")
+    with Consumer({"cluster": cluster_path, "group.id": "g"}, logger=logging.getLogger("x")) as consumer:
+        assert consumer.memberid() is None
+    with pytest.raises(RuntimeError):
+        consumer.assignment()
