@@ -141,7 +141,7 @@ def test_producer_stats_cb_emits_librdkafka_shaped_json(cluster_path, make_topic
     assert stats["txmsgs"] == 10
     parts = stats["topics"]["t"]["partitions"]
     assert sum(p["txmsgs"] for p in parts.values()) == 10
-    assert list(stats["brokers"].values())[0]["state"] == "UP"
+    assert next(iter(stats["brokers"].values()))["state"] == "UP"
     producer.close()
 
 
