@@ -113,9 +113,9 @@ def test_consumer_example_reads_the_group_and_commits_on_ctrl_c(cluster_path, ma
 def test_get_watermark_offsets_example_prints_committed_and_lag(cluster_path, make_topic):
     make_topic("wm", 2)
     with Producer({"cluster": cluster_path}) as producer:
-        for i in range(5):
+        for _ in range(5):
             producer.produce("wm", b"v", partition=0)
-        for i in range(3):
+        for _ in range(3):
             producer.produce("wm", b"v", partition=1)
     consumer = Consumer({"cluster": cluster_path, "group.id": "g"})
     consumer.commit(offsets=[TopicPartition("wm", 0, 2)], asynchronous=False)
