@@ -55,6 +55,8 @@ from kstream.errors import (
     PartitionNotFoundError,
     PartitionOfflineError,
     RecordTooLargeError,
+    TopicExistsError,
+    TopicNotFoundError,
 )
 from kstream.log import format as fmt
 from kstream.log.cluster import Cluster
@@ -493,12 +495,27 @@ class Producer:
         self._check_open()
         if not isinstance(topic, str):
             raise TypeError(f"topic must be a str, got {type(topic).__name__}")
-        info = self._cluster.topic(topic)
+        info = self._topic_info(topic)
         config = self._cluster.log_config(info)
         state = _TopicState(info, Cluster.topic_schema(info), config.message_max_bytes)
         state.sticky = self._sticky.partition(topic, info.num_partitions)
         self._topics[topic] = state
         return state
+
+    def _topic_info(self, topic: str) -> TopicInfo:
+        """The topic's metadata; with the cluster's auto.create.topics.enable, a missing topic
+        is created first (num.partitions, default.replication.factor), as a Kafka broker does."""
+        try:
+            return self._cluster.topic(topic)
+        except TopicNotFoundError:
+            if not self._cluster.config.get("auto.create.topics.enable"):
+                raise
+        try:
+            info = self._cluster.create_topic(topic)
+            self._log.info("auto-created topic %r (auto.create.topics.enable)", topic)
+            return info
+        except TopicExistsError:  # another producer created it first
+            return self._cluster.topic(topic)
 
     def _partition(self, state: _TopicState, partition: int) -> Partition:
         handle = state.partitions[partition]

@@ -207,3 +207,15 @@ def test_consumer_context_manager_and_logger_kwarg(cluster_path, make_topic):
         assert consumer.memberid() is None
     with pytest.raises(RuntimeError):
         consumer.assignment()
+
+
+def test_auto_create_topics_enable_creates_a_missing_topic_on_produce(tmp_path):
+    from kstream.admin import Admin, NewTopic
+    path = str(tmp_path / "auto")
+    with Admin({"cluster": path, "auto.create.topics.enable": "true", "num.partitions": 2}) as admin:
+        admin.create_topics([NewTopic("first", 1, 1)])["first"].result()
+    with Producer({"cluster": path}) as producer:
+        producer.produce("made-on-the-fly", b"v")
+    with Consumer({"cluster": path}) as consumer:
+        metadata = consumer.list_topics("made-on-the-fly")
+    assert sorted(metadata.topics["made-on-the-fly"].partitions) == [0, 1]
