@@ -114,3 +114,10 @@ class NoOffsetError(KStreamError):
     """commit() found no offset to commit (nothing consumed or stored since assignment)."""
 
     error_name = "_NO_OFFSET"
+
+
+class InvalidHeaderError(InvalidRecordError, TypeError):
+    """Record headers are not a list of (str, bytes | str | None) pairs or a dict of them
+    (a TypeError too, as confluent-kafka raises)."""
+
+    error_name = "_INVALID_ARG"

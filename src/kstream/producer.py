@@ -48,6 +48,7 @@ from kstream.client_config import open_client
 from kstream.client_metadata import ClusterMetadata, cluster_metadata
 from kstream.client_stats import ClientStats, PartitionView
 from kstream.errors import (
+    InvalidHeaderError,
     InvalidRecordError,
     KStreamError,
     LogDirOfflineError,
@@ -875,11 +876,26 @@ def _bad_partition(topic: str, count: int, partition: Any, where: str = "") -> P
 
 
 def _headers_list(headers: Any) -> list[tuple[str, bytes | None]]:
-    items = headers.items() if isinstance(headers, Mapping) else headers
+    """Headers as stored: a dict, or a list of (name, value) pairs; values bytes, str or None.
+    Anything else raises InvalidHeaderError (a TypeError, as confluent-kafka raises)."""
+    if isinstance(headers, Mapping):
+        items = list(headers.items())
+    elif isinstance(headers, list):
+        items = headers
+    else:
+        raise InvalidHeaderError(f"headers must be a list of (name, value) tuples or a dict, "
+                                 f"got {type(headers).__name__}")
     result = []
     for item in items:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise InvalidHeaderError(f"a header must be a (name, value) tuple, got {item!r}")
         name, data = item
-        result.append((str(name), None if data is None else _to_bytes(data, "header value")))
+        if not isinstance(name, str):
+            raise InvalidHeaderError(f"header name must be a str, got {type(name).__name__}")
+        if data is not None and not isinstance(data, (bytes, str, bytearray, memoryview)):
+            raise InvalidHeaderError(f"header {name!r}: value must be bytes, str or None, "
+                                     f"got {type(data).__name__}")
+        result.append((name, None if data is None else _to_bytes(data, "header value")))
     return result
 
 
