@@ -79,8 +79,23 @@ log = logging.getLogger(__name__)
 MAX_CONSUME_MESSAGES = 1_000_000
 
 
+class _FetchedSource(MessageSource):
+    """What the records of one fetched batch share, with the epoch of the leader that wrote it."""
+
+    __slots__ = ("leader_epoch",)
+
+    def __init__(self, topic: str, partition: int, timestamp_type: int, leader_epoch: int | None):
+        super().__init__(topic, partition, timestamp_type)
+        self.leader_epoch = leader_epoch
+
+
 class Consumer:
-    """Reads assigned partitions of a cluster. See the module docstring."""
+    """Reads assigned partitions of a cluster. See the module docstring.
+
+    Besides confluent-kafka's calls: store_offsets() with enable.auto.offset.store, pause() /
+    resume(), incremental_assign() / incremental_unassign(), list_topics(); stats_cb, error_cb
+    and logger in the config; any call after close() raises RuntimeError("Consumer closed").
+    """
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
         if config is None and not kwargs:
@@ -467,7 +482,8 @@ class Consumer:
         keys, values, timestamps, headers = to_python_records(chunk, assigned.typed)
         n = chunk.batch.num_rows
         kind = TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME
-        source = MessageSource(assigned.topic, assigned.partition, kind)
+        source = _FetchedSource(assigned.topic, assigned.partition, kind,
+                                chunk.leader_epoch if chunk.leader_epoch >= 0 else None)
         # A list iterator, so position() can ask how many are left (length_hint).
         return iter(list(map(Message, zip(
             repeat(source, n), range(chunk.base_offset, chunk.base_offset + n), keys, values,

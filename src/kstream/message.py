@@ -115,10 +115,12 @@ class Message(tuple):
         return self[0].error
 
     def latency(self) -> float | None:
-        return None
+        """Seconds from produce() to the delivery report (delivery reports only)."""
+        return getattr(self[0], "latency", None)
 
     def leader_epoch(self) -> int | None:
-        return None
+        """Epoch of the leader that appended the record (consumed records only)."""
+        return getattr(self[0], "leader_epoch", None)
 
     def __len__(self) -> int:
         value = self[3]

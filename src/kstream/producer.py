@@ -73,7 +73,7 @@ from kstream.log.records import (
     to_stored_batch,
 )
 from kstream.log.thread_pool import LazyThreadPool
-from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, make_message
+from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, Message, MessageSource
 from kstream.options import PRODUCER_OPTIONS
 from kstream.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
 from kstream.producer_transactions import ProducerTransactions
@@ -708,11 +708,13 @@ class Producer:
             for i in range(start, end):
                 base_of[i] = base + i - start
         callbacks, records = [], []
+        # librdkafka's latency: produce() to acknowledgement, here from when the record's batch
+        # was opened (at most linger.ms before the record itself was produced).
+        source = _DeliverySource(topic, partition, error, time.time() - (batch.deadline - self._linger_s))
         for i, cb in batch.callbacks.items():
             callbacks.append(cb)
-            records.append(make_message(topic, partition, base_of[i] if error is None else -1,
-                                            keys[i], batch.values[i], headers[i],
-                                            TIMESTAMP_CREATE_TIME, int(timestamps_ms[i])))
+            records.append(tuple.__new__(Message, (source, base_of[i] if error is None else -1, keys[i],
+                                                   batch.values[i], headers[i], int(timestamps_ms[i]))))
         self._reports.append((callbacks, error, records))
 
     def _send_expired(self, now: float) -> None:
@@ -826,6 +828,16 @@ class Producer:
         self.close()
 
 
+class _DeliverySource(MessageSource):
+    """What the delivery reports of one batch share, with librdkafka's latency (seconds)."""
+
+    __slots__ = ("latency",)
+
+    def __init__(self, topic: str, partition: int, error: KafkaError | None, latency: float):
+        super().__init__(topic, partition, TIMESTAMP_CREATE_TIME, error)
+        self.latency = latency
+
+
 def _publish_when_synced(handle: Partition, syncs: list[Future[bool]], end: int) -> None:
     """Once the last fsync of a batch returns, on that fsync's thread: if enough replicas
     fsynced it (min.insync.replicas), move the high watermark past it, so readers see it
@@ -893,8 +905,8 @@ def _headers_list(headers: Any) -> list[tuple[str, bytes | None]]:
         if not isinstance(name, str):
             raise InvalidHeaderError(f"header name must be a str, got {type(name).__name__}")
         if data is not None and not isinstance(data, (bytes, str, bytearray, memoryview)):
-            raise InvalidHeaderError(f"header {name!r}: value must be bytes, str or None, "
-                                     f"got {type(data).__name__}")
+            raise InvalidHeaderError(f"record header value must be bytes or str (or None), got "
+                                     f"{type(data).__name__} for header {name!r}")
         result.append((name, None if data is None else _to_bytes(data, "header value")))
     return result
 

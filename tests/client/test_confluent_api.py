@@ -219,3 +219,31 @@ def test_auto_create_topics_enable_creates_a_missing_topic_on_produce(tmp_path):
     with Consumer({"cluster": path}) as consumer:
         metadata = consumer.list_topics("made-on-the-fly")
     assert sorted(metadata.topics["made-on-the-fly"].partitions) == [0, 1]
+
+
+def test_delivered_and_consumed_message_shapes(cluster_path, make_topic):
+    make_topic("t")
+    delivered = []
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        producer.produce("t", b"v", key=b"k", headers={"h": "x"}, timestamp=1_700_000_000_123,
+                         on_delivery=lambda err, msg: delivered.append(msg))
+    sent = delivered[0]
+    assert sent.timestamp() == (1, 1_700_000_000_123)
+    assert sent.headers() == [("h", b"x")]
+    assert isinstance(sent.latency(), float) and 0 <= sent.latency() < 60
+    assert sent.leader_epoch() is None
+    consumer = Consumer({"cluster": cluster_path})
+    consumer.assign([TopicPartition("t", 0, OFFSET_BEGINNING)])
+    got = consumer.poll(2)
+    assert got.timestamp() == (1, 1_700_000_000_123) and got.headers() == [("h", b"x")]
+    assert got.leader_epoch() == 0 and got.latency() is None
+    consumer.close()
+
+
+def test_malformed_headers_are_type_errors(cluster_path, make_topic):
+    make_topic("t")
+    with Producer({"cluster": cluster_path}) as producer:
+        for bad in (("a", "b"), [("malformed_header")], {"anint": 1234}, [(1, b"x")]):
+            with pytest.raises(TypeError):
+                producer.produce("t", b"v", headers=bad)
+        producer.produce("t", b"v", headers=[("dup", "1"), ("dup", "2"), ("none", None)])
