@@ -174,3 +174,22 @@ def test_config_doc_lists_the_librdkafka_names():
     with open(os.path.join(ROOT, "docs", "CONFIG.md")) as f:
         assert render_markdown() in f.read(), "regenerate docs/CONFIG.md's librdkafka section"
     assert "bootstrap.servers" in IGNORED and "sasl.password" in IGNORED
+
+
+def test_consumer_error_cb_hears_of_a_corrupt_batch(cluster_path, make_topic):
+    from kstream.log import format as fmt
+    make_topic("t")
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        for i in range(2):
+            producer.produce("t", f"value-{i}".encode() * 10)
+    heard = []
+    consumer = Consumer({"cluster": cluster_path, "error_cb": heard.append})
+    path = os.path.join(consumer.cluster.partition("t", 0).leader_dir, fmt.segment_file_name(0))
+    data = bytearray(open(path, "rb").read())
+    data[len(data) - 10] ^= 0xFF  # inside the last frame's payload
+    open(path, "wb").write(bytes(data))
+    consumer.assign([TopicPartition("t", 0, 0)])
+    while consumer.poll(0.2) is not None:
+        pass
+    assert len(heard) == 1 and heard[0].code() == KafkaError._BAD_MSG
+    consumer.close()
