@@ -248,8 +248,13 @@ class Consumer:
                                       output_schema(schema), schema is not None, isolation=isolation)
             assigned.fetch_offset = self._resolve(assigned, tp.offset)
             key = (tp.topic, tp.partition)
-            if key not in self._assigned:
+            old = self._assigned.get(key)
+            if old is None:
                 self._order.append(key)
+            else:  # assigned again: the new offset replaces the old position
+                if self._messages_owner is old:
+                    self._drop_messages()
+                old.close()
             self._assigned[key] = assigned
             self._watch(handle)
 

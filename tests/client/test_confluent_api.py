@@ -247,3 +247,15 @@ def test_malformed_headers_are_type_errors(cluster_path, make_topic):
             with pytest.raises(TypeError):
                 producer.produce("t", b"v", headers=bad)
         producer.produce("t", b"v", headers=[("dup", "1"), ("dup", "2"), ("none", None)])
+
+
+def test_assigning_a_partition_again_moves_its_position(cluster_path, make_topic):
+    make_topic("t")
+    fill(cluster_path, "t", 5)
+    consumer = Consumer({"cluster": cluster_path})
+    consumer.assign([TopicPartition("t", 0, 0)])
+    assert consumer.poll(2).offset() == 0
+    consumer.incremental_assign([TopicPartition("t", 0, 3)])
+    assert consumer.assignment() == [TopicPartition("t", 0)]
+    assert consumer.poll(2).offset() == 3
+    consumer.close()
