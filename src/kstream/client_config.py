@@ -17,10 +17,12 @@ accepted and ignored, as librdkafka does. Anything else unknown is a ConfigError
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from kstream.librdkafka_config import CALLBACK_NAMES, normalize, note_cluster_path
+from kstream.errors import ConfigError
+from kstream.librdkafka_config import ACCEPTED_NAMES, CALLBACK_NAMES, normalize, note_cluster_path
 from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.options import CLUSTER_OPTIONS, CONSUMER_OPTIONS, PRODUCER_OPTIONS, Option, parse_options
 
@@ -39,6 +41,11 @@ def client_options(table: Mapping[str, Option], config: Mapping[str, Any] | None
     broker = {k: v for k, v in normalized.items() if k in CLUSTER_OPTIONS and k not in table}
     own = {k: v for k, v in normalized.items()
            if k not in broker and (k in table or k not in _CLIENT_NAMES)}
+    for name in own:
+        if name not in table:
+            close = difflib.get_close_matches(name, [*table, *ACCEPTED_NAMES], n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(f"unknown option {name!r} for {what}{hint}")
     parse_options(CLUSTER_OPTIONS, broker, what=what)  # bad settings fail here, before any open or create
     options = parse_options(table, own, what=what)
     options.update(dict.fromkeys(CALLBACK_NAMES))

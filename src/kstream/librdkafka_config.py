@@ -119,6 +119,9 @@ CALLBACK_NAMES = tuple(name for name in CALLBACKS if name not in _CALLBACK_ALIAS
 """The names callbacks are returned under (aliases renamed)."""
 _NESTED = "default.topic.config"
 
+ACCEPTED_NAMES = (*ALIASES, *CALLBACKS, _NESTED, *IGNORED)
+"""Every librdkafka name accepted besides the client's own options (for "did you mean")."""
+
 _noted = threading.Event()
 
 
