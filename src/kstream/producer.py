@@ -38,7 +38,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pyarrow as pa
@@ -47,6 +47,7 @@ import pyarrow.compute as pc
 from kstream.client_config import open_client
 from kstream.client_metadata import ClusterMetadata, cluster_metadata
 from kstream.client_stats import ClientStats, PartitionView
+from kstream.confluent_batch import produce_dicts
 from kstream.errors import (
     InvalidHeaderError,
     InvalidRecordError,
@@ -382,10 +383,21 @@ class Producer:
 
     # -- Arrow API ---------------------------------------------------------------------
 
-    def produce_batch(self, topic: str, data: pa.Table | pa.RecordBatch,
-                      partition: int | None = -1) -> list[BatchResult]:
+    @overload
+    def produce_batch(self, topic: str, data: pa.Table | pa.RecordBatch, partition: int | None = -1
+                      ) -> list[BatchResult]: ...
+
+    @overload
+    def produce_batch(self, topic: str, data: list[dict[str, Any]], partition: int | None = -1,
+                      on_delivery: DeliveryCallback | None = None, callback: DeliveryCallback | None = None
+                      ) -> int: ...
+
+    def produce_batch(self, topic: str, data: Any, partition: int | None = -1,
+                      on_delivery: DeliveryCallback | None = None, callback: DeliveryCallback | None = None
+                      ) -> list[BatchResult] | int:
         """Append a table's rows (columns key/value/headers/timestamp/partition, or a typed
-        topic's columns); returns where each stored batch landed.
+        topic's columns); returns where each stored batch landed. (Given a list of dicts
+        instead, this is confluent-kafka's produce_batch: see :mod:`kstream.confluent_batch`.)
 
         Rows go to ``partition`` if given, else to their ``partition`` column, else to
         the murmur2 partition of their key, else to the sticky partition (-1 or None, as
@@ -393,6 +405,9 @@ class Producer:
         the topic's partitions raises PartitionNotFoundError). The whole input is checked
         before anything is written.
         """
+        if not isinstance(data, (pa.Table, pa.RecordBatch)):
+            return produce_dicts(self, topic, data, partition,
+                                 on_delivery if on_delivery is not None else callback)
         state = self._topics.get(topic) or self._open_topic(topic)
         table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
         if "topic" in table.column_names:

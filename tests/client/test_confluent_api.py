@@ -259,3 +259,28 @@ def test_assigning_a_partition_again_moves_its_position(cluster_path, make_topic
     assert consumer.assignment() == [TopicPartition("t", 0)]
     assert consumer.poll(2).offset() == 3
     consumer.close()
+
+
+def test_produce_batch_takes_confluents_list_of_dicts(cluster_path, make_topic):
+    make_topic("t", 3)
+    reports = []
+    messages = [{"value": b"a", "key": "k"}, {"value": "b", "partition": 2, "headers": {"h": b"1"}},
+                {"value": b"c", "partition": 7}, {}, {"value": b"e", "timestamp": 1_700_000_000_000,
+                                                      "callback": lambda err, msg: reports.append("own")}]
+    with Producer({"cluster": cluster_path}) as producer:
+        queued = producer.produce_batch("t", messages, on_delivery=lambda err, msg: reports.append(msg.value()))
+        assert queued == 4
+        assert "_error" in messages[2] and all("_error" not in m for i, m in enumerate(messages) if i != 2)
+        for bad, text in [("nope", "must be a list"), ([{"value": 1}], "Message value at index 0"),
+                          ([{"value": b"x"}, "x"], "Message at index 1 must be a dict"),
+                          ([{"partition": "1"}], "Message partition at index 0 must be int")]:
+            with pytest.raises(TypeError, match=text):
+                producer.produce_batch("t", bad)
+    assert sorted(map(str, reports)) == sorted(["b'a'", "b'b'", "None", "own"])
+    consumer = Consumer({"cluster": cluster_path})
+    consumer.assign([TopicPartition("t", p, OFFSET_BEGINNING) for p in range(3)])
+    got = {m.value(): m for m in consumer.consume(10, timeout=1)}
+    consumer.close()
+    assert set(got) == {b"a", b"b", None, b"e"}
+    assert got[b"b"].partition() == 2 and got[b"b"].headers() == [("h", b"1")]
+    assert got[b"e"].timestamp() == (1, 1_700_000_000_000)
