@@ -43,7 +43,8 @@ def client_options(table: Mapping[str, Option], config: Mapping[str, Any] | None
            if k not in broker and (k in table or k not in _CLIENT_NAMES)}
     for name in own:
         if name not in table:
-            close = difflib.get_close_matches(name, [*table, *ACCEPTED_NAMES], n=3)
+            names = [*table, *sorted(_CLIENT_NAMES - set(table)), *ACCEPTED_NAMES]
+            close = difflib.get_close_matches(name, names, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise ConfigError(f"unknown option {name!r} for {what}{hint}")
     parse_options(CLUSTER_OPTIONS, broker, what=what)  # bad settings fail here, before any open or create
