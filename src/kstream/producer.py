@@ -728,8 +728,8 @@ class Producer:
         source = _DeliverySource(topic, partition, error, time.time() - (batch.deadline - self._linger_s))
         for i, cb in batch.callbacks.items():
             callbacks.append(cb)
-            records.append(tuple.__new__(Message, (source, base_of[i] if error is None else -1, keys[i],
-                                                   batch.values[i], headers[i], int(timestamps_ms[i]))))
+            records.append(Message((source, base_of[i] if error is None else -1, keys[i],
+                                    batch.values[i], headers[i], int(timestamps_ms[i]))))
         self._reports.append((callbacks, error, records))
 
     def _send_expired(self, now: float) -> None:
