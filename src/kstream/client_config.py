@@ -10,7 +10,8 @@ client's meaning wins.
 librdkafka's names go through :mod:`kstream.librdkafka_config` first: those
 that mean nothing for an embedded log are accepted and dropped, aliases are
 renamed, callbacks (``error_cb``, ``stats_cb``, ``logger``, ...) are checked
-and returned among the options under their names (None when not given).
+and returned among the options under their names (None when not given), with
+``oauth`` the :class:`~kstream.client_callbacks.OAuthTokens` schedule (or None).
 Options of the other client kind (``group.id`` given to a Producer) are
 accepted and ignored, as librdkafka does. Anything else unknown is a ConfigError.
 """
@@ -21,6 +22,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from kstream.client_callbacks import oauth_tokens
 from kstream.errors import ConfigError
 from kstream.librdkafka_config import ACCEPTED_NAMES, CALLBACK_NAMES, normalize, note_cluster_path
 from kstream.log.cluster import Cluster, resolve_cluster_path
@@ -51,6 +53,7 @@ def client_options(table: Mapping[str, Option], config: Mapping[str, Any] | None
     options = parse_options(table, own, what=what)
     options.update(dict.fromkeys(CALLBACK_NAMES))
     options.update(callbacks)
+    options["oauth"] = oauth_tokens(options["oauth_cb"], given)
     note_cluster_path(given, resolve_cluster_path(options.get("cluster")), options.get("logger"))
     return options, broker
 

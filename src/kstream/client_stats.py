@@ -12,8 +12,10 @@ one JSON document in librdkafka's layout (STATISTICS.md) and calls
   (monotonic µs), ``time`` (unix s), ``age`` (µs since the client started),
   ``msg_cnt``/``msg_size`` (records/bytes waiting in the producer),
   ``tx``/``txmsgs``/``txmsg_bytes``, ``rx``/``rxmsgs``/``rxmsg_bytes``;
-- ``brokers``: one entry per log dir of the cluster (log dirs stand for brokers),
-  ``state`` UP or DOWN (offline);
+- ``brokers``: empty. librdkafka's entries describe broker connections (round
+  trips, buffers, requests in flight) and an embedded client has none; partition
+  ``leader`` is the leader replica's log dir id (log dirs stand for brokers in
+  ``list_topics()``);
 - ``topics`` → ``partitions`` → ``{partition, leader, txmsgs, txbytes, rxmsgs, rxbytes,
   msgq_cnt, next_offset, app_offset, stored_offset, committed_offset, lo_offset, hi_offset,
   ls_offset, consumer_lag, consumer_lag_stored}`` (-1 where unknown, as librdkafka);
@@ -30,8 +32,6 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
-
-from kstream.log.cluster import Cluster
 
 StatsCallback = Callable[[str], None]
 
@@ -101,7 +101,7 @@ class ClientStats:
         self.callback(json.dumps(build()))
         return True
 
-    def document(self, cluster: Cluster, views: Iterable[PartitionView], msg_cnt: int = 0,
+    def document(self, views: Iterable[PartitionView], msg_cnt: int = 0,
                  msg_size: int = 0, cgrp: dict[str, Any] | None = None) -> dict[str, Any]:
         """The statistics document (see the module docstring)."""
         now = time.monotonic()
@@ -128,12 +128,6 @@ class ClientStats:
                 "txmsgs": tx.msgs, "txbytes": tx.bytes, "rxmsgs": rx.msgs, "rxbytes": rx.bytes,
                 "msgs": tx.msgs + rx.msgs, "rx_ver_drops": 0, "msgs_inflight": 0,
             }
-        brokers = {}
-        for log_dir_id, path, online in cluster.metadata.log_dirs():
-            brokers[f"logdir:{log_dir_id}"] = {
-                "name": f"logdir:{log_dir_id}", "nodeid": log_dir_id, "nodename": path,
-                "source": "configured", "state": "UP" if online else "DOWN",
-            }
         txmsgs = sum(c.msgs for c in self.tx.values())
         rxmsgs = sum(c.msgs for c in self.rx.values())
         document: dict[str, Any] = {
@@ -146,7 +140,7 @@ class ClientStats:
             "txmsg_bytes": sum(c.bytes for c in self.tx.values()),
             "rx": rxmsgs, "rx_bytes": sum(c.bytes for c in self.rx.values()), "rxmsgs": rxmsgs,
             "rxmsg_bytes": sum(c.bytes for c in self.rx.values()),
-            "brokers": brokers, "topics": topics,
+            "brokers": {}, "topics": topics,
         }
         if cgrp is not None:
             document["cgrp"] = cgrp

@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kstream.client_callbacks import check_sasl_credentials
 from kstream.client_config import client_options
 from kstream.client_metadata import ClusterMetadata, cluster_metadata
 from kstream.client_stats import ClientStats, PartitionView
@@ -121,6 +122,7 @@ class Consumer:
         self._closed = False
         self._log = options["logger"] or log
         self._error_cb = options["error_cb"]
+        self._oauth = options["oauth"]
         self._auto_store = options["enable.auto.offset.store"]
         self._stored: dict[tuple[str, int], TopicPartition] = {}  # store_offsets() (auto store off)
         self._paused: set[tuple[str, int]] = set()
@@ -319,6 +321,11 @@ class Consumer:
         for tp in partitions:
             self._get(tp)
             self._paused.discard((tp.topic, tp.partition))
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """Accepted and ignored: an embedded log has no broker to authenticate to."""
+        self._check_open()
+        check_sasl_credentials(username, password)
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         """confluent-kafka's ClusterMetadata: log dirs as brokers, the cluster's topics (or
@@ -610,7 +617,10 @@ class Consumer:
                 owner.chunks.appendleft(chunk.slice_from(chunk.next_offset - remaining))
 
     def _serve_callbacks(self) -> None:
-        """stats_cb when statistics.interval.ms has passed (poll, consume, poll_batch)."""
+        """stats_cb when statistics.interval.ms has passed, oauth_cb when a token is due
+        (poll, consume, poll_batch)."""
+        if self._oauth is not None:
+            self._oauth.refresh_if_due(self._log, self._error_cb)
         if self._stats is not None and self._stats.due():
             self._stats.maybe_emit(self._stats_document)
 
@@ -644,7 +654,7 @@ class Consumer:
                     "join_state": "steady" if self._order else "init", "stateage": 0,
                     "rebalance_age": 0, "rebalance_cnt": 0, "rebalance_reason": "",
                     "assignment_size": len(self._order)}
-        return self._stats.document(self._cluster, views, cgrp=cgrp)
+        return self._stats.document(views, cgrp=cgrp)
 
     def _drop_messages(self) -> None:
         self._messages = iter(())

@@ -12,8 +12,8 @@ to kstream goes through :func:`normalize` before its options are parsed:
   different values is a ConfigError.
 - **callbacks** (:data:`CALLBACKS`): ``error_cb``, ``stats_cb``, ``logger``,
   ... must be callable (a logger must have ``.log``); kstream calls them
-  (``throttle_cb`` and ``oauth_cb`` are checked and never called: nothing
-  throttles and nothing authenticates).
+  (``throttle_cb`` is checked and never called: nothing throttles; ``oauth_cb``
+  is called on librdkafka's schedule, see :mod:`kstream.client_callbacks`).
 - ``default.topic.config`` (a dict) is merged into the config, as confluent-kafka does.
 - Every other unknown name stays a ConfigError with "did you mean".
 
@@ -105,8 +105,11 @@ CALLBACKS: dict[str, str] = {
     "on_delivery": "Producer: the delivery callback of records produced without one.",
     "on_commit": "Consumer: on_commit(err, partitions) after an asynchronous commit.",
     "throttle_cb": "Accepted (must be callable), never called: nothing throttles an embedded log.",
-    "oauth_cb": "Accepted (must be callable), never called: there is no broker to authenticate to.",
-    "oauthbearer_token_refresh_cb": "As oauth_cb.",
+    "oauth_cb": "With sasl.mechanisms OAUTHBEARER: called as librdkafka does (first poll, then at 80% "
+                "of the token's lifetime; retried after a failure); the token is checked, never used: "
+                "nothing authenticates to an embedded log.",
+    "oauthbearer_token_refresh_cb": "Accepted (must be callable), never called (librdkafka's C-level "
+                                    "name; Python code uses oauth_cb).",
     "rebalance_cb": "Accepted (must be callable); use subscribe(on_assign=, on_revoke=, on_lost=).",
     "offset_commit_cb": "Alias of on_commit.",
     "dr_cb": "Alias of on_delivery.",

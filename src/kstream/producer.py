@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kstream.client_callbacks import check_sasl_credentials
 from kstream.client_config import open_client
 from kstream.client_metadata import ClusterMetadata, cluster_metadata
 from kstream.client_stats import ClientStats, PartitionView
@@ -204,6 +205,7 @@ class Producer:
         self._default_delivery: DeliveryCallback | None = options["on_delivery"]
         self._error_cb: Callable[[KafkaError], None] | None = options["error_cb"]
         self._errors: list[KafkaError] = []  # for error_cb, served by poll()/flush()
+        self._oauth = options["oauth"]
         self._stats = (ClientStats("producer", options["client.id"], options["statistics.interval.ms"],
                                    options["stats_cb"])
                        if options["stats_cb"] is not None and options["statistics.interval.ms"] > 0 else None)
@@ -371,6 +373,7 @@ class Producer:
 
     def set_sasl_credentials(self, username: str, password: str) -> None:
         """Accepted and ignored: an embedded log has no broker to authenticate to."""
+        check_sasl_credentials(username, password)
 
     def __bool__(self) -> bool:
         return True
@@ -748,6 +751,8 @@ class Producer:
         self._next_deadline = float("inf")
 
     def _serve_reports(self) -> int:
+        if self._oauth is not None:
+            self._oauth.refresh_if_due(self._log, self._error_cb)
         while self._errors:
             failure = self._errors.pop(0)
             self._log.warning("producer %s: %s", self._options["client.id"], failure.str())
@@ -812,7 +817,7 @@ class Producer:
                 view.hi_offset = handle.high_watermark() or 0
             views.append(view)
         waiting = [b for s in self._topics.values() for b in s.batches if b is not None]
-        return self._stats.document(self._cluster, views, msg_cnt=len(self),
+        return self._stats.document(views, msg_cnt=len(self),
                                     msg_size=sum(b.size for b in waiting))
 
     def _check_open(self) -> None:
