@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RebalanceCallback = Callable[[Any, list[TopicPartition]], None]
+MIN_SESSION_TIMEOUT_MS = 100
+"""The shortest session a member may join with (librdkafka accepts 1 ms at construction; the
+group coordinator refuses it at join, as a broker's group.min.session.timeout.ms does)."""
 CommitCallback = Callable[[KStreamError | None, list[TopicPartition]], None]
 
 
@@ -67,9 +70,14 @@ class GroupSession:
         for topic in topics:
             if not topic.startswith("^") and topic not in cluster_topics:
                 self._consumer.cluster.topic(topic)  # raises TopicNotFoundError listing topics
+        options = self._options
+        if options["session.timeout.ms"] < MIN_SESSION_TIMEOUT_MS:
+            raise ConfigError(
+                f"session.timeout.ms={options['session.timeout.ms']} is below the group's minimum "
+                f"{MIN_SESSION_TIMEOUT_MS} ms (a Kafka broker refuses such a join the same way, by its "
+                "group.min.session.timeout.ms); raise session.timeout.ms")
         self.unsubscribe()
         self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
-        options = self._options
         spec = MemberSpec(options["client.id"], tuple(topics), options["partition.assignment.strategy"],
                           options["session.timeout.ms"], options["max.poll.interval.ms"],
                           options["group.instance.id"])

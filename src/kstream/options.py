@@ -258,8 +258,9 @@ CONSUMER_OPTIONS = _table(
     Option("partition.assignment.strategy", "enum", "range", "How a group spreads partitions.",
            choices=("range", "roundrobin")),
     Option("session.timeout.ms", "int", 45_000,
-           "A member with no heartbeat for this long is removed and the group rebalances.",
-           minimum=100),
+           "A member with no heartbeat for this long is removed and the group rebalances "
+           "(subscribe() refuses less than 100, as a broker's group.min.session.timeout.ms).",
+           minimum=1, maximum=3_600_000),
     Option("heartbeat.interval.ms", "int", 3_000, "How often a member's heartbeat thread runs.",
            minimum=10),
     Option("max.poll.interval.ms", "int", 300_000,

@@ -237,3 +237,12 @@ def test_set_sasl_credentials_is_accepted_and_checked(cluster_path, make_topic):
         with pytest.raises(TypeError):
             client.set_sasl_credentials("username", None)
         client.close()
+
+
+def test_short_session_timeout_is_refused_at_join_not_at_construction(cluster_path, make_topic):
+    make_topic("t")
+    consumer = Consumer({"cluster": cluster_path, "group.id": "g", "session.timeout.ms": "90"})
+    assert consumer.poll(0.01) is None
+    with pytest.raises(ConfigError, match=r"session.timeout.ms=90 is below the group's minimum 100"):
+        consumer.subscribe(["t"])
+    consumer.close()
