@@ -201,15 +201,8 @@ class Producer:
             raise TypeError("expected configuration dict (Producer({}) uses $KSTREAM_CLUSTER or ./data)")
         options, self._cluster = open_client(PRODUCER_OPTIONS, config, kwargs, "a Producer")
         self._options = options
-        self._log = options["logger"] or log
-        self._default_delivery: DeliveryCallback | None = options["on_delivery"]
-        self._error_cb: Callable[[KafkaError], None] | None = options["error_cb"]
-        self._errors: list[KafkaError] = []  # for error_cb, served by poll()/flush()
-        self._oauth = options["oauth"]
-        self._stats = (ClientStats("producer", options["client.id"], options["statistics.interval.ms"],
-                                   options["stats_cb"])
-                       if options["stats_cb"] is not None and options["statistics.interval.ms"] > 0 else None)
-        self._closed = False
+        self._hooks = _Hooks(options)
+        self._default_delivery: DeliveryCallback | None = options["on_delivery"]  # see _take_batch
         self._acks = options["acks"]
         self._batch_size = options["batch.size"]
         self._linger_s = options["linger.ms"] / 1000.0
@@ -218,7 +211,6 @@ class Producer:
         self._attributes = fmt.CODECS[options["compression.type"]]
         self._topics: dict[str, _TopicState] = {}
         self._sticky = StickyPartitioner()
-        self._null_key_hashed = options["partitioner"] == "murmur2"  # librdkafka's murmur2: one partition
         self._next_deadline = float("inf")
         self._reports: list[tuple[list[DeliveryCallback], KafkaError | None, list[Any]]] = []
         self._producer_id = fmt.NO_PRODUCER_ID
@@ -272,7 +264,7 @@ class Producer:
             key = _to_bytes(key, "key")
         if partition == -1 or partition is None:
             if key is None:
-                partition = state.sticky if not self._null_key_hashed else partition_for_key(b"", state.num_partitions)
+                partition = state.sticky
             else:
                 partition = partition_for_key(key, state.num_partitions)
         elif partition.__class__ is not int or not 0 <= partition < state.num_partitions:
@@ -296,12 +288,11 @@ class Producer:
         batch.timestamps.append(now if timestamp == 0 else timestamp / 1000.0)
         if key is not None or headers is not None or batch.keys is not None or batch.headers is not None:
             batch.add_extras(key, headers)
-        handler = on_delivery if on_delivery is not None else callback
-        if handler is None:
-            handler = self._default_delivery
-        if handler is not None:
+        if on_delivery is not None or callback is not None:
             if batch.callbacks is None:
                 batch.callbacks = {}
+            handler = on_delivery if on_delivery is not None else callback
+            assert handler is not None
             batch.callbacks[len(batch.values) - 1] = handler
         batch.size += size + _RECORD_OVERHEAD_BYTES
         if batch.size >= self._batch_size:
@@ -353,10 +344,10 @@ class Producer:
         if in_queue:
             error = KafkaError(_PURGE_QUEUE, "Local: Purged in queue")
             for state in self._topics.values():
-                for partition, batch in enumerate(state.batches):
-                    if batch is None:
+                for partition, open_batch in enumerate(state.batches):
+                    if open_batch is None:
                         continue
-                    state.batches[partition] = None
+                    batch = self._take_batch(state, partition)
                     if batch.callbacks is not None:
                         self._queue_reports(state.info.name, partition, batch, [],
                                             np.zeros(len(batch.values), np.int64), error)
@@ -449,8 +440,7 @@ class Producer:
                         self._retrying(functools.partial(self._resend_one, handle, encoded),
                                        first_error=err if i == 0 else None)
         if (partition is None or partition == -1) and planned:
-            self._sticky.batch_sent(topic, state.num_partitions, state.sticky)
-            state.sticky = self._sticky.partition(topic, state.num_partitions)
+            self._next_sticky(state)
         return results
 
     def _route(self, state: _TopicState, table: pa.Table, partition: int | None
@@ -517,9 +507,18 @@ class Producer:
         info = self._topic_info(topic)
         config = self._cluster.log_config(info)
         state = _TopicState(info, Cluster.topic_schema(info), config.message_max_bytes)
-        state.sticky = self._sticky.partition(topic, info.num_partitions)
+        state.sticky = (partition_for_key(b"", info.num_partitions) if self._hooks.null_key_hashed
+                        else self._sticky.partition(topic, info.num_partitions))
         self._topics[topic] = state
         return state
+
+    def _next_sticky(self, state: _TopicState) -> None:
+        """After a batch to the sticky partition: move on (murmur2: unkeyed records stay on the
+        partition of an empty key, as librdkafka's murmur2 partitioner puts them)."""
+        if self._hooks.null_key_hashed:
+            return
+        self._sticky.batch_sent(state.info.name, state.num_partitions, state.sticky)
+        state.sticky = self._sticky.partition(state.info.name, state.num_partitions)
 
     def _topic_info(self, topic: str) -> TopicInfo:
         """The topic's metadata; with the cluster's auto.create.topics.enable, a missing topic
@@ -531,7 +530,7 @@ class Producer:
                 raise
         try:
             info = self._cluster.create_topic(topic)
-            self._log.info("auto-created topic %r (auto.create.topics.enable)", topic)
+            self._hooks.log.info("auto-created topic %r (auto.create.topics.enable)", topic)
             return info
         except TopicExistsError:  # another producer created it first
             return self._cluster.topic(topic)
@@ -614,14 +613,23 @@ class Producer:
             self._producer_id = self._cluster.metadata.next_counter("producer_id")
             self._producer_epoch = 0
 
-    def _send(self, state: _TopicState, partition: int) -> None:
+    def _take_batch(self, state: _TopicState, partition: int) -> _OpenBatch:
+        """Take a partition's open batch off it; records produced without a delivery callback
+        get the config's ``on_delivery`` here (once per batch, not in produce())."""
         batch = state.batches[partition]
         assert batch is not None
         state.batches[partition] = None
+        default = self._default_delivery
+        if default is not None and (batch.callbacks is None or len(batch.callbacks) < len(batch.values)):
+            given = batch.callbacks or {}
+            batch.callbacks = {i: given.get(i, default) for i in range(len(batch.values))}
+        return batch
+
+    def _send(self, state: _TopicState, partition: int) -> None:
+        batch = self._take_batch(state, partition)
         del self._lingering[(state.info.name, partition)]
         if partition == state.sticky:
-            self._sticky.batch_sent(state.info.name, state.num_partitions, partition)
-            state.sticky = self._sticky.partition(state.info.name, state.num_partitions)
+            self._next_sticky(state)
         seconds = pa.array(batch.timestamps, pa.float64()).to_numpy()
         timestamps_ms = np.rint(seconds * 1000).astype(np.int64)
         if state.schema is None:
@@ -644,9 +652,9 @@ class Producer:
             if batch.callbacks is None:
                 raise
             error = KafkaError(_error_code(err), str(err), err)
-            self._errors.append(error)
-        if error is None and self._stats is not None:
-            self._stats.sent(state.info.name, partition, len(batch.values), batch.size)
+            self._hooks.errors.append(error)
+        if error is None and self._hooks.stats is not None:
+            self._hooks.stats.sent(state.info.name, partition, len(batch.values), batch.size)
         if pipelined and error is None:
             self._sync_in_background(state, partition, batch, offsets, timestamps_ms, sent)
         elif batch.callbacks is not None:
@@ -696,7 +704,7 @@ class Producer:
                 if head.batch.callbacks is None:
                     raise
                 error = KafkaError(_error_code(err), str(err), err)
-                self._errors.append(error)
+                self._hooks.errors.append(error)
             if head.batch.callbacks is not None:
                 self._queue_reports(head.topic, head.partition, head.batch, head.offsets,
                                     head.timestamps_ms, error)
@@ -751,15 +759,15 @@ class Producer:
         self._next_deadline = float("inf")
 
     def _serve_reports(self) -> int:
-        if self._oauth is not None:
-            self._oauth.refresh_if_due(self._log, self._error_cb)
-        while self._errors:
-            failure = self._errors.pop(0)
-            self._log.warning("producer %s: %s", self._options["client.id"], failure.str())
-            if self._error_cb is not None:
-                self._error_cb(failure)
-        if self._stats is not None:
-            self._stats.maybe_emit(self._stats_document)
+        if self._hooks.oauth is not None:
+            self._hooks.oauth.refresh_if_due(self._hooks.log, self._hooks.error_cb)
+        while self._hooks.errors:
+            failure = self._hooks.errors.pop(0)
+            self._hooks.log.warning("producer %s: %s", self._options["client.id"], failure.str())
+            if self._hooks.error_cb is not None:
+                self._hooks.error_cb(failure)
+        if self._hooks.stats is not None:
+            self._hooks.stats.maybe_emit(self._stats_document)
         served = 0
         while self._reports:
             callbacks, error, records = self._reports.pop(0)
@@ -805,9 +813,9 @@ class Producer:
         return self._transactions
 
     def _stats_document(self) -> dict[str, Any]:
-        assert self._stats is not None
+        assert self._hooks.stats is not None
         views = []
-        for (topic, partition) in sorted(self._stats.tx):
+        for (topic, partition) in sorted(self._hooks.stats.tx):
             state = self._topics.get(topic)
             handle = state.partitions[partition] if state is not None else None
             batch = state.batches[partition] if state is not None else None
@@ -817,21 +825,21 @@ class Producer:
                 view.hi_offset = handle.high_watermark() or 0
             views.append(view)
         waiting = [b for s in self._topics.values() for b in s.batches if b is not None]
-        return self._stats.document(views, msg_cnt=len(self),
+        return self._hooks.stats.document(views, msg_cnt=len(self),
                                     msg_size=sum(b.size for b in waiting))
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._hooks.closed:
             raise RuntimeError("Producer has been closed")
 
     def close(self, timeout: float | None = None) -> None:
         """Flush, fsync what this producer wrote (a clean shutdown: the next writer
         to open these partitions has no tail to re-check), then release files.
         A second close() does nothing."""
-        if self._closed:
+        if self._hooks.closed:
             return
         self.flush()
-        self._closed = True
+        self._hooks.closed = True
         for state in self._topics.values():
             for handle in state.partitions:
                 if handle is not None:
@@ -846,6 +854,24 @@ class Producer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Hooks:
+    """A producer's callbacks and state kept off the per-record path (a Producer with more than
+    30 attributes loses CPython's fast attribute lookups, which produce() lives on)."""
+
+    __slots__ = ("closed", "error_cb", "errors", "log", "null_key_hashed", "oauth", "stats")
+
+    def __init__(self, options: Mapping[str, Any]):
+        self.log: logging.Logger | logging.LoggerAdapter[Any] = options["logger"] or log
+        self.error_cb: Callable[[KafkaError], None] | None = options["error_cb"]
+        self.errors: list[KafkaError] = []  # for error_cb, served by poll()/flush()
+        self.oauth = options["oauth"]
+        self.stats = (ClientStats("producer", options["client.id"], options["statistics.interval.ms"],
+                                  options["stats_cb"])
+                      if options["stats_cb"] is not None and options["statistics.interval.ms"] > 0 else None)
+        self.closed = False
+        self.null_key_hashed = options["partitioner"] == "murmur2"  # librdkafka's murmur2: one partition
 
 
 class _DeliverySource(MessageSource):

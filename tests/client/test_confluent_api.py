@@ -49,11 +49,13 @@ def test_producer_bool_len_flush_and_default_delivery_callback(cluster_path, mak
     producer = Producer({"cluster": cluster_path, "linger.ms": 60_000,
                          "on_delivery": lambda err, msg: delivered.append(msg.offset())})
     assert bool(producer) is True and len(producer) == 0
+    own = []
     producer.produce("t", b"a")
-    producer.produce("t", b"b")
-    assert len(producer) == 2
+    producer.produce("t", b"b", callback=lambda err, msg: own.append(msg.offset()))
+    producer.produce("t", b"c")
+    assert len(producer) == 3
     assert producer.flush() == 0
-    assert delivered == [0, 1]
+    assert (delivered, own) == ([0, 2], [1])  # the config's on_delivery serves records without one
     producer.close()
     producer.close()  # a second close does nothing
     with pytest.raises(RuntimeError, match="closed"):
