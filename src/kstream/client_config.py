@@ -6,26 +6,56 @@ are used when the cluster is created (only Admin.create_topics creates one)
 and checked against the cluster's stored values afterwards. Where a name
 means both (Kafka has the same overlap, e.g. ``compression.type``), the
 client's meaning wins.
+
+librdkafka's names go through :mod:`kstream.librdkafka_config` first: those
+that mean nothing for an embedded log are accepted and dropped, aliases are
+renamed, callbacks (``error_cb``, ``stats_cb``, ``logger``, ...) are checked
+and returned among the options under their names (None when not given), with
+``oauth`` the :class:`~kstream.client_callbacks.OAuthTokens` schedule (or None).
+Options of the other client kind (``group.id`` given to a Producer) are
+accepted and ignored, as librdkafka does. Anything else unknown is a ConfigError.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from kstream.log.cluster import Cluster
-from kstream.options import CLUSTER_OPTIONS, Option, parse_options
+from kstream.client_callbacks import oauth_tokens
+from kstream.errors import ConfigError
+from kstream.librdkafka_config import ACCEPTED_NAMES, CALLBACK_NAMES, normalize, note_cluster_path
+from kstream.log.cluster import Cluster, resolve_cluster_path
+from kstream.options import CLUSTER_OPTIONS, CONSUMER_OPTIONS, PRODUCER_OPTIONS, Option, parse_options
+
+_CLIENT_NAMES = frozenset(PRODUCER_OPTIONS) | frozenset(CONSUMER_OPTIONS)
 
 
 def client_options(table: Mapping[str, Option], config: Mapping[str, Any] | None,
                    kwargs: Mapping[str, Any], what: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A client's parsed options (config dict plus keyword overrides) and the broker-side
-    settings among them (checked here, returned unparsed: the cluster compares them with its own)."""
+    """A client's parsed options (config dict plus keyword overrides, callbacks included) and
+    the broker-side settings among them (checked here, returned unparsed: the cluster compares
+    them with its own)."""
+    if config is not None and not isinstance(config, Mapping):
+        raise TypeError(f"expected configuration dict, got {type(config).__name__}")
     given = {**(config or {}), **kwargs}
-    broker = {k: v for k, v in given.items() if k in CLUSTER_OPTIONS and k not in table}
-    own = {k: v for k, v in given.items() if k not in broker}
+    normalized, callbacks = normalize(given, frozenset(table) | frozenset(CLUSTER_OPTIONS))
+    broker = {k: v for k, v in normalized.items() if k in CLUSTER_OPTIONS and k not in table}
+    own = {k: v for k, v in normalized.items()
+           if k not in broker and (k in table or k not in _CLIENT_NAMES)}
+    for name in own:
+        if name not in table:
+            names = [*table, *sorted(_CLIENT_NAMES - set(table)), *ACCEPTED_NAMES]
+            close = difflib.get_close_matches(name, names, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(f"unknown option {name!r} for {what}{hint}")
     parse_options(CLUSTER_OPTIONS, broker, what=what)  # bad settings fail here, before any open or create
-    return parse_options(table, own, what=what), broker
+    options = parse_options(table, own, what=what)
+    options.update(dict.fromkeys(CALLBACK_NAMES))
+    options.update(callbacks)
+    options["oauth"] = oauth_tokens(options["oauth_cb"], given)
+    note_cluster_path(given, resolve_cluster_path(options.get("cluster")), options.get("logger"))
+    return options, broker
 
 
 def open_client(table: Mapping[str, Option], config: Mapping[str, Any] | None,

@@ -34,9 +34,18 @@ from typing import Any
 
 import pyarrow as pa
 
+from kstream.admin.metadata import ClusterMetadata, cluster_metadata
+from kstream.client_callbacks import check_sasl_credentials
 from kstream.client_config import client_options
+from kstream.client_stats import ClientStats, PartitionView
 from kstream.consumer_group import GroupSession, RebalanceCallback
-from kstream.errors import ConfigError, OffsetOutOfRangeError
+from kstream.errors import (
+    ConfigError,
+    KStreamError,
+    NoOffsetError,
+    OffsetOutOfRangeError,
+    PartitionNotAssignedError,
+)
 from kstream.fetcher import Fetcher, PartitionFetch
 from kstream.group_names import check_group_name
 from kstream.groups.txn_offsets import ConsumerGroupMetadata
@@ -71,15 +80,32 @@ from kstream.message import (
 from kstream.options import CONSUMER_OPTIONS
 
 log = logging.getLogger(__name__)
+MAX_CONSUME_MESSAGES = 1_000_000
+
+
+class _FetchedSource(MessageSource):
+    """What the records of one fetched batch share, with the epoch of the leader that wrote it."""
+
+    __slots__ = ("leader_epoch",)
+
+    def __init__(self, topic: str, partition: int, timestamp_type: int, leader_epoch: int | None):
+        super().__init__(topic, partition, timestamp_type)
+        self.leader_epoch = leader_epoch
 
 
 class Consumer:
-    """Reads assigned partitions of a cluster. See the module docstring."""
+    """Reads assigned partitions of a cluster. See the module docstring.
+
+    Besides confluent-kafka's calls: store_offsets() with enable.auto.offset.store, pause() /
+    resume(), incremental_assign() / incremental_unassign(), list_topics(); stats_cb, error_cb
+    and logger in the config; any call after close() raises RuntimeError("Consumer closed").
+    """
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
-        config = dict(config or {})
-        on_commit = config.pop("on_commit", None) or kwargs.pop("on_commit", None)
+        if config is None and not kwargs:
+            raise TypeError("expected configuration dict (Consumer({}) uses $KSTREAM_CLUSTER or ./data)")
         options, broker = client_options(CONSUMER_OPTIONS, config, kwargs, "a Consumer")
+        on_commit = options["on_commit"]
         if options["group.id"] is not None:
             check_group_name(options["group.id"], "option 'group.id'")
         self._cluster = Cluster.open(options.get("cluster"), broker)  # never creates one
@@ -97,7 +123,17 @@ class Consumer:
         self._messages_owner: PartitionFetch | None = None
         self._messages_chunk: StoredBatch | None = None
         self._closed = False
-        self._group = GroupSession(self, options, on_commit) if options["group.id"] is not None else None
+        self._log = options["logger"] or log
+        self._error_cb = options["error_cb"]
+        self._oauth = options["oauth"]
+        self._auto_store = options["enable.auto.offset.store"]
+        self._stored: dict[tuple[str, int], TopicPartition] = {}  # store_offsets() (auto store off)
+        self._paused: set[tuple[str, int]] = set()
+        self._stats = (ClientStats("consumer", options["client.id"], options["statistics.interval.ms"],
+                                   options["stats_cb"])
+                       if options["stats_cb"] is not None and options["statistics.interval.ms"] > 0 else None)
+        self._group = (GroupSession(self, options, on_commit, self._log)
+                       if options["group.id"] is not None else None)
         self._hold_group = False
 
     @property
@@ -116,34 +152,77 @@ class Consumer:
                   ) -> None:
         """Join ``group.id`` for ``topics`` (a name starting with '^' is a regex); partitions are
         assigned by rebalance, on a later poll()."""
+        self._check_open()
         self.unassign()
         self._session("subscribe()").subscribe(topics, on_assign, on_revoke, on_lost)
 
     def unsubscribe(self) -> None:
         """Leave the group (committing first with enable.auto.commit)."""
+        self._check_open()
         if self._group is not None:
             self._group.unsubscribe()
 
     def memberid(self) -> str | None:
+        """This member's id in its group (None before it joined, or without group.id)."""
+        self._check_open()
         return self._group.member_id if self._group else None
 
     def commit(self, message: Message | None = None, offsets: list[TopicPartition] | None = None,
                asynchronous: bool = True) -> list[TopicPartition] | None:
         """Commit ``message``'s offset + 1, or ``offsets``, or every assigned position. Synchronous:
         returns the committed partitions (FencedError if the group moved on); asynchronous: the
-        result goes to the ``on_commit(err, partitions)`` callback from a later poll()."""
+        result goes to the ``on_commit(err, partitions)`` callback from a later poll().
+        With nothing to commit (no assignment, or nothing stored with enable.auto.offset.store
+        false) the commit fails with NoOffsetError (``_NO_OFFSET``), raised or given to on_commit."""
+        self._check_open()
         session = self._session("commit()")
         if message is not None:
             partitions = [position_after(message)]
         elif offsets is not None:
             partitions = list(offsets)
         else:
-            partitions = self.position(self.assignment())
+            partitions = self.offsets_to_commit()
+        if not partitions:
+            error = NoOffsetError("nothing to commit: no partition is assigned"
+                                  + ("" if self._auto_store else " with an offset stored by store_offsets()"))
+            if not asynchronous:
+                raise error
+            session.report_commit(error, [])
+            return None
         return session.commit(partitions, asynchronous)
+
+    def offsets_to_commit(self) -> list[TopicPartition]:
+        """What commit() without arguments and auto commit commit: every assigned position, or,
+        with enable.auto.offset.store false, the offsets store_offsets() stored."""
+        if self._auto_store:
+            return self.position(self.assignment())
+        return [self._stored[key] for key in self._order if key in self._stored]
+
+    def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None
+                      ) -> None:
+        """Store ``message``'s offset + 1, or each of ``offsets``, as the offset the next
+        commit() (or auto commit) commits for its partition. The partitions must be assigned
+        (PartitionNotAssignedError, ``_UNKNOWN_PARTITION``, otherwise)."""
+        self._check_open()
+        if (message is None) == (offsets is None):
+            raise TypeError("store_offsets() takes either message or offsets")
+        if message is not None:
+            partitions = [position_after(message)]
+        else:
+            assert offsets is not None
+            partitions = list(offsets)
+        for tp in partitions:
+            if (tp.topic, tp.partition) not in self._assigned:
+                raise PartitionNotAssignedError(
+                    f"store_offsets(): {tp.topic}-{tp.partition} is not assigned to this consumer")
+        for tp in partitions:
+            self._stored[(tp.topic, tp.partition)] = TopicPartition(
+                tp.topic, tp.partition, tp.offset, tp.metadata, tp.leader_epoch)
 
     def committed(self, partitions: list[TopicPartition], timeout: float | None = None
                   ) -> list[TopicPartition]:
         """The group's committed offset per partition (OFFSET_INVALID: none)."""
+        self._check_open()
         return self._session("committed()").committed(partitions)
 
     def consumer_group_metadata(self) -> ConsumerGroupMetadata:
@@ -160,6 +239,7 @@ class Consumer:
     def assign(self, partitions: list[TopicPartition]) -> None:
         """Replace the assignment. Offsets: >= 0 exact, OFFSET_BEGINNING, OFFSET_END, or
         anything else for ``auto.offset.reset``."""
+        self._check_open()
         self.unassign()
         self.incremental_assign(partitions)
 
@@ -177,8 +257,13 @@ class Consumer:
                                       output_schema(schema), schema is not None, isolation=isolation)
             assigned.fetch_offset = self._resolve(assigned, stored.get((tp.topic, tp.partition), tp.offset))
             key = (tp.topic, tp.partition)
-            if key not in self._assigned:
+            old = self._assigned.get(key)
+            if old is None:
                 self._order.append(key)
+            else:  # assigned again: the new offset replaces the old position
+                if self._messages_owner is old:
+                    self._drop_messages()
+                old.close()
             self._assigned[key] = assigned
             self._watch(handle)
 
@@ -201,15 +286,65 @@ class Consumer:
         return self._transaction_store
 
     def unassign(self) -> None:
+        """Drop the whole assignment (stored offsets and pauses with it)."""
+        self._check_open()
         for assigned in self._assigned.values():
             assigned.close()
         self._assigned.clear()
         self._order.clear()
+        self._stored.clear()
+        self._paused.clear()
         self._next = 0
         self._drop_messages()
 
+    def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
+        """Remove ``partitions`` from the assignment; the others keep their positions."""
+        self._check_open()
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            assigned = self._assigned.pop(key, None)
+            if assigned is None:
+                continue
+            if self._messages_owner is assigned:
+                self._drop_messages()
+            assigned.close()
+            self._order.remove(key)
+            self._stored.pop(key, None)
+            self._paused.discard(key)
+        self._next = 0
+
     def assignment(self) -> list[TopicPartition]:
+        """The assigned partitions, in assignment order (offsets unset)."""
+        self._check_open()
         return [TopicPartition(t, p) for t, p in self._order]
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        """Stop returning records of these assigned partitions (poll, consume, poll_batch)
+        until :meth:`resume`; their positions stay where they are."""
+        self._check_open()
+        for tp in partitions:
+            assigned = self._get(tp)
+            if self._messages_owner is assigned:
+                self._put_back_messages()
+            self._paused.add((tp.topic, tp.partition))
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        """Return records of paused partitions again, from their positions."""
+        self._check_open()
+        for tp in partitions:
+            self._get(tp)
+            self._paused.discard((tp.topic, tp.partition))
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """Accepted and ignored: an embedded log has no broker to authenticate to."""
+        self._check_open()
+        check_sasl_credentials(username, password)
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """confluent-kafka's ClusterMetadata: log dirs as brokers, the cluster's topics (or
+        ``topic`` alone; a missing one has error UNKNOWN_TOPIC_OR_PART)."""
+        self._check_open()
+        return cluster_metadata(self._cluster, topic)
 
     def _resolve(self, assigned: PartitionFetch, offset: int) -> int:
         if offset == OFFSET_BEGINNING:
@@ -228,6 +363,7 @@ class Consumer:
     def seek(self, partition: TopicPartition) -> None:
         """Set the next offset to read for an assigned partition (also resumes one stopped
         at a corrupt frame)."""
+        self._check_open()
         assigned = self._get(partition)
         if self._messages_owner is assigned:
             self._drop_messages()
@@ -237,10 +373,15 @@ class Consumer:
         assigned.fetch_offset = self._resolve(assigned, partition.offset)
 
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
-        """The offset of the next record poll() returns, per partition."""
+        """The offset of the next record poll() returns, per partition (OFFSET_INVALID for a
+        partition not assigned, as librdkafka has no position for it)."""
+        self._check_open()
         result = []
         for tp in partitions:
-            assigned = self._get(tp)
+            assigned = self._assigned.get((tp.topic, tp.partition))
+            if assigned is None:
+                result.append(TopicPartition(tp.topic, tp.partition, OFFSET_INVALID))
+                continue
             position = assigned.fetch_offset - assigned.buffered()
             if self._messages_owner is assigned:
                 position -= length_hint(self._messages)
@@ -249,13 +390,22 @@ class Consumer:
 
     def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None,
                               cached: bool = False) -> tuple[int, int]:
-        """(low, high): log start offset and high watermark."""
+        """(low, high): log start offset and high watermark. ``cached``: the values as of this
+        consumer's last fetch of an assigned partition, (OFFSET_INVALID, OFFSET_INVALID) before
+        any (librdkafka's cache is filled by fetch responses)."""
+        self._check_open()
+        if cached:
+            assigned = self._assigned.get((partition.topic, partition.partition))
+            if assigned is None or assigned.fetched_end is None:
+                return OFFSET_INVALID, OFFSET_INVALID
+            return assigned.reader.log_start_offset(), assigned.fetched_end
         with self._fetch_for(partition) as fetch:
             return fetch.reader.log_start_offset(), fetch.high_watermark()
 
     def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None
                           ) -> list[TopicPartition]:
         """Per partition, the earliest offset whose timestamp is >= tp.offset (ms); -1 if none."""
+        self._check_open()
         result = []
         for tp in partitions:
             with self._fetch_for(tp) as fetch:
@@ -285,14 +435,21 @@ class Consumer:
     def _get(self, tp: TopicPartition) -> PartitionFetch:
         assigned = self._assigned.get((tp.topic, tp.partition))
         if assigned is None:
-            raise ConfigError(f"{tp.topic}-{tp.partition} is not assigned to this consumer; "
-                              "assign() it first")
+            raise PartitionNotAssignedError(f"{tp.topic}-{tp.partition} is not assigned to this "
+                                            "consumer; assign() it first")
         return assigned
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("Consumer closed")
 
     # -- per-record API ----------------------------------------------------------------
 
     def poll(self, timeout: float | None = None) -> Message | None:
-        """The next record, or None when none arrives within ``timeout`` seconds (None: forever)."""
+        """The next record, or None when none arrives within ``timeout`` seconds (None: forever).
+        Serves stats_cb when due."""
+        if self._stats is not None:
+            self._serve_callbacks()
         try:
             return next(self._messages)
         except StopIteration:
@@ -300,6 +457,8 @@ class Consumer:
         return self._poll_slow(timeout)
 
     def _poll_slow(self, timeout: float | None) -> Message | None:
+        self._check_open()
+        self._serve_callbacks()
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         while True:
             assigned = self._take_chunk_owner(deadline)
@@ -308,6 +467,9 @@ class Consumer:
             if isinstance(assigned, Message):
                 return assigned
             chunk = assigned.chunks.popleft()
+            if self._stats is not None:
+                self._stats.received(assigned.topic, assigned.partition, chunk.batch.num_rows,
+                                     chunk.batch.nbytes)
             self._messages_owner = assigned
             self._messages_chunk = chunk
             self._messages = self._to_messages(assigned, chunk)
@@ -316,9 +478,14 @@ class Consumer:
             except StopIteration:
                 continue
 
-    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
-        """Up to ``num_messages`` records, waiting at most ``timeout`` seconds (-1: forever)."""
-        deadline = None if timeout < 0 else time.monotonic() + timeout
+    def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
+        """Up to ``num_messages`` (0..1000000) records, waiting at most ``timeout`` seconds
+        (-1 or None: forever)."""
+        self._check_open()
+        if isinstance(num_messages, bool) or not isinstance(num_messages, int) \
+                or not 0 <= num_messages <= MAX_CONSUME_MESSAGES:
+            raise ValueError("num_messages must be between 0 and 1000000 (1M)")
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         result: list[Message] = []
         try:
             while len(result) < num_messages:
@@ -340,7 +507,8 @@ class Consumer:
         keys, values, timestamps, headers = to_python_records(chunk, assigned.typed)
         n = chunk.batch.num_rows
         kind = TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME
-        source = MessageSource(assigned.topic, assigned.partition, kind)
+        source = _FetchedSource(assigned.topic, assigned.partition, kind,
+                                chunk.leader_epoch if chunk.leader_epoch >= 0 else None)
         # A list iterator, so position() can ask how many are left (length_hint).
         return iter(list(map(Message, zip(
             repeat(source, n), range(chunk.base_offset, chunk.base_offset + n), keys, values,
@@ -353,13 +521,10 @@ class Consumer:
         """Up to ``max_records`` (default ``max.poll.records``) records of one partition as one
         Arrow batch with key/value (or typed columns), topic, partition, offset, timestamp,
         timestampType and headers; None when nothing arrives within ``timeout`` seconds."""
+        self._check_open()
+        self._serve_callbacks()
         limit = max_records or self._options["max.poll.records"]
-        if self._messages_owner is not None and self._messages_chunk is not None:
-            owner, chunk = self._messages_owner, self._messages_chunk
-            remaining = length_hint(self._messages)
-            self._drop_messages()
-            if remaining:
-                owner.chunks.appendleft(chunk.slice_from(chunk.next_offset - remaining))
+        self._put_back_messages()
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         while True:
             assigned = self._take_chunk_owner(deadline)
@@ -374,6 +539,9 @@ class Consumer:
             if chunk.batch.num_rows > limit:
                 assigned.chunks.appendleft(chunk.slice_from(chunk.base_offset + limit))
                 chunk = chunk.head(limit)
+            if self._stats is not None:
+                self._stats.received(assigned.topic, assigned.partition, chunk.batch.num_rows,
+                                     chunk.batch.nbytes)
             return assigned.output.build(chunk)
 
     # -- fetching -------------------------------------------------------------------------------
@@ -394,8 +562,11 @@ class Consumer:
                 time.sleep(0.02 if deadline is None else min(0.02, deadline - now))
                 continue
             for _ in range(len(self._order)):
-                assigned = self._assigned[self._order[self._next]]
+                key = self._order[self._next]
+                assigned = self._assigned[key]
                 self._next = (self._next + 1) % len(self._order)
+                if self._paused and key in self._paused:
+                    continue
                 if assigned.chunks:
                     return assigned
                 if assigned.error is not None:
@@ -420,27 +591,83 @@ class Consumer:
             for key in self._order:
                 self._assigned[key].follow_leader(self._options["check.crcs"])
                 self._watch(self._assigned[key].handle)
-        return self._fetcher.fetch([self._assigned[key] for key in self._order], version)
+        return self._fetcher.fetch([self._assigned[key] for key in self._order
+                                    if key not in self._paused], version)
 
-    @staticmethod
-    def _error_event(assigned: PartitionFetch) -> Message:
-        """The partition's corrupt frame as an error Message (reported once per detection)."""
+    def _error_event(self, assigned: PartitionFetch) -> Message:
+        """The partition's corrupt frame as an error Message (reported once per detection, to
+        error_cb too)."""
         error = assigned.error
         assert error is not None
         assigned.error = None
-        return make_message(assigned.topic, assigned.partition, assigned.fetch_offset,
-                            error=KafkaError(KafkaError._BAD_MSG, str(error), error))
+        kafka_error = KafkaError(KafkaError._BAD_MSG, str(error), error)
+        self._log.error("consumer %s: %s", self._options["client.id"], error)
+        if self._error_cb is not None:
+            self._error_cb(kafka_error)
+        return make_message(assigned.topic, assigned.partition, assigned.fetch_offset, error=kafka_error)
 
     def _eof_event(self) -> Message | None:
         if not self._options["enable.partition.eof"]:
             return None
         for key in self._order:
             assigned = self._assigned[key]
+            if key in self._paused:
+                continue
             if not assigned.eof_reported and not assigned.chunks and not assigned.stopped:
                 assigned.eof_reported = True
                 return make_message(assigned.topic, assigned.partition, assigned.fetch_offset,
                                     error=KafkaError(KafkaError._PARTITION_EOF, "end of partition"))
         return None
+
+    def _put_back_messages(self) -> None:
+        """Return the records of the chunk poll() is handing out, not yet returned, to their
+        partition's buffer (so a batch read or a pause does not lose them)."""
+        if self._messages_owner is not None and self._messages_chunk is not None:
+            owner, chunk = self._messages_owner, self._messages_chunk
+            remaining = length_hint(self._messages)
+            self._drop_messages()
+            if remaining:
+                owner.chunks.appendleft(chunk.slice_from(chunk.next_offset - remaining))
+
+    def _serve_callbacks(self) -> None:
+        """stats_cb when statistics.interval.ms has passed, oauth_cb when a token is due
+        (poll, consume, poll_batch)."""
+        if self._oauth is not None:
+            self._oauth.refresh_if_due(self._log, self._error_cb)
+        if self._stats is not None and self._stats.due():
+            self._stats.maybe_emit(self._stats_document)
+
+    def _stats_document(self) -> dict[str, Any]:
+        assert self._stats is not None
+        committed: dict[tuple[str, int], int] = {}
+        if self._group is not None and self._order:
+            try:
+                committed = {(tp.topic, tp.partition): tp.offset
+                             for tp in self._group.committed(self.assignment())}
+            except KStreamError as err:
+                self._log.warning("statistics: committed offsets of group %s unavailable: %s",
+                                  self._options["group.id"], err)
+        views = []
+        positions = self.position(self.assignment())
+        for tp in positions:
+            key = (tp.topic, tp.partition)
+            assigned = self._assigned[key]
+            stored = self._stored.get(key)
+            high = assigned.high_watermark()
+            views.append(PartitionView(
+                tp.topic, tp.partition, leader=assigned.handle.info.leader,
+                next_offset=assigned.fetch_offset, app_offset=tp.offset,
+                stored_offset=tp.offset if self._auto_store else (stored.offset if stored else -1),
+                committed_offset=max(-1, committed.get(key, -1)),
+                lo_offset=assigned.reader.log_start_offset(), hi_offset=high,
+                ls_offset=assigned.visible_end()))
+        cgrp = None
+        if self._group is not None:
+            cgrp = {"state": "up" if self._group.member_id else "init",
+                    "join_state": "steady" if self._order else "init", "stateage": 0,
+                    "rebalance_age": 0, "rebalance_cnt": 0, "rebalance_reason": "",
+                    "assignment_size": len(self._order)}
+        return self._stats.document(views, cgrp=cgrp)
 
     def _drop_messages(self) -> None:
         self._messages = iter(())
@@ -448,12 +675,15 @@ class Consumer:
         self._messages_chunk = None
 
     def close(self) -> None:
+        """Leave the group (committing first with enable.auto.commit) and release files.
+        A second close() does nothing; any other call on a closed consumer raises
+        RuntimeError("Consumer closed"), as confluent-kafka's does."""
         if self._closed:
             return
-        self._closed = True
         if self._group is not None:
             self._group.close()
         self.unassign()
+        self._closed = True
         self._notifier.close()
         self._cluster.close()
 

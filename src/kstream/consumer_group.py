@@ -33,14 +33,19 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RebalanceCallback = Callable[[Any, list[TopicPartition]], None]
+MIN_SESSION_TIMEOUT_MS = 100
+"""The shortest session a member may join with (librdkafka accepts 1 ms at construction; the
+group coordinator refuses it at join, as a broker's group.min.session.timeout.ms does)."""
 CommitCallback = Callable[[KStreamError | None, list[TopicPartition]], None]
 
 
 class GroupSession:
     """See the module docstring."""
 
-    def __init__(self, consumer: Consumer, options: dict[str, Any], on_commit: CommitCallback | None):
+    def __init__(self, consumer: Consumer, options: dict[str, Any], on_commit: CommitCallback | None,
+                 logger: logging.Logger | logging.LoggerAdapter[Any] | None = None):
         self._consumer = consumer
+        self._log = logger or log
         self._options = options
         self.group: str = options["group.id"]
         self._groups = ConsumerGroups(consumer.cluster)
@@ -66,9 +71,14 @@ class GroupSession:
         for topic in topics:
             if not topic.startswith("^") and topic not in cluster_topics:
                 self._consumer.cluster.topic(topic)  # raises TopicNotFoundError listing topics
+        options = self._options
+        if options["session.timeout.ms"] < MIN_SESSION_TIMEOUT_MS:
+            raise ConfigError(
+                f"session.timeout.ms={options['session.timeout.ms']} is below the group's minimum "
+                f"{MIN_SESSION_TIMEOUT_MS} ms (a Kafka broker refuses such a join the same way, by its "
+                "group.min.session.timeout.ms); raise session.timeout.ms")
         self.unsubscribe()
         self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
-        options = self._options
         spec = MemberSpec(options["client.id"], tuple(topics), options["partition.assignment.strategy"],
                           options["session.timeout.ms"], options["max.poll.interval.ms"],
                           options["group.instance.id"])
@@ -147,14 +157,14 @@ class GroupSession:
 
     def _commit_positions_quietly(self) -> bool:
         """Auto commit: False (and a warning) if the commit was refused."""
-        positions = self._consumer.position(self._consumer.assignment())
+        positions = self._consumer.offsets_to_commit()
         if not positions:
             return True
         try:
             self.commit(positions, asynchronous=False)
             return True
         except KStreamError as err:
-            log.warning("auto commit for group %s failed: %s", self.group, err)
+            self._log.warning("auto commit for group %s failed: %s", self.group, err)
             return False
 
     def commit(self, partitions: list[TopicPartition], asynchronous: bool) -> list[TopicPartition] | None:
@@ -187,6 +197,10 @@ class GroupSession:
                 self._membership.rejoin_needed()
             raise
         return [TopicPartition(tp.topic, tp.partition, tp.offset) for tp in partitions]
+
+    def report_commit(self, error: KStreamError | None, partitions: list[TopicPartition]) -> None:
+        """Hand an asynchronous commit's outcome to on_commit from the next poll()."""
+        self._commit_results.put((error, partitions))
 
     def committed(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         rows = self._groups.committed(self.group)

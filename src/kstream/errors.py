@@ -230,6 +230,7 @@ class GroupNotFoundError(KStreamError):
 
     error_name = "GROUP_ID_NOT_FOUND"
 
+
 class IllegalGenerationError(FencedError):
     """Offsets sent to a transaction (``send_offsets_to_transaction``) name a consumer group
     member that left the group or a generation the group has moved past (it rebalanced and
@@ -246,3 +247,21 @@ class UnstableOffsetCommitError(KStreamError):
 
     error_name = "UNSTABLE_OFFSET_COMMIT"
     error_retriable = True  # as in librdkafka
+
+class PartitionNotAssignedError(ConfigError):
+    """A call that needs an assigned partition (seek, store_offsets, ...) got one that is not."""
+
+    error_name = "_UNKNOWN_PARTITION"
+
+
+class NoOffsetError(KStreamError):
+    """commit() found no offset to commit (nothing consumed or stored since assignment)."""
+
+    error_name = "_NO_OFFSET"
+
+
+class InvalidHeaderError(InvalidRecordError, TypeError):
+    """Record headers are not a list of (str, bytes | str | None) pairs or a dict of them
+    (a TypeError too, as confluent-kafka raises)."""
+
+    error_name = "_INVALID_ARG"

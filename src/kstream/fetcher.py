@@ -56,8 +56,8 @@ class RecordsLag:
 class PartitionFetch:
     """One assigned partition: its handle and reader, fetch offset and fetched-but-unreturned batches."""
 
-    __slots__ = ("chunks", "eof_reported", "error", "fetch_offset", "handle", "isolation", "lag", "output",
-                 "partition", "reader", "stopped", "topic", "typed")
+    __slots__ = ("chunks", "eof_reported", "error", "fetch_offset", "fetched_end", "handle", "isolation", "lag",
+                 "output", "partition", "reader", "stopped", "topic", "typed")
 
     def __init__(self, topic: str, partition: int, handle: Partition, reader: LogReader, schema: pa.Schema,
                  typed: bool, fetch_offset: int = 0, isolation: Isolation | None = None):
@@ -74,6 +74,7 @@ class PartitionFetch:
         self.lag = RecordsLag()
         self.error: CorruptBatchError | None = None  # found, not yet reported
         self.stopped = False  # at a corrupt frame: not read until seek()
+        self.fetched_end: int | None = None  # the end the last fetch read up to (cached watermark)
 
     def stop_at(self, error: CorruptBatchError) -> None:
         """The next frame is corrupt: report it once, read no further."""
@@ -137,6 +138,7 @@ class Fetcher:
             except KStreamError as err:
                 failure = failure or err
                 continue
+            fetch.fetched_end = end
             budget -= sum(frame.header.frame_size for frame in frames)
             reads.append((fetch, end, frames))
         verdicts = iter(payloads_good([frame for fetch, _, frames in reads if fetch.reader.check_crcs

@@ -35,9 +35,13 @@ class Option:
     minimum: int | None = None
     maximum: int | None = None
     aliases: Mapping[str, str] | None = None  # value spellings, e.g. acks "-1" -> "all"
+    refused: Mapping[str, str] | None = None  # values Kafka knows that kstream cannot take -> why
 
     def parse(self, raw: Any) -> Any:
         """The typed value of ``raw`` (a string, or already typed)."""
+        if self.refused and str(raw).strip() in self.refused:
+            raise ConfigError(f"option {self.name!r}: {raw!r} is not supported by kstream: "
+                              f"{self.refused[str(raw).strip()]}{self._allowed()}")
         try:
             value = _PARSERS[self.kind](self, raw)
         except (TypeError, ValueError) as err:
@@ -125,6 +129,8 @@ def _table(*options: Option) -> dict[str, Option]:
 
 
 _CODECS = ("none", "lz4", "zstd")
+_NO_CODEC = "batches are Arrow IPC, whose buffer compression is lz4 or zstd only"
+_REFUSED_CODECS = {"gzip": _NO_CODEC, "snappy": _NO_CODEC}
 _DAY_MS = 24 * 3600 * 1000
 
 # Broker-side settings: chosen when a cluster is created, stored in it.
@@ -156,7 +162,7 @@ CLUSTER_OPTIONS = _table(
            "Largest record batch (frame) the log accepts; bigger than Kafka's 1 MiB because "
            "Arrow batches gain from size (at most 2147483647).", minimum=1024, maximum=INT_MAX),
     Option("compression.type", "enum", "producer", "Stored compression.",
-           choices=("producer", *_CODECS)),
+           choices=("producer", *_CODECS), refused=_REFUSED_CODECS),
     Option("log.message.timestamp.type", "enum", "CreateTime", "Record timestamps.",
            choices=("CreateTime", "LogAppendTime")),
     Option("unclean.leader.election.enable", "bool", False,
@@ -197,7 +203,8 @@ TOPIC_OPTIONS = _table(
         Option(topic_name, CLUSTER_OPTIONS[cluster_name].kind, None, CLUSTER_OPTIONS[cluster_name].doc,
                choices=CLUSTER_OPTIONS[cluster_name].choices,
                minimum=CLUSTER_OPTIONS[cluster_name].minimum,
-               maximum=CLUSTER_OPTIONS[cluster_name].maximum)
+               maximum=CLUSTER_OPTIONS[cluster_name].maximum,
+               refused=CLUSTER_OPTIONS[cluster_name].refused)
         for topic_name, cluster_name in TOPIC_DEFAULTS_FROM_CLUSTER.items()
     ),
 )
@@ -211,7 +218,9 @@ PRODUCER_OPTIONS = _table(
            choices=("all", "0", "1"), aliases=_ACKS_ALIASES),
     Option("batch.size", "int", 1_000_000, "Bytes of records per partition batch.", minimum=1),
     Option("linger.ms", "int", 5, "Longest a record waits for its batch to fill.", minimum=0),
-    Option("compression.type", "enum", "none", "Batch compression.", choices=_CODECS),
+    Option("compression.type", "enum", "none",
+           "Batch compression (Arrow IPC buffers: lz4 or zstd; gzip and snappy are refused).",
+           choices=_CODECS, refused=_REFUSED_CODECS),
     Option("enable.idempotence", "bool", True,
            "Producer id + sequence: a batch is retried with its sequence (retries) and the log "
            "writes it once."),
@@ -232,7 +241,11 @@ PRODUCER_OPTIONS = _table(
     Option("open.partitions.max", "int", 1000,
            "Partition handles a producer keeps open (least recently used closed beyond).", minimum=1),
     Option("partitioner", "enum", "murmur2_random",
-           "Keyed: murmur2 like Kafka's Java client; unkeyed: sticky.", choices=("murmur2_random",)),
+           "Keyed: murmur2 like Kafka's Java client. Unkeyed: sticky (murmur2_random), or all to "
+           "one partition, the murmur2 of an empty key (murmur2).", choices=("murmur2_random", "murmur2")),
+    Option("statistics.interval.ms", "int", 0,
+           "Call stats_cb with librdkafka-shaped JSON statistics this often, from poll()/flush() "
+           "(0: never).", minimum=0, maximum=86_400_000),
 )
 
 CONSUMER_OPTIONS = _table(
@@ -245,8 +258,9 @@ CONSUMER_OPTIONS = _table(
     Option("partition.assignment.strategy", "enum", "range", "How a group spreads partitions.",
            choices=("range", "roundrobin")),
     Option("session.timeout.ms", "int", 45_000,
-           "A member with no heartbeat for this long is removed and the group rebalances.",
-           minimum=100),
+           "A member with no heartbeat for this long is removed and the group rebalances "
+           "(subscribe() refuses less than 100, as a broker's group.min.session.timeout.ms).",
+           minimum=1, maximum=3_600_000),
     Option("heartbeat.interval.ms", "int", 3_000, "How often a member's heartbeat thread runs.",
            minimum=10),
     Option("max.poll.interval.ms", "int", 300_000,
@@ -269,6 +283,12 @@ CONSUMER_OPTIONS = _table(
            "With group.id: commit the positions of returned records every auto.commit.interval.ms, "
            "on rebalance and on close."),
     Option("auto.commit.interval.ms", "int", 5_000, "How often auto commit runs.", minimum=0),
+    Option("enable.auto.offset.store", "bool", True,
+           "Store each returned record's offset + 1 as the position commit() and auto commit use; "
+           "false: only store_offsets() stores."),
+    Option("statistics.interval.ms", "int", 0,
+           "Call stats_cb with librdkafka-shaped JSON statistics this often, from poll()/consume() "
+           "(0: never).", minimum=0, maximum=86_400_000),
     Option("isolation.level", "enum", "read_committed",
            "read_committed: up to the LSO, aborted data skipped; read_uncommitted: up to the HW.",
            choices=("read_committed", "read_uncommitted")),

@@ -31,20 +31,26 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import logging
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kstream.admin.metadata import ClusterMetadata, cluster_metadata
+from kstream.client_callbacks import check_sasl_credentials
 from kstream.client_config import open_client
+from kstream.client_stats import ClientStats, PartitionView
+from kstream.confluent_batch import produce_dicts
 from kstream.errors import (
+    InvalidHeaderError,
     InvalidRecordError,
     KStreamError,
     LogDirOfflineError,
@@ -52,6 +58,8 @@ from kstream.errors import (
     PartitionNotFoundError,
     PartitionOfflineError,
     RecordTooLargeError,
+    TopicExistsError,
+    TopicNotFoundError,
 )
 from kstream.log import format as fmt
 from kstream.log.cluster import Cluster
@@ -67,7 +75,7 @@ from kstream.log.records import (
     to_stored_batch,
 )
 from kstream.log.thread_pool import LazyThreadPool
-from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, TopicPartition, make_message
+from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, Message, MessageSource, TopicPartition
 from kstream.options import PRODUCER_OPTIONS
 from kstream.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
 from kstream.producer_transactions import ProducerTransactions
@@ -85,6 +93,11 @@ def _retriable(error: BaseException) -> bool:
     last in-sync replica's log dir must be brought back by an operator first)."""
     return isinstance(error, _RETRIABLE) and not isinstance(error, PartitionOfflineError)
 _MAX_EPOCH = 0x7FFF  # producer_epoch is an i16 in the frame header
+# librdkafka's codes for records purge() dropped (kstream.error names them; the fallbacks keep
+# this module working against a KafkaError without them).
+_PURGE_QUEUE = getattr(KafkaError, "_PURGE_QUEUE", -152)
+_PURGE_INFLIGHT = getattr(KafkaError, "_PURGE_INFLIGHT", -151)
+log = logging.getLogger(__name__)
 
 
 # A piece of a stored batch that fits one frame, with its payload when cutting had to encode it.
@@ -184,8 +197,12 @@ class Producer:
     """Writes records to topics of a cluster. See the module docstring for the contract."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
+        if config is None and not kwargs:
+            raise TypeError("expected configuration dict (Producer({}) uses $KSTREAM_CLUSTER or ./data)")
         options, self._cluster = open_client(PRODUCER_OPTIONS, config, kwargs, "a Producer")
         self._options = options
+        self._hooks = _Hooks(options)
+        self._default_delivery: DeliveryCallback | None = options["on_delivery"]  # see _take_batch
         self._acks = options["acks"]
         self._batch_size = options["batch.size"]
         self._linger_s = options["linger.ms"] / 1000.0
@@ -284,11 +301,13 @@ class Producer:
             self._send_expired(now)
 
     def poll(self, timeout: float | None = None) -> int:
-        """Serve delivery reports, sending batches whose linger.ms passed; returns how many.
+        """Serve delivery reports (and error_cb, stats_cb), sending batches whose linger.ms
+        passed; returns how many reports were served.
 
         With nothing to report, waits up to ``timeout`` seconds (None: 0) for a
         lingering batch to come due, as confluent-kafka's poll waits for events.
         """
+        self._check_open()
         now = time.time()
         self._send_expired(now)
         self._settle(wait=False)
@@ -302,14 +321,53 @@ class Producer:
         return self._serve_reports()
 
     def flush(self, timeout: float | None = None) -> int:
-        """Send every open batch and serve all delivery reports; returns 0 (nothing left)."""
+        """Send every open batch and serve all delivery reports; returns the records still
+        waiting (0: batches are written in the calling thread, so nothing is left)."""
+        self._check_open()
         while self._lingering:
             (_, partition), state = next(iter(self._lingering.items()))
             self._send(state, partition)
         self._next_deadline = float("inf")
         self._settle(wait=True)
         self._serve_reports()
-        return 0
+        return len(self)
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Drop records not sent yet (``in_queue``): their delivery callbacks get
+        KafkaError ``_PURGE_QUEUE`` from the next poll()/flush(), and they are never written.
+
+        ``in_flight``: batches already written whose acks=all fsyncs are still running cannot
+        be taken back from the log; they are settled (waited for with ``blocking``, else those
+        finished) and reported as they turned out, delivered or failed.
+        """
+        self._check_open()
+        if in_queue:
+            error = KafkaError(_PURGE_QUEUE, "Local: Purged in queue")
+            for state in self._topics.values():
+                for partition, open_batch in enumerate(state.batches):
+                    if open_batch is None:
+                        continue
+                    batch = self._take_batch(state, partition)
+                    if batch.callbacks is not None:
+                        self._queue_reports(state.info.name, partition, batch, [],
+                                            np.zeros(len(batch.values), np.int64), error)
+            self._lingering.clear()
+            self._next_deadline = float("inf")
+        if in_flight:
+            self._settle(wait=blocking)
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """confluent-kafka's ClusterMetadata: log dirs as brokers, the cluster's topics (or
+        ``topic`` alone; a missing one has error UNKNOWN_TOPIC_OR_PART)."""
+        self._check_open()
+        return cluster_metadata(self._cluster, topic)
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """Accepted and ignored: an embedded log has no broker to authenticate to."""
+        check_sasl_credentials(username, password)
+
+    def __bool__(self) -> bool:
+        return True
 
     def __len__(self) -> int:
         """Records not yet sent or not yet reported."""
@@ -319,10 +377,21 @@ class Producer:
 
     # -- Arrow API ---------------------------------------------------------------------
 
-    def produce_batch(self, topic: str, data: pa.Table | pa.RecordBatch,
-                      partition: int | None = -1) -> list[BatchResult]:
+    @overload
+    def produce_batch(self, topic: str, data: pa.Table | pa.RecordBatch, partition: int | None = -1
+                      ) -> list[BatchResult]: ...
+
+    @overload
+    def produce_batch(self, topic: str, data: list[dict[str, Any]], partition: int | None = -1,
+                      on_delivery: DeliveryCallback | None = None, callback: DeliveryCallback | None = None
+                      ) -> int: ...
+
+    def produce_batch(self, topic: str, data: Any, partition: int | None = -1,
+                      on_delivery: DeliveryCallback | None = None, callback: DeliveryCallback | None = None
+                      ) -> list[BatchResult] | int:
         """Append a table's rows (columns key/value/headers/timestamp/partition, or a typed
-        topic's columns); returns where each stored batch landed.
+        topic's columns); returns where each stored batch landed. (Given a list of dicts
+        instead, this is confluent-kafka's produce_batch: see :mod:`kstream.confluent_batch`.)
 
         Rows go to ``partition`` if given, else to their ``partition`` column, else to
         the murmur2 partition of their key, else to the sticky partition (-1 or None, as
@@ -330,6 +399,9 @@ class Producer:
         the topic's partitions raises PartitionNotFoundError). The whole input is checked
         before anything is written.
         """
+        if not isinstance(data, (pa.Table, pa.RecordBatch)):
+            return produce_dicts(self, topic, data, partition,
+                                 on_delivery if on_delivery is not None else callback)
         state = self._topics.get(topic) or self._open_topic(topic)
         table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
         if "topic" in table.column_names:
@@ -368,8 +440,7 @@ class Producer:
                         self._retrying(functools.partial(self._resend_one, handle, encoded),
                                        first_error=err if i == 0 else None)
         if (partition is None or partition == -1) and planned:
-            self._sticky.batch_sent(topic, state.num_partitions, state.sticky)
-            state.sticky = self._sticky.partition(topic, state.num_partitions)
+            self._next_sticky(state)
         return results
 
     def _route(self, state: _TopicState, table: pa.Table, partition: int | None
@@ -430,12 +501,40 @@ class Producer:
     # -- sending --------------------------------------------------------------------------
 
     def _open_topic(self, topic: str) -> _TopicState:
-        info = self._cluster.topic(topic)
+        self._check_open()
+        if not isinstance(topic, str):
+            raise TypeError(f"topic must be a str, got {type(topic).__name__}")
+        info = self._topic_info(topic)
         config = self._cluster.log_config(info)
         state = _TopicState(info, Cluster.topic_schema(info), config.message_max_bytes)
-        state.sticky = self._sticky.partition(topic, info.num_partitions)
+        state.sticky = (partition_for_key(b"", info.num_partitions) if self._hooks.null_key_hashed
+                        else self._sticky.partition(topic, info.num_partitions))
         self._topics[topic] = state
         return state
+
+    def _next_sticky(self, state: _TopicState) -> None:
+        """After a batch to the sticky partition: move on (murmur2: unkeyed records stay on the
+        partition of an empty key, as librdkafka's murmur2 partitioner puts them)."""
+        if self._hooks.null_key_hashed:
+            return
+        self._sticky.batch_sent(state.info.name, state.num_partitions, state.sticky)
+        state.sticky = self._sticky.partition(state.info.name, state.num_partitions)
+
+    def _topic_info(self, topic: str) -> TopicInfo:
+        """The topic's metadata; with the cluster's auto.create.topics.enable, a missing topic
+        is created first (num.partitions, default.replication.factor), as a Kafka broker does."""
+        try:
+            return self._cluster.topic(topic)
+        except TopicNotFoundError:
+            if not self._cluster.config.get("auto.create.topics.enable"):
+                raise
+        try:
+            info = self._cluster.create_topic(topic)
+            assert info is not None  # None only for validate_only
+            self._hooks.log.info("auto-created topic %r (auto.create.topics.enable)", topic)
+            return info
+        except TopicExistsError:  # another producer created it first
+            return self._cluster.topic(topic)
 
     def _partition(self, state: _TopicState, partition: int) -> Partition:
         handle = state.partitions[partition]
@@ -515,14 +614,23 @@ class Producer:
             self._producer_id = self._cluster.metadata.next_counter("producer_id")
             self._producer_epoch = 0
 
-    def _send(self, state: _TopicState, partition: int) -> None:
+    def _take_batch(self, state: _TopicState, partition: int) -> _OpenBatch:
+        """Take a partition's open batch off it; records produced without a delivery callback
+        get the config's ``on_delivery`` here (once per batch, not in produce())."""
         batch = state.batches[partition]
         assert batch is not None
         state.batches[partition] = None
+        default = self._default_delivery
+        if default is not None and (batch.callbacks is None or len(batch.callbacks) < len(batch.values)):
+            given = batch.callbacks or {}
+            batch.callbacks = {i: given.get(i, default) for i in range(len(batch.values))}
+        return batch
+
+    def _send(self, state: _TopicState, partition: int) -> None:
+        batch = self._take_batch(state, partition)
         del self._lingering[(state.info.name, partition)]
         if partition == state.sticky:
-            self._sticky.batch_sent(state.info.name, state.num_partitions, partition)
-            state.sticky = self._sticky.partition(state.info.name, state.num_partitions)
+            self._next_sticky(state)
         seconds = pa.array(batch.timestamps, pa.float64()).to_numpy()
         timestamps_ms = np.rint(seconds * 1000).astype(np.int64)
         if state.schema is None:
@@ -545,6 +653,9 @@ class Producer:
             if batch.callbacks is None:
                 raise
             error = KafkaError(_error_code(err), str(err), err)
+            self._hooks.errors.append(error)
+        if error is None and self._hooks.stats is not None:
+            self._hooks.stats.sent(state.info.name, partition, len(batch.values), batch.size)
         if pipelined and error is None:
             self._sync_in_background(state, partition, batch, offsets, timestamps_ms, sent)
         elif batch.callbacks is not None:
@@ -594,6 +705,7 @@ class Producer:
                 if head.batch.callbacks is None:
                     raise
                 error = KafkaError(_error_code(err), str(err), err)
+                self._hooks.errors.append(error)
             if head.batch.callbacks is not None:
                 self._queue_reports(head.topic, head.partition, head.batch, head.offsets,
                                     head.timestamps_ms, error)
@@ -623,11 +735,13 @@ class Producer:
             for i in range(start, end):
                 base_of[i] = base + i - start
         callbacks, records = [], []
+        # librdkafka's latency: produce() to acknowledgement, here from when the record's batch
+        # was opened (at most linger.ms before the record itself was produced).
+        source = _DeliverySource(topic, partition, error, time.time() - (batch.deadline - self._linger_s))
         for i, cb in batch.callbacks.items():
             callbacks.append(cb)
-            records.append(make_message(topic, partition, base_of[i] if error is None else -1,
-                                            keys[i], batch.values[i], headers[i],
-                                            TIMESTAMP_CREATE_TIME, int(timestamps_ms[i])))
+            records.append(Message((source, base_of[i] if error is None else -1, keys[i],
+                                    batch.values[i], headers[i], int(timestamps_ms[i]))))
         self._reports.append((callbacks, error, records))
 
     def _send_expired(self, now: float) -> None:
@@ -646,6 +760,15 @@ class Producer:
         self._next_deadline = float("inf")
 
     def _serve_reports(self) -> int:
+        if self._hooks.oauth is not None:
+            self._hooks.oauth.refresh_if_due(self._hooks.log, self._hooks.error_cb)
+        while self._hooks.errors:
+            failure = self._hooks.errors.pop(0)
+            self._hooks.log.warning("producer %s: %s", self._options["client.id"], failure.str())
+            if self._hooks.error_cb is not None:
+                self._hooks.error_cb(failure)
+        if self._hooks.stats is not None:
+            self._hooks.stats.maybe_emit(self._stats_document)
         served = 0
         while self._reports:
             callbacks, error, records = self._reports.pop(0)
@@ -698,10 +821,34 @@ class Producer:
             raise KStreamError("this producer has no transactional.id; set one to use transactions")
         return self._transactions
 
-    def close(self) -> None:
+    def _stats_document(self) -> dict[str, Any]:
+        assert self._hooks.stats is not None
+        views = []
+        for (topic, partition) in sorted(self._hooks.stats.tx):
+            state = self._topics.get(topic)
+            handle = state.partitions[partition] if state is not None else None
+            batch = state.batches[partition] if state is not None else None
+            view = PartitionView(topic, partition, msgq_cnt=len(batch.values) if batch else 0)
+            if handle is not None:
+                view.leader = handle.info.leader
+                view.hi_offset = handle.high_watermark() or 0
+            views.append(view)
+        waiting = [b for s in self._topics.values() for b in s.batches if b is not None]
+        return self._hooks.stats.document(views, msg_cnt=len(self),
+                                    msg_size=sum(b.size for b in waiting))
+
+    def _check_open(self) -> None:
+        if self._hooks.closed:
+            raise RuntimeError("Producer has been closed")
+
+    def close(self, timeout: float | None = None) -> None:
         """Flush, fsync what this producer wrote (a clean shutdown: the next writer
-        to open these partitions has no tail to re-check), then release files."""
+        to open these partitions has no tail to re-check), then release files.
+        A second close() does nothing."""
+        if self._hooks.closed:
+            return
         self.flush()
+        self._hooks.closed = True
         for state in self._topics.values():
             for handle in state.partitions:
                 if handle is not None:
@@ -718,6 +865,34 @@ class Producer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Hooks:
+    """A producer's callbacks and state kept off the per-record path (a Producer with more than
+    30 attributes loses CPython's fast attribute lookups, which produce() lives on)."""
+
+    __slots__ = ("closed", "error_cb", "errors", "log", "null_key_hashed", "oauth", "stats")
+
+    def __init__(self, options: Mapping[str, Any]):
+        self.log: logging.Logger | logging.LoggerAdapter[Any] = options["logger"] or log
+        self.error_cb: Callable[[KafkaError], None] | None = options["error_cb"]
+        self.errors: list[KafkaError] = []  # for error_cb, served by poll()/flush()
+        self.oauth = options["oauth"]
+        self.stats = (ClientStats("producer", options["client.id"], options["statistics.interval.ms"],
+                                  options["stats_cb"])
+                      if options["stats_cb"] is not None and options["statistics.interval.ms"] > 0 else None)
+        self.closed = False
+        self.null_key_hashed = options["partitioner"] == "murmur2"  # librdkafka's murmur2: one partition
+
+
+class _DeliverySource(MessageSource):
+    """What the delivery reports of one batch share, with librdkafka's latency (seconds)."""
+
+    __slots__ = ("latency",)
+
+    def __init__(self, topic: str, partition: int, error: KafkaError | None, latency: float):
+        super().__init__(topic, partition, TIMESTAMP_CREATE_TIME, error)
+        self.latency = latency
 
 
 def _publish_when_synced(handle: Partition, syncs: list[Future[bool]], end: int) -> None:
@@ -770,11 +945,26 @@ def _bad_partition(topic: str, count: int, partition: Any, where: str = "") -> P
 
 
 def _headers_list(headers: Any) -> list[tuple[str, bytes | None]]:
-    items = headers.items() if isinstance(headers, Mapping) else headers
+    """Headers as stored: a dict, or a list of (name, value) pairs; values bytes, str or None.
+    Anything else raises InvalidHeaderError (a TypeError, as confluent-kafka raises)."""
+    if isinstance(headers, Mapping):
+        items = list(headers.items())
+    elif isinstance(headers, list):
+        items = headers
+    else:
+        raise InvalidHeaderError(f"headers must be a list of (name, value) tuples or a dict, "
+                                 f"got {type(headers).__name__}")
     result = []
     for item in items:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise InvalidHeaderError(f"a header must be a (name, value) tuple, got {item!r}")
         name, data = item
-        result.append((str(name), None if data is None else _to_bytes(data, "header value")))
+        if not isinstance(name, str):
+            raise InvalidHeaderError(f"header name must be a str, got {type(name).__name__}")
+        if data is not None and not isinstance(data, (bytes, str, bytearray, memoryview)):
+            raise InvalidHeaderError(f"record header value must be bytes or str (or None), got "
+                                     f"{type(data).__name__} for header {name!r}")
+        result.append((name, None if data is None else _to_bytes(data, "header value")))
     return result
 
 

@@ -48,6 +48,7 @@ class StoredBatch:
     batch: pa.RecordBatch
     max_timestamp: int
     log_append_time: bool
+    leader_epoch: int = -1  # of the leader that appended the frame
 
     @property
     def next_offset(self) -> int:
@@ -58,18 +59,19 @@ class StoredBatch:
         skip = offset - self.base_offset
         if skip <= 0:
             return self
-        return StoredBatch(offset, self.batch.slice(skip), self.max_timestamp, self.log_append_time)
+        return StoredBatch(offset, self.batch.slice(skip), self.max_timestamp, self.log_append_time,
+                           self.leader_epoch)
 
     def head(self, count: int) -> StoredBatch:
         return StoredBatch(self.base_offset, self.batch.slice(0, count), self.max_timestamp,
-                           self.log_append_time)
+                           self.log_append_time, self.leader_epoch)
 
 
 def decode_frame(codec: PayloadCodec, frame: Frame, columns: frozenset[str] | None = None) -> StoredBatch:
     header = frame.header
     batch = codec.decode(frame.payload, header.schema_length, columns)
     return StoredBatch(header.base_offset, batch, header.max_timestamp,
-                       bool(header.attributes & fmt.LOG_APPEND_TIME))
+                       bool(header.attributes & fmt.LOG_APPEND_TIME), header.leader_epoch)
 
 
 def _filled(data_type: pa.DataType, dtype: type, value: int, count: int) -> pa.Array:
