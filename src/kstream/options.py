@@ -45,8 +45,10 @@ class Option:
         try:
             value = _PARSERS[self.kind](self, raw)
         except (TypeError, ValueError) as err:
+            # librdkafka's wording first (code ported from confluent-kafka matches on it)
             raise ConfigError(
-                f"option {self.name!r}: {raw!r} is not a valid {self.kind}{self._allowed()}"
+                f'Invalid value for configuration property "{self.name}": {raw}: '
+                f"not a valid {self.kind}{self._allowed()}"
             ) from err
         if self.minimum is not None and value < self.minimum:
             raise ConfigError(f"option {self.name!r}: {value} is below the minimum {self.minimum}"

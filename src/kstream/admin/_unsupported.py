@@ -26,7 +26,6 @@ REASONS = {
                               "with its own options (batch.size, max.poll.records...)",
     "alter_client_quotas": "kstream has no brokers to throttle clients; limit a client "
                            "with its own options (batch.size, max.poll.records...)",
-    "set_sasl_credentials": "kstream has no SASL authentication; " + _ACCESS,
 }
 
 

@@ -42,6 +42,7 @@ from kstream.admin.metadata import (
 )
 from kstream.admin.offsets import OffsetSpec
 from kstream.admin.topics import NewPartitions, NewTopic
+from kstream.client_callbacks import check_sasl_credentials
 from kstream.client_config import client_options
 from kstream.errors import ClusterNotFoundError
 from kstream.groups import ConsumerGroups
@@ -271,8 +272,10 @@ class AdminClient:
     def alter_client_quotas(self, *args: Any, **kwargs: Any) -> Any:
         not_supported("alter_client_quotas")
 
-    def set_sasl_credentials(self, *args: Any, **kwargs: Any) -> Any:
-        not_supported("set_sasl_credentials")
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """Accepted and ignored, as on the Producer and Consumer: an embedded log has no broker
+        to authenticate to (access is the file system's)."""
+        check_sasl_credentials(username, password)
 
     # -- kstream's operator calls ------------------------------------------------------------
 
