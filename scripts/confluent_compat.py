@@ -9,8 +9,9 @@ Usage::
 says which ones, at which commits, and how to get them; they are not part of
 this repository and this script contains none of their code). The script:
 
-1. copies the ``test_*.py`` files to a temporary directory and rewrites only
-   their import lines: ``from confluent_kafka[.x] import ...`` becomes
+1. copies the ``test_*.py`` files (and helper modules in subdirectories, such as
+   upstream's ``tests/common/__init__.py``, at their relative paths) to a temporary
+   directory and rewrites only their import lines: ``from confluent_kafka[.x] import ...`` becomes
    ``from kstream[.x] import ...`` and ``import confluent_kafka`` becomes
    ``import kstream as confluent_kafka`` (so ``confluent_kafka.version()`` in a
    test body calls kstream's);
@@ -139,11 +140,21 @@ def swap_imports(source: str) -> str:
 
 
 def prepare(upstream: Path, work: Path, limit_seconds: float, template: Path) -> list[str]:
-    """Copy and rewrite the test files into ``work``; return their names."""
+    """Copy and rewrite the test files into ``work``; return their names.
+
+    Modules in subdirectories of ``upstream`` (upstream's ``tests/common/__init__.py``,
+    ``tests/test_wakeable_utilities.py``: helpers the newer test files import as
+    ``tests.common`` ...) are copied too, at the same relative path and with the same
+    import rewriting, so that those imports resolve; they are not run as tests."""
     names = sorted(p.name for p in upstream.glob("test_*.py"))
     for name in names:
         text = (upstream / name).read_text(encoding="utf-8")
         (work / name).write_text(swap_imports(text), encoding="utf-8")
+    for helper in sorted(upstream.rglob("*.py")):
+        relative = helper.relative_to(upstream)
+        if len(relative.parts) > 1:
+            (work / relative).parent.mkdir(parents=True, exist_ok=True)
+            (work / relative).write_text(swap_imports(helper.read_text(encoding="utf-8")), encoding="utf-8")
     (work / "conftest.py").write_text(CONFTEST.format(limit=limit_seconds, template=str(template)), encoding="utf-8")
     return names
 

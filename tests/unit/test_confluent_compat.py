@@ -113,6 +113,21 @@ def test_a_run_reports_passes_failures_import_errors_and_hangs(compat, tmp_path)
     assert "NoSuchName" in missing["tests"][0]["message"]
 
 
+def test_helper_modules_in_subdirectories_are_copied_rewritten_and_not_run(compat, tmp_path):
+    upstream = tmp_path / "upstream"
+    (upstream / "tests" / "common").mkdir(parents=True)
+    (upstream / "tests" / "common" / "__init__.py").write_text("from confluent_kafka import Consumer\n")
+    (upstream / "tests" / "test_helpers.py").write_text("import confluent_kafka\nLIMIT = 2.0\n")
+    (upstream / "test_uses_helpers.py").write_text(
+        "from tests.common import Consumer\nfrom tests.test_helpers import LIMIT\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    names = compat.prepare(upstream, work, 3.0, tmp_path / "cluster")
+    assert names == ["test_uses_helpers.py"]
+    assert (work / "tests" / "common" / "__init__.py").read_text() == "from kstream import Consumer\n"
+    assert (work / "tests" / "test_helpers.py").read_text() == "import kstream as confluent_kafka\nLIMIT = 2.0\n"
+
+
 def test_no_test_files_is_an_error(compat, tmp_path, capsys):
     assert compat.main([str(tmp_path)]) == 2
     assert "docs/COMPAT.md" in capsys.readouterr().err
