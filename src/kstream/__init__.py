@@ -69,6 +69,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from kstream.messages import Messages
     from kstream.producer import BatchResult, Producer
     from kstream.serializing_producer import SerializingProducer
+    from kstream.share_consumer import ShareConsumer
     from kstream.source.lag import QueryPartitionLag, query_lag
     from kstream.throttle_event import ThrottleEvent
 
@@ -102,6 +103,7 @@ _LAZY = {
     "Producer": "kstream.producer",
     "QueryPartitionLag": "kstream.source.lag",
     "SerializingProducer": "kstream.serializing_producer",
+    "ShareConsumer": "kstream.share_consumer",
     "TIMESTAMP_CREATE_TIME": "kstream.message",
     "TIMESTAMP_LOG_APPEND_TIME": "kstream.message",
     "TIMESTAMP_NOT_AVAILABLE": "kstream.message",
@@ -161,6 +163,7 @@ __all__ = [
     "RecordTooLargeError",
     "SchemaError",
     "SerializingProducer",
+    "ShareConsumer",
     "ThrottleEvent",
     "TopicCollection",
     "TopicDescription",

@@ -265,3 +265,9 @@ class InvalidHeaderError(InvalidRecordError, TypeError):
     (a TypeError too, as confluent-kafka raises)."""
 
     error_name = "_INVALID_ARG"
+
+
+class AvroNotAvailableError(NotSupportedError, ImportError):
+    """confluent-kafka's legacy Avro clients (``kstream.avro.AvroProducer``/``AvroConsumer``)
+    are not supported: no Schema Registry. An ImportError too, as confluent-kafka reports
+    its Avro support missing, so code falling back on ``except ImportError`` does so here."""

@@ -88,11 +88,14 @@ _MODULES = {
                              "TopicDescription", "TopicDetails"],
     "kstream.message": ["TopicPartition"],
 }
-# confluent's admin module also exposes the group enums under underscore names.
+# confluent's admin module also exposes some model names under underscore names (its
+# tests import ``_ElectionType``).
 _ALIASES = {"_ConsumerGroupType": ("kstream._model", "ConsumerGroupType"),
             "_ConsumerGroupState": ("kstream._model", "ConsumerGroupState"),
+            "_ElectionType": ("kstream._model", "ElectionType"),
             "_TopicCollection": ("kstream._model", "TopicCollection"),
-            "_IsolationLevel": ("kstream._model", "IsolationLevel")}
+            "_IsolationLevel": ("kstream._model", "IsolationLevel"),
+            "_TopicPartition": ("kstream.message", "TopicPartition")}
 
 __all__ = [
     "AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType", "Admin", "AdminClient",
