@@ -20,14 +20,18 @@ this repository and this script contains none of their code). The script:
    need not exist; kstream's embedded log needs them); each test runs on a
    fresh copy of it, named by ``KSTREAM_CLUSTER`` (without a broker nothing a
    test creates or deletes upstream reaches the next test);
-3. runs pytest on the copies in a child process, with a per-test time limit
-   (a ``conftest.py`` arms SIGALRM: several tests loop until a callback fires,
-   which would otherwise hang forever), and reads its JUnit XML report;
+3. runs pytest on each copied file in a child process of its own, with a
+   per-test time limit (a ``conftest.py`` arms SIGALRM: several tests loop until
+   a callback fires, which would otherwise hang forever) and a SIGINT guard
+   (upstream's "wakeable" tests send SIGINT to their own process and expect a
+   KeyboardInterrupt in the call it interrupts; one sent after that call returned
+   is ignored, and one no test catches fails that test instead of ending the
+   run), and reads each file's JUnit XML report;
 4. prints a pass/fail table per file, the total, and every failing test with
    the first line of its failure; ``--json`` also writes them to a file.
 
-Exit status: 0 when the run completed (whatever passed), 2 when it could not
-run (no test files, pytest crashed). The kstream imported is the one the
+Exit status: 0 when the run completed (whatever passed; a file whose pytest
+died counts its tests as errors), 2 when there were no test files. The kstream imported is the one the
 interpreter running this script finds (``PYTHONPATH`` is passed through).
 """
 
@@ -64,17 +68,22 @@ _FROM_IMPORT = re.compile(r"^(\s*from\s+)confluent_kafka(\.[\w.]+)?(\s+import\b)
 _PLAIN_IMPORT = re.compile(r"^(\s*)import\s+confluent_kafka\s*$")
 
 CONFTEST = '''\
-"""Written by kstream's scripts/confluent_compat.py: a fresh cluster and a time limit per test."""
+"""Written by kstream's scripts/confluent_compat.py: a fresh cluster, a time limit and a
+SIGINT guard per test."""
 import itertools
 import os
 import shutil
 import signal
+import threading
+import time
 
 import pytest
 
 LIMIT_SECONDS = {limit!r}
 TEMPLATE = {template!r}
 _numbers = itertools.count()
+_in_test_call = False
+stray_interrupts = []
 
 
 class TestTimeLimit(BaseException):
@@ -82,21 +91,57 @@ class TestTimeLimit(BaseException):
     ``except Exception`` cannot swallow it)."""
 
 
+class StrayInterrupt(Exception):
+    """A KeyboardInterrupt no test caught: that test's failure (pytest would otherwise
+    stop the whole run on it)."""
+
+
 def _expired(signum, frame):
     raise TestTimeLimit(f"test ran longer than {{LIMIT_SECONDS}} s (kstream compat harness limit)")
+
+
+def _on_sigint(signum, frame):
+    # Upstream's wakeable tests send SIGINT to this process from a thread and expect a
+    # KeyboardInterrupt in the call it interrupts. Outside a test's body (sent after that
+    # call had returned) it is recorded and ignored, so it cannot end the run.
+    if _in_test_call:
+        raise KeyboardInterrupt
+    stray_interrupts.append(time.monotonic())
+
+
+signal.signal(signal.SIGINT, _on_sigint)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem):
+    global _in_test_call
+    _in_test_call = True
+    try:
+        return (yield)
+    except KeyboardInterrupt as err:
+        raise StrayInterrupt("KeyboardInterrupt (SIGINT) escaped the test") from err
+    finally:
+        _in_test_call = False
 
 
 @pytest.fixture(autouse=True)
 def _fresh_cluster_and_time_limit():
     # Upstream runs these without a broker, so nothing a test creates or deletes is seen
     # by the next; here each test gets its own copy of the prepared cluster.
-    cluster = f"{{TEMPLATE}}-{{next(_numbers)}}"
+    cluster = f"{{TEMPLATE}}-{{os.getpid()}}-{{next(_numbers)}}"  # one pytest process per file
     shutil.copytree(TEMPLATE, cluster)
     os.environ["KSTREAM_CLUSTER"] = cluster
+    before = set(threading.enumerate())
     previous = signal.signal(signal.SIGALRM, _expired)
     signal.setitimer(signal.ITIMER_REAL, LIMIT_SECONDS)
     try:
         yield
+        # The threads this test started (upstream's delayed SIGINT senders) end here, where
+        # their signal is ignored, not in the next test; kstream's own threads are not waited for.
+        deadline = time.monotonic() + 2.0
+        for thread in set(threading.enumerate()) - before:
+            if not thread.name.startswith("kstream"):
+                thread.join(max(0.0, deadline - time.monotonic()))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -173,13 +218,16 @@ def make_cluster(path: Path) -> None:
     subprocess.run([sys.executable, "-c", code, str(path)], check=True)
 
 
-def run_pytest(work: Path, names: list[str], cluster: Path, extra: list[str]) -> Path:
-    report = work / "report.xml"
+def run_pytest(work: Path, name: str, cluster: Path, extra: list[str]) -> tuple[Path, int]:
+    """Run one test file in a pytest process of its own (a crash or a stray signal there
+    loses that file's results, not the others'); return its JUnit report's path and the
+    exit status."""
+    report = work / f"{Path(name).stem}.xml"
     env = dict(os.environ, KSTREAM_CLUSTER=str(cluster))
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "--continue-on-collection-errors", f"--junitxml={report}", "-o", "junit_family=xunit2", *extra, *names]
-    subprocess.run(command, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return report
+               f"--junitxml={report}", "-o", "junit_family=xunit2", *extra, name]
+    done = subprocess.run(command, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return report, done.returncode
 
 
 def count_tests(path: Path) -> int:
@@ -203,24 +251,22 @@ def _parameter_sets(function: ast.FunctionDef) -> int:
     return sets
 
 
-def read_report(report: Path, work: Path, names: list[str]) -> dict[str, FileSummary]:
-    summaries = {name: FileSummary(name) for name in names}
+def read_report(report: Path, work: Path, file: str, returncode: int = 0) -> FileSummary:
+    """The results of ``file`` from its JUnit report. A file that failed to import counts
+    each of its tests as an error with the import error; with no report at all (pytest died)
+    each test is an error naming the exit status."""
+    summary = FileSummary(file)
+    if not report.exists():
+        _all_errors(summary, work, f"pytest exited with status {returncode} and wrote no report")
+        return summary
     for case in ET.parse(report).getroot().iter("testcase"):
-        classname = case.get("classname", "")
-        if not classname:  # the file failed to import: all its tests fail
-            file = f"{case.get('name')}.py"
+        if not case.get("classname"):  # the file failed to import: all its tests fail
             error = case.find("error")
             text = (error.text or "") if error is not None else ""
             reason = next((line[2:].strip() for line in text.splitlines() if line.startswith("E ")),
                           "collection failure")
-            summary = summaries.setdefault(file, FileSummary(file))
-            for index in range(count_tests(work / file)):
-                summary.tests.append(TestResult(file, f"(test {index + 1}, not collected)", "error",
-                                                f"import failed: {reason[:180]}"))
-                summary.failed += 1
+            _all_errors(summary, work, f"import failed: {reason[:180]}")
             continue
-        file = f"{classname.split('.')[0]}.py"
-        summary = summaries.setdefault(file, FileSummary(file))
         outcome, message = "passed", ""
         for child in case:
             if child.tag in ("failure", "error"):
@@ -238,7 +284,13 @@ def read_report(report: Path, work: Path, names: list[str]) -> dict[str, FileSum
             summary.skipped += 1
         else:
             summary.failed += 1
-    return summaries
+    return summary
+
+
+def _all_errors(summary: FileSummary, work: Path, message: str) -> None:
+    for index in range(count_tests(work / summary.file)):
+        summary.tests.append(TestResult(summary.file, f"(test {index + 1}, not collected)", "error", message))
+        summary.failed += 1
 
 
 def print_table(summaries: dict[str, FileSummary]) -> None:
@@ -279,11 +331,11 @@ def main(argv: list[str] | None = None) -> int:
         cluster = work / "cluster"
         names = prepare(args.upstream, work, args.timeout, cluster)
         make_cluster(cluster)
-        report = run_pytest(work, names, cluster, ["-k", args.keyword] if args.keyword else [])
-        if not report.exists():
-            print("pytest wrote no report (it crashed before running the tests)", file=sys.stderr)
-            return 2
-        summaries = read_report(report, work, names)
+        extra = ["-k", args.keyword] if args.keyword else []
+        summaries = {}
+        for name in names:
+            report, returncode = run_pytest(work, name, cluster, extra)
+            summaries[name] = read_report(report, work, name, returncode)
         print_table(summaries)
         if args.json:
             args.json.write_text(json.dumps(

@@ -128,6 +128,54 @@ def test_helper_modules_in_subdirectories_are_copied_rewritten_and_not_run(compa
     assert (work / "tests" / "test_helpers.py").read_text() == "import kstream as confluent_kafka\nLIMIT = 2.0\n"
 
 
+def test_sigint_from_a_test_never_loses_the_following_tests_or_files(compat, tmp_path):
+    # Upstream's wakeable tests send SIGINT to their own process from a thread; one that
+    # lands after the call it meant to interrupt (or that no test catches) must not end the run.
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    (upstream / "test_a_signals.py").write_text(textwrap.dedent("""\
+        import os, signal, threading, time
+
+        def later(seconds):
+            thread = threading.Thread(target=lambda: (time.sleep(seconds), os.kill(os.getpid(), signal.SIGINT)))
+            thread.daemon = True
+            thread.start()
+
+        def test_interrupted_as_expected():
+            later(0.1)
+            try:
+                time.sleep(5)
+            except KeyboardInterrupt:
+                return
+            raise AssertionError("not interrupted")
+
+        def test_returns_before_its_signal():
+            later(0.3)
+
+        def test_after_a_stray_signal():
+            time.sleep(0.5)
+
+        def test_uncaught_interrupt():
+            later(0.1)
+            time.sleep(5)
+
+        def test_last():
+            pass
+        """))
+    (upstream / "test_b_dies.py").write_text("import os\n\ndef test_exit():\n    os._exit(3)\n")
+    (upstream / "test_c_after.py").write_text("def test_runs():\n    pass\n")
+    out = tmp_path / "out.json"
+    assert compat.main([str(upstream), "--timeout", "3", "--json", str(out)]) == 0
+    results = json.loads(out.read_text())
+    outcomes = {t["name"]: t["outcome"] for t in results["test_a_signals.py"]["tests"]}
+    assert outcomes == {"test_interrupted_as_expected": "passed", "test_returns_before_its_signal": "passed",
+                        "test_after_a_stray_signal": "passed", "test_uncaught_interrupt": "failed",
+                        "test_last": "passed"}
+    dies = results["test_b_dies.py"]
+    assert (dies["failed"], "status 3" in dies["tests"][0]["message"]) == (1, True)
+    assert results["test_c_after.py"]["passed"] == 1
+
+
 def test_no_test_files_is_an_error(compat, tmp_path, capsys):
     assert compat.main([str(tmp_path)]) == 2
     assert "docs/COMPAT.md" in capsys.readouterr().err
