@@ -153,7 +153,7 @@ class Consumer:
         """Join ``group.id`` for ``topics`` (a name starting with '^' is a regex); partitions are
         assigned by rebalance, on a later poll()."""
         self._check_open()
-        self.unassign()
+        self._drop_assignment()
         self._session("subscribe()").subscribe(topics, on_assign, on_revoke, on_lost)
 
     def unsubscribe(self) -> None:
@@ -240,12 +240,18 @@ class Consumer:
         """Replace the assignment. Offsets: >= 0 exact, OFFSET_BEGINNING, OFFSET_END, or
         anything else for ``auto.offset.reset``."""
         self._check_open()
-        self.unassign()
-        self.incremental_assign(partitions)
+        self._drop_assignment()
+        self._add_partitions(partitions)
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
         """Add partitions. Offsets as :meth:`assign`; with ``group.id``, OFFSET_STORED and
         OFFSET_INVALID start at the group's committed offset (as confluent-kafka does)."""
+        self._add_partitions(partitions)
+
+    # The public assignment calls may be overridden (upstream's own tests subclass Consumer
+    # and change unassign()'s signature); kstream's internal calls use these private ones,
+    # as confluent-kafka's C methods never call back into Python overrides.
+    def _add_partitions(self, partitions: list[TopicPartition]) -> None:
         stored = self._stored_offsets(partitions)
         for tp in partitions:
             info = self._cluster.topic(tp.topic)
@@ -288,6 +294,9 @@ class Consumer:
     def unassign(self) -> None:
         """Drop the whole assignment (stored offsets and pauses with it)."""
         self._check_open()
+        self._drop_assignment()
+
+    def _drop_assignment(self) -> None:
         for assigned in self._assigned.values():
             assigned.close()
         self._assigned.clear()
@@ -682,7 +691,7 @@ class Consumer:
             return
         if self._group is not None:
             self._group.close()
-        self.unassign()
+        self._drop_assignment()
         self._closed = True
         self._notifier.close()
         self._cluster.close()

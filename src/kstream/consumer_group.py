@@ -138,7 +138,7 @@ class GroupSession:
         callback = self._callbacks.get("lost" if lost else "revoke") or self._callbacks.get("revoke")
         if callback is not None and (partitions or not lost):
             callback(self._consumer, partitions)
-        self._consumer.unassign()
+        self._consumer._drop_assignment()
 
     def _take(self, generation: int, assignment: tuple[tuple[str, int], ...]) -> None:
         assert self._membership is not None
@@ -148,7 +148,7 @@ class GroupSession:
         for topic, partition in assignment:
             row = committed.get((topic, partition))
             partitions.append(TopicPartition(topic, partition, row.offset if row else OFFSET_INVALID))
-        self._consumer.incremental_assign(partitions)
+        self._consumer._add_partitions(partitions)
         callback = self._callbacks.get("assign")
         if callback is not None:
             callback(self._consumer, [TopicPartition(t, p) for t, p in assignment])
