@@ -630,3 +630,37 @@ def test_errors_carry_librdkafkas_codes(client):
     with pytest.raises(KafkaException) as caught:
         client.create_acls([])
     assert caught.value.args[0].name() == "_NOT_IMPLEMENTED"
+
+
+def test_a_closed_admin_client_refuses_every_call_as_confluents_does(cluster_path):
+    with AdminClient({"cluster": cluster_path}) as admin:
+        admin.create_topics([NewTopic("t", 1, 1)])["t"].result()
+        assert admin.poll(0) == 0 and len(admin) == 0
+    calls = [lambda: admin.poll(0), lambda: admin.create_topics([NewTopic("u", 1, 1)]),
+             lambda: admin.delete_topics(["t"]), lambda: admin.describe_configs([ConfigResource("topic", "t")]),
+             lambda: admin.describe_topics(TopicCollection(["t"])), admin.list_consumer_groups,
+             lambda: admin.list_offsets({TopicPartition("t", 0): OffsetSpec.latest()}),
+             lambda: admin.elect_leaders(ElectionType.PREFERRED), lambda: admin.create_acls([]),
+             lambda: admin.describe_topic("t"), lambda: admin.cluster]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="AdminClient has been closed"):
+            call()
+    for call in (admin.list_topics, admin.list_groups):  # confluent's shared-handle wording
+        with pytest.raises(RuntimeError, match="Handle has been closed"):
+            call()
+    assert len(admin) == 0
+    admin.close()  # a second close does nothing
+    assert admin.__enter__() is admin and admin.__exit__(None, None, None) is None
+
+
+def test_an_admin_client_whose_init_never_ran_counts_as_closed():
+    class Uninitialized(AdminClient):
+        def __init__(self, conf):
+            pass  # skips AdminClient.__init__: nothing is open
+
+    admin = Uninitialized({})
+    with pytest.raises(RuntimeError, match="AdminClient has been closed"):
+        admin.create_topics([NewTopic("t", 1, 1)])
+    with pytest.raises(RuntimeError, match="AdminClient has been closed"):
+        admin.poll(0)
+    assert len(admin) == 0

@@ -20,9 +20,10 @@ Not thread-safe: use one AdminClient per thread.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -57,9 +58,35 @@ _ADMIN_OPTIONS = {
     "client.id": Option("client.id", "str", "kstream", "Name of this client."),
 }
 
+# confluent-kafka's messages for a call on a closed client (its list_topics and list_groups
+# come from the handle the Producer and Consumer share, hence the other wording).
+_CLOSED = "AdminClient has been closed"
+_HANDLE_CLOSED = "Handle has been closed"
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _when_open(message: str) -> Callable[[_Method], _Method]:
+    """Decorate a public call: RuntimeError(``message``) once the client is closed, before
+    the call checks its arguments (as confluent-kafka's AdminClient does)."""
+    def decorate(method: _Method) -> _Method:
+        @functools.wraps(method)
+        def checked(self: AdminClient, *args: Any, **kwargs: Any) -> Any:
+            if self._closed:
+                raise RuntimeError(message)
+            return method(self, *args, **kwargs)
+        return checked  # type: ignore[return-value]
+    return decorate
+
 
 class AdminClient:
-    """Administration of one cluster, confluent-kafka's ``AdminClient`` (see the module doc)."""
+    """Administration of one cluster, confluent-kafka's ``AdminClient`` (see the module doc).
+
+    After :meth:`close` (or leaving a ``with`` block) every call raises RuntimeError, as
+    confluent-kafka's does; so does a subclass's instance whose ``__init__`` never called
+    this one (the class-level ``_closed`` below: nothing was opened)."""
+
+    _closed = True
 
     def __init__(self, conf: Mapping[str, Any] | None, **kwargs: Any):
         options, self._broker = client_options(_ADMIN_OPTIONS, conf, kwargs, "an AdminClient")
@@ -70,8 +97,10 @@ class AdminClient:
             self._opened = Cluster.open(self._path, self._broker)
         except ClusterNotFoundError:
             pass  # create_topics may create it; any other call raises (see `cluster`)
+        self._closed = False
 
     @property
+    @_when_open(_CLOSED)
     def cluster(self) -> Cluster:
         """The open cluster; ClusterNotFoundError if there is none (yet) at the path."""
         if self._opened is None:
@@ -83,20 +112,24 @@ class AdminClient:
             self._groups = ConsumerGroups(self.cluster)
         return self._groups
 
+    @_when_open(_CLOSED)
     def poll(self, timeout: float | None = None) -> int:
         """Serve callbacks: an AdminClient has none (its futures are done when returned)."""
         return 0
 
     # -- metadata ----------------------------------------------------------------------------
 
+    @_when_open(_HANDLE_CLOSED)
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         """The cluster's topics (or one topic, UNKNOWN_TOPIC_OR_PART if missing) and log dirs."""
         return cluster_metadata(self.cluster, topic)
 
+    @_when_open(_HANDLE_CLOSED)
     def list_groups(self, group: str | None = None, timeout: float = -1) -> list[GroupMetadata]:
         """Deprecated in confluent (use list_consumer_groups); every group, or the one named."""
         return groups.group_metadata(self._consumer_groups(), group)
 
+    @_when_open(_CLOSED)
     def describe_cluster(self, request_timeout: float | None = None,
                          include_authorized_operations: bool = False) -> Future[DescribeClusterResult]:
         check_timeout(request_timeout, "request_timeout")
@@ -106,6 +139,7 @@ class AdminClient:
 
     # -- topics ------------------------------------------------------------------------------
 
+    @_when_open(_CLOSED)
     def create_topics(self, new_topics: list[NewTopic], operation_timeout: float | None = None,
                       request_timeout: float | None = None, validate_only: bool = False
                       ) -> dict[str, Future[None]]:
@@ -128,12 +162,14 @@ class AdminClient:
         self._opened.create_topic(new.topic, new.num_partitions, new.replication_factor, new.config,
                                   new.schema, placements=new.placements(), validate_only=validate_only)
 
+    @_when_open(_CLOSED)
     def delete_topics(self, topics: list[str], operation_timeout: float | None = None,
                       request_timeout: float | None = None) -> dict[str, Future[None]]:
         check_list(topics, "topics", str)
         _check_request(operation_timeout, request_timeout, False)
         return futures_for(topics, lambda name: self.cluster.delete_topic(name))
 
+    @_when_open(_CLOSED)
     def create_partitions(self, new_partitions: list[NewPartitions], operation_timeout: float | None = None,
                           request_timeout: float | None = None, validate_only: bool = False
                           ) -> dict[str, Future[None]]:
@@ -146,6 +182,7 @@ class AdminClient:
         self.cluster.create_partitions(new.topic, new.new_total_count, placements=new.placements(),
                                        validate_only=validate_only)
 
+    @_when_open(_CLOSED)
     def describe_topics(self, topics: TopicCollection, request_timeout: float | None = None,
                         include_authorized_operations: bool = False
                         ) -> dict[str, Future[topic_ops.TopicDescription]]:
@@ -158,12 +195,14 @@ class AdminClient:
 
     # -- configs -----------------------------------------------------------------------------
 
+    @_when_open(_CLOSED)
     def describe_configs(self, resources: list[ConfigResource], request_timeout: float | None = None
                          ) -> dict[ConfigResource, Future[dict[str, configs.ConfigEntry]]]:
         check_list(resources, "resources", ConfigResource)
         check_timeout(request_timeout, "request_timeout")
         return futures_for(resources, lambda r: configs.describe(self.cluster, r))
 
+    @_when_open(_CLOSED)
     def alter_configs(self, resources: list[ConfigResource], request_timeout: float | None = None,
                       validate_only: bool = False) -> dict[ConfigResource, Future[None]]:
         """Replace each resource's settings with its ``set_config`` values (the rest revert)."""
@@ -171,6 +210,7 @@ class AdminClient:
         _check_request(None, request_timeout, validate_only)
         return futures_for(resources, lambda r: configs.alter(self.cluster, r, validate_only))
 
+    @_when_open(_CLOSED)
     def incremental_alter_configs(self, resources: list[ConfigResource], request_timeout: float | None = None,
                                   validate_only: bool = False) -> dict[ConfigResource, Future[None]]:
         check_list(resources, "resources", ConfigResource)
@@ -181,6 +221,7 @@ class AdminClient:
 
     # -- consumer groups ---------------------------------------------------------------------
 
+    @_when_open(_CLOSED)
     def list_consumer_groups(self, request_timeout: float | None = None,
                              states: set[ConsumerGroupState] | None = None,
                              group_types: set[ConsumerGroupType] | None = None
@@ -190,6 +231,7 @@ class AdminClient:
         wanted_types = groups.check_enum_set(group_types, ConsumerGroupType, "group_types")
         return completed(lambda: groups.list_groups(self._consumer_groups(), wanted_states, wanted_types))
 
+    @_when_open(_CLOSED)
     def describe_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None,
                                  include_authorized_operations: bool = False
                                  ) -> dict[str, Future[groups.ConsumerGroupDescription]]:
@@ -198,12 +240,14 @@ class AdminClient:
         check_bool(include_authorized_operations, "include_authorized_operations")
         return futures_for(group_ids, lambda g: groups.describe_group(self._consumer_groups(), g))
 
+    @_when_open(_CLOSED)
     def delete_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None
                                ) -> dict[str, Future[None]]:
         check_list(group_ids, "group_ids", str)
         check_timeout(request_timeout, "request_timeout")
         return futures_for(group_ids, lambda g: groups.delete_group(self._consumer_groups(), g))
 
+    @_when_open(_CLOSED)
     def list_consumer_group_offsets(self, list_consumer_group_offsets_request: list[Any],
                                     require_stable: bool = False, request_timeout: float | None = None
                                     ) -> dict[str, Future[Any]]:
@@ -213,6 +257,7 @@ class AdminClient:
         return futures_for([request.group_id],
                            lambda _: groups.committed_offsets(self._consumer_groups(), request, require_stable))
 
+    @_when_open(_CLOSED)
     def alter_consumer_group_offsets(self, alter_consumer_group_offsets_request: list[Any],
                                      request_timeout: float | None = None) -> dict[str, Future[Any]]:
         request = groups.check_offsets_request(alter_consumer_group_offsets_request, alter=True)
@@ -221,6 +266,7 @@ class AdminClient:
 
     # -- offsets and records -----------------------------------------------------------------
 
+    @_when_open(_CLOSED)
     def list_offsets(self, topic_partition_offsets: dict[TopicPartition, OffsetSpec],
                      isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
                      request_timeout: float | None = None
@@ -230,6 +276,7 @@ class AdminClient:
         return futures_for(requests, lambda tp: offsets.list_offset(self.cluster, tp, requests[tp],
                                                                     isolation_level))
 
+    @_when_open(_CLOSED)
     def delete_records(self, topic_partition_offsets: list[TopicPartition], request_timeout: float | None = None,
                        operation_timeout: float | None = None
                        ) -> dict[TopicPartition, Future[offsets.DeletedRecords]]:
@@ -238,6 +285,7 @@ class AdminClient:
         _check_request(operation_timeout, request_timeout, False)
         return futures_for(requests, lambda tp: offsets.delete_records(self.cluster, tp))
 
+    @_when_open(_CLOSED)
     def elect_leaders(self, election_type: ElectionType, partitions: list[TopicPartition] | None = None,
                       request_timeout: float | None = None, operation_timeout: float | None = None
                       ) -> Future[dict[TopicPartition, Any]]:
@@ -251,27 +299,35 @@ class AdminClient:
 
     # -- not supported by kstream on purpose (see _unsupported.py) ----------------------------
 
+    @_when_open(_CLOSED)
     def create_acls(self, *args: Any, **kwargs: Any) -> Any:
         not_supported("create_acls")
 
+    @_when_open(_CLOSED)
     def describe_acls(self, *args: Any, **kwargs: Any) -> Any:
         not_supported("describe_acls")
 
+    @_when_open(_CLOSED)
     def delete_acls(self, *args: Any, **kwargs: Any) -> Any:
         not_supported("delete_acls")
 
+    @_when_open(_CLOSED)
     def describe_user_scram_credentials(self, *args: Any, **kwargs: Any) -> Any:
         not_supported("describe_user_scram_credentials")
 
+    @_when_open(_CLOSED)
     def alter_user_scram_credentials(self, *args: Any, **kwargs: Any) -> Any:
         not_supported("alter_user_scram_credentials")
 
+    @_when_open(_CLOSED)
     def describe_client_quotas(self, *args: Any, **kwargs: Any) -> Any:
         not_supported("describe_client_quotas")
 
+    @_when_open(_CLOSED)
     def alter_client_quotas(self, *args: Any, **kwargs: Any) -> Any:
         not_supported("alter_client_quotas")
 
+    @_when_open(_CLOSED)
     def set_sasl_credentials(self, username: str, password: str) -> None:
         """Accepted and ignored, as on the Producer and Consumer: an embedded log has no broker
         to authenticate to (access is the file system's)."""
@@ -279,48 +335,67 @@ class AdminClient:
 
     # -- kstream's operator calls ------------------------------------------------------------
 
+    @_when_open(_CLOSED)
     def describe_topic(self, name: str) -> topic_ops.TopicDetails:
         """kstream's fuller description: offsets, sizes, per-replica log ends, config, schema."""
         return topic_ops.details(self.cluster, name)
 
+    @_when_open(_CLOSED)
     def alter_topic_config(self, topic: str, config: Mapping[str, Any]) -> TopicInfo:
         """Set topic overrides; a value of None removes one (back to the cluster default)."""
         return self.cluster.alter_topic_config(topic, config)
 
+    @_when_open(_CLOSED)
     def evolve_schema(self, topic: str, schema: pa.Schema) -> TopicInfo:
         """Add nullable columns at the end of a typed topic's schema."""
         return self.cluster.evolve_schema(topic, schema)
 
+    @_when_open(_CLOSED)
     def describe_log_dirs(self) -> list[topic_ops.LogDirDescription]:
         return topic_ops.log_dirs(self.cluster)
 
+    @_when_open(_CLOSED)
     def take_log_dir_offline(self, log_dir_id: int) -> int:
         """Controlled shutdown of a log dir; returns partitions moved off it."""
         return self.cluster.take_log_dir_offline(log_dir_id)
 
+    @_when_open(_CLOSED)
     def set_log_dir_online(self, log_dir_id: int) -> None:
         self.cluster.set_log_dir_online(log_dir_id)
 
+    @_when_open(_CLOSED)
     def elect_preferred_leaders(self, topics: list[str] | None = None) -> int:
         """Preferred leader election by topic; returns partitions whose leader changed."""
         return replica_ops.elect_preferred_leaders(self.cluster, topics)
 
+    @_when_open(_CLOSED)
     def sync_replicas(self, topics: list[str] | None = None) -> dict[str, int]:
         """Catch up out-of-sync replicas on online log dirs (what `kstream replicator` runs)."""
         return replica_ops.sync_all(self.cluster, topics)
 
+    @_when_open(_CLOSED)
     def reassign_partition(self, topic: str, partition: int, replicas: list[int]) -> PartitionInfo:
         return replica_ops.reassign(self.cluster, topic, partition, replicas)
 
+    @_when_open(_CLOSED)
     def verify_replicas(self, topics: list[str] | None = None) -> list[replica_ops.ReplicaMismatch]:
         return replica_ops.verify_replicas(self.cluster, topics)
 
     def close(self) -> None:
+        """Release the cluster's files; every later call raises RuntimeError. A second
+        close() does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         if self._groups is not None:
             self._groups.close()
             self._groups = None
         if self._opened is not None:
             self._opened.close()
+
+    def __len__(self) -> int:
+        """Requests still waiting for an answer: none, every call is done when it returns."""
+        return 0
 
     def __enter__(self) -> AdminClient:
         return self
