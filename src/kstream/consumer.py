@@ -98,8 +98,16 @@ class Consumer:
 
     Besides confluent-kafka's calls: store_offsets() with enable.auto.offset.store, pause() /
     resume(), incremental_assign() / incremental_unassign(), list_topics(); stats_cb, error_cb
-    and logger in the config; any call after close() raises RuntimeError("Consumer closed").
+    and logger in the config; any call after close() raises RuntimeError("Consumer closed"),
+    as does any call on a subclass's instance whose ``__init__`` never called this one
+    (the class-level ``_closed``: nothing was opened).
     """
+
+    # An instance whose __init__ never ran reads these (poll()'s fast path) and then fails
+    # in _check_open(); __init__ replaces them.
+    _closed = True
+    _stats: ClientStats | None = None
+    _messages: Iterator[Message] = iter(())
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
         if config is None and not kwargs:
@@ -143,6 +151,7 @@ class Consumer:
     # -- consumer groups ----------------------------------------------------------------
 
     def _session(self, call: str) -> GroupSession:
+        self._check_open()
         if self._group is None:
             raise ConfigError(f"{call} needs a consumer group: set group.id in the Consumer's config")
         return self._group
@@ -352,7 +361,8 @@ class Consumer:
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         """confluent-kafka's ClusterMetadata: log dirs as brokers, the cluster's topics (or
         ``topic`` alone; a missing one has error UNKNOWN_TOPIC_OR_PART)."""
-        self._check_open()
+        if self._closed:  # confluent's wording: list_topics belongs to its shared client handle
+            raise RuntimeError("Handle has been closed")
         return cluster_metadata(self._cluster, topic)
 
     def _resolve(self, assigned: PartitionFetch, offset: int) -> int:

@@ -817,6 +817,7 @@ class Producer:
         self._sink_txn = writer
 
     def _transactional(self) -> ProducerTransactions:
+        self._check_open()
         if self._transactions is None:
             raise KStreamError("this producer has no transactional.id; set one to use transactions")
         return self._transactions
@@ -841,12 +842,12 @@ class Producer:
         if self._hooks.closed:
             raise RuntimeError("Producer has been closed")
 
-    def close(self, timeout: float | None = None) -> None:
+    def close(self, timeout: float | None = None) -> bool:
         """Flush, fsync what this producer wrote (a clean shutdown: the next writer
-        to open these partitions has no tail to re-check), then release files.
-        A second close() does nothing."""
+        to open these partitions has no tail to re-check), then release files; returns
+        True, as confluent-kafka's does. A second close() does nothing (and returns True)."""
         if self._hooks.closed:
-            return
+            return True
         self.flush()
         self._hooks.closed = True
         for state in self._topics.values():
@@ -859,6 +860,7 @@ class Producer:
         if self._transactions is not None:
             self._transactions.close()
         self._cluster.close()
+        return True
 
     def __enter__(self) -> Producer:
         return self

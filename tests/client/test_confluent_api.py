@@ -56,8 +56,10 @@ def test_producer_bool_len_flush_and_default_delivery_callback(cluster_path, mak
     assert len(producer) == 3
     assert producer.flush() == 0
     assert (delivered, own) == ([0, 2], [1])  # the config's on_delivery serves records without one
-    producer.close()
-    producer.close()  # a second close does nothing
+    assert producer.close() is True  # as confluent-kafka's
+    assert producer.close() is True  # a second close does nothing
+    with pytest.raises(RuntimeError, match="Producer has been closed"):
+        producer.begin_transaction()
     with pytest.raises(RuntimeError, match="closed"):
         producer.produce("t", b"c")
 
@@ -105,10 +107,27 @@ def test_closed_consumer_raises_runtime_error_and_close_is_idempotent(cluster_pa
              lambda: consumer.position([tp]), lambda: consumer.seek(TopicPartition("t", 0, 0)),
              lambda: consumer.get_watermark_offsets(tp), lambda: consumer.store_offsets(offsets=[tp]),
              lambda: consumer.offsets_for_times([tp]), lambda: consumer.pause([tp]),
-             lambda: consumer.list_topics(), consumer.memberid]
+             consumer.memberid]
     for call in calls:
         with pytest.raises(RuntimeError, match="Consumer closed"):
             call()
+    with pytest.raises(RuntimeError, match="Handle has been closed"):  # confluent's wording here
+        consumer.list_topics()
+
+
+def test_a_consumer_whose_init_never_ran_counts_as_closed():
+    class Uninitialized(Consumer):
+        def __init__(self, conf):
+            pass  # skips Consumer.__init__: nothing is open
+
+    consumer = Uninitialized({"group.id": "g"})
+    for call in (lambda: consumer.poll(0), consumer.assignment, lambda: consumer.subscribe(["t"]),
+                 lambda: consumer.committed([TopicPartition("t", 0)]), consumer.consumer_group_metadata):
+        with pytest.raises(RuntimeError, match="Consumer closed"):
+            call()
+    with pytest.raises(RuntimeError, match="Handle has been closed"):
+        consumer.list_topics()
+    consumer.close()  # does nothing
 
 
 def test_consume_num_messages_range(cluster_path, make_topic):
