@@ -14,6 +14,9 @@ and returned among the options under their names (None when not given), with
 ``oauth`` the :class:`~kstream.client_callbacks.OAuthTokens` schedule (or None).
 Options of the other client kind (``group.id`` given to a Producer) are
 accepted and ignored, as librdkafka does. Anything else unknown is a ConfigError.
+
+The options also hold ``config``: the client's effective configuration as confluent-kafka's
+read-only ``config`` property shows it (:func:`config_dump`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 
 from kstream.client_callbacks import oauth_tokens
 from kstream.errors import ConfigError
-from kstream.librdkafka_config import ACCEPTED_NAMES, CALLBACK_NAMES, normalize, note_cluster_path
+from kstream.librdkafka_config import ACCEPTED_NAMES, CALLBACK_NAMES, CALLBACKS, normalize, note_cluster_path
 from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.options import CLUSTER_OPTIONS, CONSUMER_OPTIONS, PRODUCER_OPTIONS, Option, parse_options
 
@@ -54,6 +57,7 @@ def client_options(table: Mapping[str, Option], config: Mapping[str, Any] | None
     options.update(dict.fromkeys(CALLBACK_NAMES))
     options.update(callbacks)
     options["oauth"] = oauth_tokens(options["oauth_cb"], given)
+    options["config"] = config_dump(table, options, given)
     note_cluster_path(given, resolve_cluster_path(options.get("cluster")), options.get("logger"))
     return options, broker
 
@@ -64,3 +68,25 @@ def open_client(table: Mapping[str, Option], config: Mapping[str, Any] | None,
     (:class:`ClusterNotFoundError` otherwise: clients that read or write never create one)."""
     options, broker = client_options(table, config, kwargs, what)
     return options, Cluster.open(options.get("cluster"), broker)
+
+
+def config_dump(table: Mapping[str, Option], options: Mapping[str, Any], given: Mapping[str, Any]
+                ) -> dict[str, str]:
+    """The effective configuration as strings, as librdkafka's configuration dump: every option
+    of ``table`` that has a value (defaults included), then the other names given (librdkafka
+    properties kstream accepts and ignores, as given). Callbacks are not properties: left out."""
+    dump = {name: _as_property(options[name]) for name in table
+            if options.get(name) is not None and not callable(options[name])}
+    for name, value in given.items():
+        if name not in dump and name not in CALLBACKS and not callable(value) \
+                and not isinstance(value, Mapping):
+            dump[name] = _as_property(value)
+    return dump
+
+
+def _as_property(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in value)
+    return str(value)

@@ -150,6 +150,12 @@ class Consumer:
 
     # -- consumer groups ----------------------------------------------------------------
 
+    @property
+    def config(self) -> dict[str, str]:
+        """The effective configuration, as confluent-kafka's read-only ``config``: a new dict
+        of strings (defaults included, callbacks left out; see client_config.config_dump)."""
+        return dict(self._options["config"])
+
     def _session(self, call: str) -> GroupSession:
         self._check_open()
         if self._group is None:

@@ -237,6 +237,12 @@ class Producer:
     def cluster(self) -> Cluster:
         return self._cluster
 
+    @property
+    def config(self) -> dict[str, str]:
+        """The effective configuration, as confluent-kafka's read-only ``config``: a new dict
+        of strings (defaults included, callbacks left out; see client_config.config_dump)."""
+        return dict(self._options["config"])
+
     # -- per-record API -----------------------------------------------------------
 
     def produce(self, topic: str, value: Any = None, key: Any = None, partition: int | None = -1,

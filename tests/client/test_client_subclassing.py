@@ -3,7 +3,8 @@ internal calls never go through an overridable public method, and the read-only 
 
 from __future__ import annotations
 
-from kstream import Consumer, TopicPartition
+from kstream import Consumer, Producer, TopicPartition
+from kstream.admin import AdminClient
 
 
 class NarrowConsumer(Consumer):
@@ -29,3 +30,33 @@ def test_overridden_unassign_is_not_called_by_assign_subscribe_or_close(cluster_
     assert consumer.assignment() == []
     consumer.subscribe(["t"])
     consumer.close()
+
+
+def test_config_is_the_effective_configuration_as_strings_and_read_only(cluster_path, make_topic):
+    make_topic("t")
+
+    def error_cb(err):
+        pass
+
+    producer = Producer({"cluster": cluster_path, "client.id": "me", "bootstrap.servers": "host:9092",
+                         "linger.ms": 7, "enable.idempotence": True, "error_cb": error_cb})
+    config = producer.config
+    assert config["client.id"] == "me" and config["linger.ms"] == "7"
+    assert config["enable.idempotence"] == "true"  # librdkafka's spelling of a bool
+    assert config["batch.size"] == str(Producer({"cluster": cluster_path}).config["batch.size"])  # a default
+    assert config["bootstrap.servers"] == "host:9092"  # accepted librdkafka names, as given
+    assert "error_cb" not in config and all(isinstance(v, str) for v in config.values())
+    config["client.id"] = "changed"
+    assert producer.config["client.id"] == "me"  # a copy
+    try:
+        producer.config = {}
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("config is read-only")
+    producer.close()
+    consumer = Consumer({"cluster": cluster_path, "group.id": "g", "session.timeout.ms": 1000})
+    assert (consumer.config["group.id"], consumer.config["session.timeout.ms"]) == ("g", "1000")
+    consumer.close()
+    with AdminClient({"cluster": cluster_path, "client.id": "adm"}) as admin:
+        assert admin.config["client.id"] == "adm"

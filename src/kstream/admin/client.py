@@ -91,6 +91,7 @@ class AdminClient:
     def __init__(self, conf: Mapping[str, Any] | None, **kwargs: Any):
         options, self._broker = client_options(_ADMIN_OPTIONS, conf, kwargs, "an AdminClient")
         self._path: str | None = options["cluster"]
+        self._config: dict[str, str] = options["config"]
         self._opened: Cluster | None = None
         self._groups: ConsumerGroups | None = None
         try:
@@ -111,6 +112,12 @@ class AdminClient:
         if self._groups is None:
             self._groups = ConsumerGroups(self.cluster)
         return self._groups
+
+    @property
+    def config(self) -> dict[str, str]:
+        """The effective configuration, as confluent-kafka's read-only ``config``: a new dict
+        of strings (defaults included, callbacks left out; see client_config.config_dump)."""
+        return dict(self._config)
 
     @_when_open(_CLOSED)
     def poll(self, timeout: float | None = None) -> int:
