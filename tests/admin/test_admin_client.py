@@ -538,6 +538,14 @@ def test_elect_leaders(client):
     assert unclean[tp0].code() == 84  # ELECTION_NOT_NEEDED: it has an online leader
     with pytest.raises(TypeError):
         client.elect_leaders("preferred")
+    # request checks, with confluent-kafka's messages (code ported from it matches on them)
+    with pytest.raises(TypeError, match="Expected 'partitions' to be a list, got 'str'"):
+        client.elect_leaders(ElectionType.PREFERRED, "t")
+    with pytest.raises(TypeError, match="list must be of type 'TopicPartition' got 'NoneType'"):
+        client.elect_leaders(ElectionType.PREFERRED, [None])
+    for bad in (TopicPartition("", 0), TopicPartition("t", -1)):
+        with pytest.raises(ValueError):
+            client.elect_leaders(ElectionType.PREFERRED, [bad])
 
 
 def test_unclean_election_of_an_offline_partition(client, cluster_path):

@@ -300,7 +300,7 @@ class AdminClient:
         if not isinstance(election_type, ElectionType):
             raise TypeError(f"election_type must be an ElectionType, got {election_type!r}")
         if partitions is not None:
-            check_list(partitions, "partitions", TopicPartition)
+            elections.check_partitions(partitions)
         _check_request(operation_timeout, request_timeout, False)
         return completed(lambda: elections.elect(self.cluster, election_type, partitions))
 

@@ -12,7 +12,7 @@ only those elected or failed are reported, as Kafka does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kstream._model import ElectionType
 from kstream.admin._futures import kafka_error
@@ -23,6 +23,22 @@ from kstream.message import KafkaError, TopicPartition
 if TYPE_CHECKING:
     from kstream.log.cluster import Cluster
     from kstream.log.metadata import PartitionInfo
+
+
+def check_partitions(partitions: Any) -> None:
+    """Request checks, raised at once with confluent-kafka's messages: TypeError for a
+    non-list or a non-TopicPartition element, ValueError for an empty list, an empty topic
+    name or a negative partition."""
+    if not isinstance(partitions, list):
+        raise TypeError(f"Expected 'partitions' to be a list, got '{type(partitions).__name__}'")
+    if not partitions:
+        raise ValueError("partitions must not be empty (None elects every partition)")
+    for tp in partitions:
+        if not isinstance(tp, TopicPartition):
+            raise TypeError("Element of the 'partitions' list must be of type 'TopicPartition' "
+                            f"got '{type(tp).__name__}'")
+        if not tp.topic or tp.partition < 0:
+            raise ValueError(f"{tp!r}: elect_leaders needs a topic name and a partition >= 0")
 
 
 def _placements(cluster: Cluster, partitions: list[TopicPartition] | None
