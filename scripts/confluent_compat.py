@@ -62,6 +62,8 @@ TOPICS: dict[str, int] = {
     "atopic": 1,
     "topic": 1,
     "test-topic": 3,
+    # test_Producer's produce_batch memory test writes to five topics of its own
+    **{f"memory-pressure-topic-{i}": 1 for i in range(5)},
 }
 
 _FROM_IMPORT = re.compile(r"^(\s*from\s+)confluent_kafka(\.[\w.]+)?(\s+import\b)")
