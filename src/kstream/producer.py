@@ -38,7 +38,8 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, overload
+from types import MappingProxyType
+from typing import Any, cast, overload
 
 import numpy as np
 import pyarrow as pa
@@ -193,8 +194,22 @@ class _InFlight:
         return all(sync.done() for sync in self.syncs)
 
 
+class _NeverOpened:
+    """The hooks of a Producer whose ``__init__`` never ran (a subclass that skips it): closed."""
+
+    closed = True
+
+
 class Producer:
     """Writes records to topics of a cluster. See the module docstring for the contract."""
+
+    # An instance whose __init__ never ran reads these class-level values: every call fails
+    # in _check_open() with RuntimeError("Producer has been closed") and len() is 0, as
+    # confluent-kafka's Producer does. __init__ replaces them (the mapping is read-only).
+    _hooks = cast("_Hooks", _NeverOpened())
+    _topics = cast("dict[str, _TopicState]", MappingProxyType({}))
+    _reports: list[tuple[list[DeliveryCallback], KafkaError | None, list[Any]]] = cast("list[Any]", ())
+    _in_flight = cast("deque[_InFlight]", ())
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
         if config is None and not kwargs:
@@ -209,10 +224,10 @@ class Producer:
         self._max_record_bytes = options["message.max.bytes"]
         self._codec = PayloadCodec(options["compression.type"])
         self._attributes = fmt.CODECS[options["compression.type"]]
-        self._topics: dict[str, _TopicState] = {}
+        self._topics = {}
         self._sticky = StickyPartitioner()
         self._next_deadline = float("inf")
-        self._reports: list[tuple[list[DeliveryCallback], KafkaError | None, list[Any]]] = []
+        self._reports = []
         self._producer_id = fmt.NO_PRODUCER_ID
         self._producer_epoch = -1
         self._sequences: dict[tuple[str, int], int] = {}
@@ -221,7 +236,7 @@ class Producer:
         self._max_open = options["open.partitions.max"]
         self._transactions: ProducerTransactions | None = None
         self._sink_txn: Any = None
-        self._in_flight: deque[_InFlight] = deque()
+        self._in_flight = deque()
         self._max_in_flight = options["max.in.flight.requests.per.connection"]
         self._syncers = LazyThreadPool(_SYNC_THREADS, "kstream-ack")
         self._retries = options["retries"]

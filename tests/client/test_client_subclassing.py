@@ -3,6 +3,8 @@ internal calls never go through an overridable public method, and the read-only 
 
 from __future__ import annotations
 
+import pytest
+
 from kstream import Consumer, Producer, TopicPartition
 from kstream.admin import AdminClient
 
@@ -60,3 +62,19 @@ def test_config_is_the_effective_configuration_as_strings_and_read_only(cluster_
     consumer.close()
     with AdminClient({"cluster": cluster_path, "client.id": "adm"}) as admin:
         assert admin.config["client.id"] == "adm"
+
+
+def test_a_producer_whose_init_never_ran_counts_as_closed():
+    class Uninitialized(Producer):
+        def __init__(self, conf):
+            pass  # skips Producer.__init__: nothing is open
+
+    producer = Uninitialized({})
+    calls = [lambda: producer.produce("t", b"v"), producer.poll, producer.flush, producer.purge,
+             lambda: producer.produce_batch("t", [{"value": b"v"}]), producer.init_transactions,
+             producer.begin_transaction, producer.commit_transaction, producer.abort_transaction]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="Producer has been closed"):
+            call()
+    assert len(producer) == 0
+    assert Producer.__dict__["_topics"] == {}  # the class-level stand-in is still empty
