@@ -253,6 +253,31 @@ def test_describe_cluster(client):
         client.describe_cluster(unknown_operation="it is")
 
 
+def test_authorized_operations_are_every_supported_operation_when_asked_as_kafka_without_an_authorizer(
+        with_groups):
+    # confluent's adminapi.py iterates authorized_operations after describe_* with
+    # include_authorized_operations=True; Kafka with no authorizer lists every operation the
+    # resource type supports, in enum order (librdkafka's); not asked for, it stays None.
+    client = with_groups
+    op = AclOperation
+    topic = client.describe_topics(TopicCollection(["t"]), include_authorized_operations=True)["t"].result()
+    assert topic.authorized_operations == [op.READ, op.WRITE, op.CREATE, op.DELETE, op.ALTER, op.DESCRIBE,
+                                           op.DESCRIBE_CONFIGS, op.ALTER_CONFIGS]
+    group = client.describe_consumer_groups(["committed"], include_authorized_operations=True)["committed"]
+    assert group.result().authorized_operations == [op.READ, op.DELETE, op.DESCRIBE]
+    cluster = client.describe_cluster(include_authorized_operations=True).result()
+    assert cluster.authorized_operations == [op.CREATE, op.ALTER, op.DESCRIBE, op.CLUSTER_ACTION,
+                                             op.DESCRIBE_CONFIGS, op.ALTER_CONFIGS, op.IDEMPOTENT_WRITE]
+    assert client.describe_topics(TopicCollection(["t"]))["t"].result().authorized_operations is None
+    assert client.describe_consumer_groups(["committed"])["committed"].result().authorized_operations is None
+    assert client.describe_cluster().result().authorized_operations is None
+    # each result has its own list
+    again = client.describe_topics(TopicCollection(["t"]), include_authorized_operations=True)["t"].result()
+    again.authorized_operations.clear()
+    assert len(client.describe_topics(TopicCollection(["t"]), include_authorized_operations=True)["t"]
+               .result().authorized_operations) == 8
+
+
 def test_calls_on_a_missing_cluster_fail_through_futures_and_create_nothing(tmp_path):
     path = str(tmp_path / "missing")
     with AdminClient({"cluster": path}) as client:

@@ -61,7 +61,7 @@ class MemberDescription:
 class ConsumerGroupDescription:
     def __init__(self, group_id: str, is_simple_consumer_group: bool, members: list[MemberDescription],
                  partition_assignor: str, state: ConsumerGroupState, coordinator: Any = None,
-                 authorized_operations: list[object] | None = None,
+                 authorized_operations: list[Any] | None = None,
                  group_type: ConsumerGroupType = ConsumerGroupType.CLASSIC):
         self.group_id = group_id
         self.is_simple_consumer_group = is_simple_consumer_group
