@@ -432,6 +432,29 @@ def test_describe_a_group_with_a_live_member_and_refuse_to_delete_it(with_groups
         consumer.close()
 
 
+def test_a_group_whose_members_left_is_not_simple_one_that_only_committed_is(with_groups, cluster_path):
+    # Kafka keeps a group's protocol type "consumer" after its members leave (Empty), and a
+    # group that only committed offsets (assign + commit) has none: is_simple_consumer_group
+    from kstream import Consumer
+
+    client = with_groups
+    consumer = Consumer({"cluster": cluster_path, "group.id": "joined"})
+    consumer.subscribe(["t"])
+    for _ in range(50):
+        consumer.poll(0.1)
+        if consumer.assignment():
+            break
+    consumer.close()
+    listed = {g.group_id: g for g in client.list_consumer_groups().result().valid}
+    assert listed["joined"].state is ConsumerGroupState.EMPTY
+    assert listed["joined"].is_simple_consumer_group is False
+    assert listed["committed"].is_simple_consumer_group is True
+    described = client.describe_consumer_groups(["joined", "committed"])
+    assert described["joined"].result().is_simple_consumer_group is False
+    assert described["committed"].result().is_simple_consumer_group is True
+    assert {g.id: g.protocol_type for g in client.list_groups()} == {"joined": "consumer", "committed": ""}
+
+
 def test_consumer_group_offsets_list_alter_delete(with_groups):
     client = with_groups
     listed = client.list_consumer_group_offsets([ConsumerGroupTopicPartitions("committed")])["committed"].result()
