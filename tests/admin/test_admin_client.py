@@ -347,6 +347,28 @@ def test_alter_configs_replaces_the_overrides(client):
         client.alter_configs([])
 
 
+def test_cleanup_policy_is_a_list_for_append_and_subtract_and_compact_is_refused_by_name(client):
+    # Kafka types cleanup.policy as a LIST: confluent's adminapi.py documents
+    # "cleanup.policy=APPEND:compact"; kstream supports only delete (no compaction yet)
+    create(client, NewTopic("a", 1, 1))
+
+    def incremental(operation, value):
+        resource = ConfigResource("topic", "a", incremental_configs=[
+            ConfigEntry("cleanup.policy", value, incremental_operation=operation)])
+        return client.incremental_alter_configs([resource])[resource]
+
+    assert incremental(AlterConfigOpType.SUBTRACT, "compact").result() is None  # from the default
+    assert dict(client.cluster.topic("a").config) == {"cleanup.policy": "delete"}
+    assert incremental(AlterConfigOpType.APPEND, "delete").result() is None
+    assert dict(client.cluster.topic("a").config) == {"cleanup.policy": "delete"}
+    with pytest.raises(ConfigError, match="log compaction is not built yet"):
+        incremental(AlterConfigOpType.APPEND, "compact").result()
+    replaced = ConfigResource("topic", "a", set_config={"cleanup.policy": "compact"})
+    with pytest.raises(ConfigError, match="log compaction is not built yet"):
+        client.alter_configs([replaced])[replaced].result()
+    assert dict(client.cluster.topic("a").config) == {"cleanup.policy": "delete"}
+
+
 def test_incremental_alter_configs(client):
     create(client, NewTopic("a", 1, 1, config={"segment.bytes": "4096", "retention.ms": "1000"}))
     resource = ConfigResource("topic", "a", incremental_configs=[
