@@ -95,6 +95,12 @@ def create_partitions(admin, args):
            lambda t, e: f"Failed to add partitions to topic {t}: {e}")
 
 
+def print_operations(label, operations):
+    """authorized_operations, asked for with include_authorized_operations=1."""
+    print(label)
+    print("    " + "  ".join(op.name for op in operations))
+
+
 def describe_topics(admin, args):
     with_operations = bool(int(args[0]))
     futures = admin.describe_topics(TopicCollection(args[1:]), request_timeout=10,
@@ -107,6 +113,8 @@ def describe_topics(admin, args):
             continue
         print(f"Topic name             : {topic.name}")
         print(f"Topic id               : {topic.topic_id}")
+        if with_operations:
+            print_operations("Authorized operations  : ", topic.authorized_operations)
         print("Partition Information")
         for partition in topic.partitions:
             print(f"    Id                : {partition.id}")
@@ -265,16 +273,20 @@ def describe_consumer_groups(admin, args):
             print(f"    Group Instance Id : {member.group_instance_id}")
             for tp in member.assignment.topic_partitions:
                 print(f"      {tp.topic} [{tp.partition}]")
+        if with_operations:
+            print_operations("  Authorized operations: ", group.authorized_operations)
 
 
 def describe_cluster(admin, args):
-    cluster = admin.describe_cluster(request_timeout=10,
-                                     include_authorized_operations=bool(int(args[0])) if args else False).result()
+    with_operations = bool(int(args[0])) if args else False
+    cluster = admin.describe_cluster(request_timeout=10, include_authorized_operations=with_operations).result()
     print(f"Cluster_id           : {cluster.cluster_id}")
     print(f"Controller: {cluster.controller}" if cluster.controller else "No Controller Information Available")
     print("Nodes                :")
     for node in cluster.nodes:
         print(f"  Node: {node}")
+    if with_operations:
+        print_operations("Authorized operations: ", cluster.authorized_operations)
 
 
 def delete_consumer_groups(admin, args):

@@ -253,6 +253,31 @@ def test_describe_cluster(client):
         client.describe_cluster(unknown_operation="it is")
 
 
+def test_authorized_operations_are_every_supported_operation_when_asked_as_kafka_without_an_authorizer(
+        with_groups):
+    # confluent's adminapi.py iterates authorized_operations after describe_* with
+    # include_authorized_operations=True; Kafka with no authorizer lists every operation the
+    # resource type supports, in enum order (librdkafka's); not asked for, it stays None.
+    client = with_groups
+    op = AclOperation
+    topic = client.describe_topics(TopicCollection(["t"]), include_authorized_operations=True)["t"].result()
+    assert topic.authorized_operations == [op.READ, op.WRITE, op.CREATE, op.DELETE, op.ALTER, op.DESCRIBE,
+                                           op.DESCRIBE_CONFIGS, op.ALTER_CONFIGS]
+    group = client.describe_consumer_groups(["committed"], include_authorized_operations=True)["committed"]
+    assert group.result().authorized_operations == [op.READ, op.DELETE, op.DESCRIBE]
+    cluster = client.describe_cluster(include_authorized_operations=True).result()
+    assert cluster.authorized_operations == [op.CREATE, op.ALTER, op.DESCRIBE, op.CLUSTER_ACTION,
+                                             op.DESCRIBE_CONFIGS, op.ALTER_CONFIGS, op.IDEMPOTENT_WRITE]
+    assert client.describe_topics(TopicCollection(["t"]))["t"].result().authorized_operations is None
+    assert client.describe_consumer_groups(["committed"])["committed"].result().authorized_operations is None
+    assert client.describe_cluster().result().authorized_operations is None
+    # each result has its own list
+    again = client.describe_topics(TopicCollection(["t"]), include_authorized_operations=True)["t"].result()
+    again.authorized_operations.clear()
+    assert len(client.describe_topics(TopicCollection(["t"]), include_authorized_operations=True)["t"]
+               .result().authorized_operations) == 8
+
+
 def test_calls_on_a_missing_cluster_fail_through_futures_and_create_nothing(tmp_path):
     path = str(tmp_path / "missing")
     with AdminClient({"cluster": path}) as client:
@@ -320,6 +345,28 @@ def test_alter_configs_replaces_the_overrides(client):
     assert dict(client.cluster.topic("a").config) == {"retention.ms": "2000"}
     with pytest.raises(ValueError):
         client.alter_configs([])
+
+
+def test_cleanup_policy_is_a_list_for_append_and_subtract_and_compact_is_refused_by_name(client):
+    # Kafka types cleanup.policy as a LIST: confluent's adminapi.py documents
+    # "cleanup.policy=APPEND:compact"; kstream supports only delete (no compaction yet)
+    create(client, NewTopic("a", 1, 1))
+
+    def incremental(operation, value):
+        resource = ConfigResource("topic", "a", incremental_configs=[
+            ConfigEntry("cleanup.policy", value, incremental_operation=operation)])
+        return client.incremental_alter_configs([resource])[resource]
+
+    assert incremental(AlterConfigOpType.SUBTRACT, "compact").result() is None  # from the default
+    assert dict(client.cluster.topic("a").config) == {"cleanup.policy": "delete"}
+    assert incremental(AlterConfigOpType.APPEND, "delete").result() is None
+    assert dict(client.cluster.topic("a").config) == {"cleanup.policy": "delete"}
+    with pytest.raises(ConfigError, match="log compaction is not built yet"):
+        incremental(AlterConfigOpType.APPEND, "compact").result()
+    replaced = ConfigResource("topic", "a", set_config={"cleanup.policy": "compact"})
+    with pytest.raises(ConfigError, match="log compaction is not built yet"):
+        client.alter_configs([replaced])[replaced].result()
+    assert dict(client.cluster.topic("a").config) == {"cleanup.policy": "delete"}
 
 
 def test_incremental_alter_configs(client):
@@ -405,6 +452,29 @@ def test_describe_a_group_with_a_live_member_and_refuse_to_delete_it(with_groups
             client.alter_consumer_group_offsets(request)["live"].result()
     finally:
         consumer.close()
+
+
+def test_a_group_whose_members_left_is_not_simple_one_that_only_committed_is(with_groups, cluster_path):
+    # Kafka keeps a group's protocol type "consumer" after its members leave (Empty), and a
+    # group that only committed offsets (assign + commit) has none: is_simple_consumer_group
+    from kstream import Consumer
+
+    client = with_groups
+    consumer = Consumer({"cluster": cluster_path, "group.id": "joined"})
+    consumer.subscribe(["t"])
+    for _ in range(50):
+        consumer.poll(0.1)
+        if consumer.assignment():
+            break
+    consumer.close()
+    listed = {g.group_id: g for g in client.list_consumer_groups().result().valid}
+    assert listed["joined"].state is ConsumerGroupState.EMPTY
+    assert listed["joined"].is_simple_consumer_group is False
+    assert listed["committed"].is_simple_consumer_group is True
+    described = client.describe_consumer_groups(["joined", "committed"])
+    assert described["joined"].result().is_simple_consumer_group is False
+    assert described["committed"].result().is_simple_consumer_group is True
+    assert {g.id: g.protocol_type for g in client.list_groups()} == {"joined": "consumer", "committed": ""}
 
 
 def test_consumer_group_offsets_list_alter_delete(with_groups):

@@ -43,6 +43,8 @@ def test_adminapi_example_runs_its_operations(cluster_path):
     out = adminapi(cluster_path, "describe_topics", "0", "orders", "nope")
     assert "Topic name             : orders" in out and out.count("    Id                :") == 4
     assert "Error while describing topic 'nope'" in out
+    out = adminapi(cluster_path, "describe_topics", "1", "orders")  # Kafka with no authorizer: all
+    assert "READ  WRITE  CREATE  DELETE  ALTER  DESCRIBE  DESCRIBE_CONFIGS  ALTER_CONFIGS" in out
 
     assert "configuration successfully altered" in adminapi(
         cluster_path, "alter_configs", "TOPIC", "orders", "retention.ms=60000,segment.bytes=1048576")
@@ -74,6 +76,8 @@ def test_adminapi_example_runs_its_operations(cluster_path):
     assert "1 consumer groups" in out and "id: billing" in out
     out = adminapi(cluster_path, "describe_consumer_groups", "0", "billing", "nope")
     assert "Group Id: billing" in out and "Error while describing group id 'nope'" in out
+    assert "Is Simple          : True" in out  # offsets only, never joined
+    assert "READ  DELETE  DESCRIBE" in adminapi(cluster_path, "describe_consumer_groups", "1", "billing")
     assert "Deleted group with id 'billing' successfully" in adminapi(cluster_path, "delete_consumer_groups",
                                                                       "billing")
     with AdminClient({"cluster": cluster_path}) as admin:
@@ -82,6 +86,7 @@ def test_adminapi_example_runs_its_operations(cluster_path):
 
     out = adminapi(cluster_path, "describe_cluster", "0")
     assert "Cluster_id" in out and "No Controller Information Available" in out and "Node:" in out
+    assert "CREATE  ALTER  DESCRIBE  CLUSTER_ACTION" in adminapi(cluster_path, "describe_cluster", "1")
     out = adminapi(cluster_path, "elect_leaders", "PREFERRED", "orders", "0")
     assert "Leader election failed for partition orders [0]" in out and "ELECTION_NOT_NEEDED" in out
     assert "not supported by kstream" in adminapi(cluster_path, "create_acls", "TOPIC", "t", "LITERAL", "User:u",

@@ -30,6 +30,27 @@ class AclOperation(Enum):
     IDEMPOTENT_WRITE = 12
 
 
+def supported_operations(resource_type: ResourceType) -> list[AclOperation]:
+    """The operations a describe call with ``include_authorized_operations=True`` reports.
+
+    Kafka reports every operation a resource type supports when no authorizer is configured
+    (``AclEntry.supportedOperations``), which is kstream's case: access is the file system's.
+    Listed in enum order, as librdkafka lists them.
+    """
+    ops = _SUPPORTED[resource_type]
+    return sorted(ops, key=lambda op: op.value)
+
+
+_O = AclOperation
+_SUPPORTED: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (_O.READ, _O.WRITE, _O.CREATE, _O.DELETE, _O.ALTER, _O.DESCRIBE,
+                         _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS),
+    ResourceType.GROUP: (_O.READ, _O.DELETE, _O.DESCRIBE),
+    ResourceType.BROKER: (_O.CREATE, _O.ALTER, _O.DESCRIBE, _O.CLUSTER_ACTION, _O.DESCRIBE_CONFIGS,
+                          _O.ALTER_CONFIGS, _O.IDEMPOTENT_WRITE),
+}
+
+
 class AclPermissionType(Enum):
     UNKNOWN = 0
     ANY = 1

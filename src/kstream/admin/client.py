@@ -33,6 +33,7 @@ from kstream.admin import elections, groups, offsets
 from kstream.admin import topics as topic_ops
 from kstream.admin._futures import check_bool, check_list, check_name, check_timeout, completed, futures_for
 from kstream.admin._unsupported import not_supported
+from kstream.admin.acl import AclOperation, supported_operations
 from kstream.admin.config import ConfigResource
 from kstream.admin.metadata import (
     ClusterMetadata,
@@ -42,6 +43,7 @@ from kstream.admin.metadata import (
     log_dir_nodes,
 )
 from kstream.admin.offsets import OffsetSpec
+from kstream.admin.resource import ResourceType
 from kstream.admin.topics import NewPartitions, NewTopic
 from kstream.client_callbacks import check_sasl_credentials
 from kstream.client_config import client_options
@@ -142,7 +144,8 @@ class AdminClient:
         check_timeout(request_timeout, "request_timeout")
         check_bool(include_authorized_operations, "include_authorized_operations")
         return completed(lambda: DescribeClusterResult(
-            None, list(log_dir_nodes(self.cluster).values()), self.cluster.cluster_id))
+            None, list(log_dir_nodes(self.cluster).values()), self.cluster.cluster_id,
+            _operations(ResourceType.BROKER, include_authorized_operations)))
 
     # -- topics ------------------------------------------------------------------------------
 
@@ -198,7 +201,9 @@ class AdminClient:
         check_timeout(request_timeout, "request_timeout")
         check_bool(include_authorized_operations, "include_authorized_operations")
         names = [check_name(name, "a topic name") for name in topics.topic_names]
-        return futures_for(names, lambda name: topic_ops.describe(self.cluster, name))
+        operations = _operations(ResourceType.TOPIC, include_authorized_operations)
+        return futures_for(names, lambda name: _with_operations(topic_ops.describe(self.cluster, name),
+                                                                operations))
 
     # -- configs -----------------------------------------------------------------------------
 
@@ -245,7 +250,9 @@ class AdminClient:
         check_list(group_ids, "group_ids", str)
         check_timeout(request_timeout, "request_timeout")
         check_bool(include_authorized_operations, "include_authorized_operations")
-        return futures_for(group_ids, lambda g: groups.describe_group(self._consumer_groups(), g))
+        operations = _operations(ResourceType.GROUP, include_authorized_operations)
+        return futures_for(group_ids, lambda g: _with_operations(
+            groups.describe_group(self._consumer_groups(), g), operations))
 
     @_when_open(_CLOSED)
     def delete_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None
@@ -418,6 +425,19 @@ class Admin(AdminClient):
     def __init__(self, conf: Mapping[str, Any] | None = None, **kwargs: Any):
         super().__init__(conf, **kwargs)
 
+
+
+def _operations(resource_type: ResourceType, include: bool) -> list[AclOperation] | None:
+    """``authorized_operations`` of a describe result: None unless asked for, as in confluent."""
+    return supported_operations(resource_type) if include else None
+
+
+_Described = TypeVar("_Described", topic_ops.TopicDescription, groups.ConsumerGroupDescription)
+
+
+def _with_operations(described: _Described, operations: list[AclOperation] | None) -> _Described:
+    described.authorized_operations = None if operations is None else list(operations)
+    return described
 
 
 def _check_request(operation_timeout: Any, request_timeout: Any, validate_only: Any) -> None:

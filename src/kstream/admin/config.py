@@ -194,6 +194,11 @@ def alter(cluster: Cluster, resource: ConfigResource, validate_only: bool) -> No
     _apply(cluster, resource, {**dict.fromkeys(current), **wanted}, validate_only)
 
 
+# Kafka's LIST-typed topic configs that kstream types as a single value (one value is all it
+# supports so far): APPEND and SUBTRACT work on them as in Kafka, the result is then checked.
+_KAFKA_LISTS = frozenset({"cleanup.policy"})
+
+
 def alter_incremental(cluster: Cluster, resource: ConfigResource, validate_only: bool) -> None:
     """SET / DELETE (/ APPEND / SUBTRACT for list settings) single topic settings."""
     current = _topic(cluster, resource).config
@@ -209,10 +214,13 @@ def alter_incremental(cluster: Cluster, resource: ConfigResource, validate_only:
             changes[change.name] = None
         else:
             option = TOPIC_OPTIONS.get(change.name)
-            if option is None or option.kind != "list":
+            if option is None or (option.kind != "list" and change.name not in _KAFKA_LISTS):
                 raise ConfigError(f"{operation.name} needs a list-valued config; {change.name!r} "
                                   "is not one (use SET)")
-            items = [v for v in str(current.get(change.name, "")).split(",") if v]
+            base = current.get(change.name)
+            if base is None:  # Kafka appends to / subtracts from the default when unset
+                base = option.default if isinstance(option.default, str) else ",".join(option.default or ())
+            items = [v for v in str(base).split(",") if v]
             given = [v for v in str(change.value or "").split(",") if v]
             items = items + [v for v in given if v not in items] if operation is AlterConfigOpType.APPEND \
                 else [v for v in items if v not in given]

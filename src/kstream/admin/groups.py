@@ -61,7 +61,7 @@ class MemberDescription:
 class ConsumerGroupDescription:
     def __init__(self, group_id: str, is_simple_consumer_group: bool, members: list[MemberDescription],
                  partition_assignor: str, state: ConsumerGroupState, coordinator: Any = None,
-                 authorized_operations: list[object] | None = None,
+                 authorized_operations: list[Any] | None = None,
                  group_type: ConsumerGroupType = ConsumerGroupType.CLASSIC):
         self.group_id = group_id
         self.is_simple_consumer_group = is_simple_consumer_group
@@ -147,7 +147,7 @@ def list_groups(groups: ConsumerGroups, states: set[ConsumerGroupState],
         state = _state(description)
         if states and state not in states:
             continue
-        valid.append(ConsumerGroupListing(group, description.protocol is None, state,
+        valid.append(ConsumerGroupListing(group, not description.protocol_type, state,
                                           ConsumerGroupType.CLASSIC))
     return ListConsumerGroupsResult(valid)
 
@@ -161,7 +161,7 @@ def describe_group(groups: ConsumerGroups, group: str) -> ConsumerGroupDescripti
                                  MemberAssignment([TopicPartition(t, p) for t, p in m.assignment]),
                                  m.instance_id)
                for m in description.members]
-    return ConsumerGroupDescription(group, description.protocol is None, members,
+    return ConsumerGroupDescription(group, not description.protocol_type, members,
                                     description.protocol or "", _state(description))
 
 
@@ -213,6 +213,6 @@ def group_metadata(groups: ConsumerGroups, group: str | None) -> list[GroupMetad
             raise GroupNotFoundError(f"consumer group {name!r} does not exist")
         description = groups.describe(name)
         members = [GroupMember(m.member_id, m.client_id, m.host) for m in description.members]
-        result.append(GroupMetadata(None, name, None, description.state, "consumer",
+        result.append(GroupMetadata(None, name, None, description.state, description.protocol_type,
                                     description.protocol or "", members))
     return result

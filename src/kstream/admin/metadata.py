@@ -12,7 +12,7 @@ created (kstream never auto-creates topics). Reads only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kstream._model import Node
 from kstream.admin._futures import kafka_error
@@ -130,10 +130,11 @@ class GroupMetadata:
 
 class DescribeClusterResult:
     """``controller`` (None: kstream has none), ``nodes`` (the log dirs), ``cluster_id``,
-    ``authorized_operations`` (None: no ACLs)."""
+    ``authorized_operations`` (None unless asked for; then every cluster operation, as Kafka
+    without an authorizer)."""
 
     def __init__(self, controller: Node | None, nodes: list[Node], cluster_id: str,
-                 authorized_operations: list[object] | None = None):
+                 authorized_operations: list[Any] | None = None):
         self.controller = controller
         self.nodes = nodes
         self.cluster_id = cluster_id

@@ -92,10 +92,11 @@ class NewPartitions:
 
 class TopicDescription:
     """confluent's: ``name``, ``topic_id``, ``is_internal`` (False), ``partitions`` (a list of
-    TopicPartitionInfo), ``authorized_operations`` (None: kstream has no ACLs)."""
+    TopicPartitionInfo), ``authorized_operations`` (None unless asked for; then every topic
+    operation, as Kafka without an authorizer)."""
 
     def __init__(self, name: str, topic_id: str, is_internal: bool,
-                 partitions: list[TopicPartitionInfo], authorized_operations: list[object] | None = None):
+                 partitions: list[TopicPartitionInfo], authorized_operations: list[Any] | None = None):
         self.name = name
         self.topic_id = topic_id
         self.is_internal = is_internal

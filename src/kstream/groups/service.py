@@ -83,6 +83,10 @@ class GroupDescription:
     protocol: str | None
     members: tuple[Member, ...]
     partitions: tuple[PartitionLag, ...]
+    # "consumer" once members have joined (kept while the group exists, Empty included, as
+    # Kafka keeps a group's protocol type); "" for a group that only ever committed offsets
+    # (Kafka's simple consumer group: assign() and commit)
+    protocol_type: str = ""
 
     @property
     def total_lag(self) -> int:
@@ -290,7 +294,7 @@ class ConsumerGroups:
             state = "Dead" if not partitions else "Empty"
             return GroupDescription(group, state, -1, None, (), partitions)
         return GroupDescription(group, current.state, current.generation, current.protocol,
-                                current.members, partitions)
+                                current.members, partitions, protocol_type="consumer")
 
     # -- operator actions -------------------------------------------------------------
 
