@@ -383,13 +383,23 @@ class Producer:
 
     def flush(self, timeout: float | None = None) -> int:
         """Send every open batch and serve all delivery reports; returns the records still
-        waiting (0: batches are written in the calling thread, so nothing is left)."""
+        waiting (0: batches are written in the calling thread, so nothing is left).
+
+        As librdkafka's, it goes on while other threads produce (or callbacks it serves do),
+        until nothing is waiting or ``timeout`` seconds (None or negative: no limit) have
+        passed; each round holds the lock only while it sends what is queued.
+        """
         self._check_open()
-        with self._lock:
-            self._check_open()
-            self._flush_locked()
-        self._serve_reports()
-        return len(self)
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                if self._hooks.closed:  # another thread's close() flushed everything
+                    return 0
+                self._flush_locked()
+            self._serve_reports()
+            left = len(self)
+            if not left or (deadline is not None and time.monotonic() >= deadline):
+                return left
 
     def _flush_locked(self) -> None:
         """Send every open batch and settle every batch in flight (the lock held throughout,
