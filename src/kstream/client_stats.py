@@ -94,12 +94,21 @@ class ClientStats:
 
     def maybe_emit(self, build: Callable[[], dict[str, Any]]) -> bool:
         """Call the callback with ``build()``'s document if the interval has passed."""
+        document = self.render_if_due(build)
+        if document is None:
+            return False
+        self.callback(document)
+        return True
+
+    def render_if_due(self, build: Callable[[], dict[str, Any]]) -> str | None:
+        """``build()``'s document as JSON if the interval has passed (and the next interval
+        starts), else None: for a client that builds it under its lock and calls the callback
+        after releasing it."""
         now = time.monotonic()
         if now < self._next:
-            return False
+            return None
         self._next = now + self.interval_ms / 1000.0
-        self.callback(json.dumps(build()))
-        return True
+        return json.dumps(build())
 
     def document(self, views: Iterable[PartitionView], msg_cnt: int = 0,
                  msg_size: int = 0, cgrp: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -19,7 +19,11 @@ Message whose ``error()`` is a KafkaError ``_BAD_MSG`` (its ``exception`` the
 :class:`CorruptBatchError` naming file, position and offset), and
 ``poll_batch()`` raises that CorruptBatchError. The partition stays at the bad
 frame and is not read again until ``seek()`` (past it, or to it to check again).
-Not thread-safe.
+
+Not thread-safe, as confluent-kafka's Consumer is not for concurrent polls: use
+a Consumer from one thread at a time (one per thread, or a lock of the
+application's). Unlike the Producer (which several threads may share), its
+fetch positions and group state take no lock.
 """
 
 from __future__ import annotations

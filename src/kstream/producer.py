@@ -21,9 +21,17 @@ within ``delivery.timeout.ms``; the log recognises a batch it already has
 original offsets, so a retry never duplicates. A batch that still fails is
 reported failed and the producer moves to a new epoch (its sequences restart).
 
-A Producer is meant for one thread (its produce() takes no lock); use one per
-thread. Any number of producers in any number of processes may write to the
-same partitions at once.
+Thread safety: as confluent-kafka's, one Producer may be shared by any number
+of threads. One lock (``_lock``) covers its state: produce() holds it only
+to append the record to the open batch (and to send a full one), every send,
+flush() and transaction call hold it across the batches they write, so
+sequence numbers and batch contents stay consistent. Delivery callbacks,
+``error_cb`` and ``stats_cb`` run in the thread that calls poll()/flush(),
+after the lock is released: a callback may call produce(). A transaction
+holds whatever any thread produced before commit_transaction() took the lock.
+close() while other threads produce: records produce() accepted before it are
+written, later calls raise the closed error. Any number of producers in any
+number of processes may write to the same partitions at once.
 """
 
 from __future__ import annotations
@@ -194,6 +202,17 @@ class _InFlight:
         return all(sync.done() for sync in self.syncs)
 
 
+class _ClosedBatches:
+    """The open batches of a closed producer's topics: any look-up raises the closed error
+    (so produce() needs no closed check of its own on every record)."""
+
+    def __getitem__(self, partition: int) -> _OpenBatch | None:
+        raise RuntimeError("Producer has been closed")
+
+
+_CLOSED = cast("list[_OpenBatch | None]", _ClosedBatches())
+
+
 class _NeverOpened:
     """The hooks of a Producer whose ``__init__`` never ran (a subclass that skips it): closed."""
 
@@ -210,6 +229,7 @@ class Producer:
     _topics = cast("dict[str, _TopicState]", MappingProxyType({}))
     _reports: list[tuple[list[DeliveryCallback], KafkaError | None, list[Any]]] = cast("list[Any]", ())
     _in_flight = cast("deque[_InFlight]", ())
+    _lock = threading.RLock()  # (only guards the read-only values above)
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
         if config is None and not kwargs:
@@ -242,6 +262,9 @@ class Producer:
         self._retries = options["retries"]
         self._retry_backoff_s = options["retry.backoff.ms"] / 1000.0
         self._delivery_timeout_s = options["delivery.timeout.ms"] / 1000.0
+        # Over everything above that changes (see the module docstring). Reentrant so that a
+        # locked method may call another; user callbacks are never called while it is held.
+        self._lock = threading.RLock()
         if options["transactional.id"]:
             self._transactions = ProducerTransactions(self._cluster, options["transactional.id"])
         elif options["enable.idempotence"]:
@@ -271,7 +294,10 @@ class Producer:
         is refused and the records queued with it are unaffected.
         """
         # The hot path of the per-record API: keep it to a few dozen bytecodes.
-        state = self._topics.get(topic) or self._open_topic(topic)
+        try:
+            state = self._topics[topic]  # (a subscript is cheaper than a .get() call)
+        except KeyError:
+            state = self._open_topic(topic)
         if state.typed is not None:
             size = state.typed.check(value)  # a record that does not fit is refused here, alone
         elif value.__class__ is bytes:
@@ -299,27 +325,34 @@ class Producer:
                 f"record of {size} bytes to topic {topic!r} exceeds message.max.bytes "
                 f"({self._max_record_bytes}); raise message.max.bytes or split the record")
         now = _time()
-        batch = state.batches[partition]
-        if batch is None:
-            batch = state.batches[partition] = _OpenBatch(now + self._linger_s)
-            self._lingering[(topic, partition)] = state
-            if batch.deadline < self._next_deadline:
-                self._next_deadline = batch.deadline
-        batch.values.append(value)
-        batch.timestamps.append(now if timestamp == 0 else timestamp / 1000.0)
-        if key is not None or headers is not None or batch.keys is not None or batch.headers is not None:
-            batch.add_extras(key, headers)
-        if on_delivery is not None or callback is not None:
-            if batch.callbacks is None:
-                batch.callbacks = {}
-            handler = on_delivery if on_delivery is not None else callback
-            assert handler is not None
-            batch.callbacks[len(batch.values) - 1] = handler
-        batch.size += size + _RECORD_OVERHEAD_BYTES
-        if batch.size >= self._batch_size:
-            self._send(state, partition)
-        elif now >= self._next_deadline:
-            self._send_expired(now)
+        # The producer's lock, from here to the end (everything above only read). acquire()/
+        # release() rather than `with`: a `with` costs twice as much, on every record.
+        lock = self._lock
+        lock.acquire()
+        try:
+            batch = state.batches[partition]  # RuntimeError if close() ran meanwhile (_CLOSED)
+            if batch is None:
+                batch = state.batches[partition] = _OpenBatch(now + self._linger_s)
+                self._lingering[(topic, partition)] = state
+                if batch.deadline < self._next_deadline:
+                    self._next_deadline = batch.deadline
+            batch.values.append(value)
+            batch.timestamps.append(now if timestamp == 0 else timestamp / 1000.0)
+            if key is not None or headers is not None or batch.keys is not None or batch.headers is not None:
+                batch.add_extras(key, headers)
+            if on_delivery is not None or callback is not None:
+                if batch.callbacks is None:
+                    batch.callbacks = {}
+                handler = on_delivery if on_delivery is not None else callback
+                assert handler is not None
+                batch.callbacks[len(batch.values) - 1] = handler
+            batch.size += size + _RECORD_OVERHEAD_BYTES
+            if batch.size >= self._batch_size:
+                self._send(state, partition)
+            elif now >= self._next_deadline:
+                self._send_expired(now)
+        finally:
+            lock.release()
 
     def poll(self, timeout: float | None = None) -> int:
         """Serve delivery reports (and error_cb, stats_cb), sending batches whose linger.ms
@@ -330,28 +363,52 @@ class Producer:
         """
         self._check_open()
         now = time.time()
-        self._send_expired(now)
-        self._settle(wait=False)
-        if not self._reports and timeout:
+        with self._lock:
+            self._check_open()
+            self._send_expired(now)
+            self._settle(wait=False)
+            waiting = not self._reports and timeout
+            next_deadline = self._next_deadline
+        if waiting:  # (sleeping without the lock: other threads go on producing)
+            assert timeout is not None
             end = now + timeout
-            if self._next_deadline < end:
-                time.sleep(max(0.0, self._next_deadline - now))
-                self._send_expired(time.time())
+            if next_deadline < end:
+                time.sleep(max(0.0, next_deadline - now))
+                with self._lock:
+                    self._check_open()
+                    self._send_expired(time.time())
             else:
                 time.sleep(timeout)
         return self._serve_reports()
 
     def flush(self, timeout: float | None = None) -> int:
         """Send every open batch and serve all delivery reports; returns the records still
-        waiting (0: batches are written in the calling thread, so nothing is left)."""
+        waiting (0: batches are written in the calling thread, so nothing is left).
+
+        As librdkafka's, it goes on while other threads produce (or callbacks it serves do),
+        until nothing is waiting or ``timeout`` seconds (None or negative: no limit) have
+        passed; each round holds the lock only while it sends what is queued.
+        """
         self._check_open()
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                if self._hooks.closed:  # another thread's close() flushed everything
+                    return 0
+                self._flush_locked()
+            self._serve_reports()
+            left = len(self)
+            if not left or (deadline is not None and time.monotonic() >= deadline):
+                return left
+
+    def _flush_locked(self) -> None:
+        """Send every open batch and settle every batch in flight (the lock held throughout,
+        so this ends however fast other threads produce)."""
         while self._lingering:
             (_, partition), state = next(iter(self._lingering.items()))
             self._send(state, partition)
         self._next_deadline = float("inf")
         self._settle(wait=True)
-        self._serve_reports()
-        return len(self)
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
         """Drop records not sent yet (``in_queue``): their delivery callbacks get
@@ -361,6 +418,11 @@ class Producer:
         be taken back from the log; they are settled (waited for with ``blocking``, else those
         finished) and reported as they turned out, delivered or failed.
         """
+        self._check_open()
+        with self._lock:
+            self._purge_locked(in_queue, in_flight, blocking)
+
+    def _purge_locked(self, in_queue: bool, in_flight: bool, blocking: bool) -> None:
         self._check_open()
         if in_queue:
             error = KafkaError(_PURGE_QUEUE, "Local: Purged in queue")
@@ -380,8 +442,9 @@ class Producer:
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         """confluent-kafka's ClusterMetadata: log dirs as brokers, the cluster's topics (or
         ``topic`` alone; a missing one has error UNKNOWN_TOPIC_OR_PART)."""
-        self._check_open()
-        return cluster_metadata(self._cluster, topic)
+        with self._lock:  # (close() closes the cluster under it)
+            self._check_open()
+            return cluster_metadata(self._cluster, topic)
 
     def set_sasl_credentials(self, username: str, password: str) -> None:
         """Accepted and ignored: an embedded log has no broker to authenticate to."""
@@ -392,9 +455,10 @@ class Producer:
 
     def __len__(self) -> int:
         """Records not yet sent or not yet reported."""
-        waiting = sum(len(b.values) for s in self._topics.values() for b in s.batches if b is not None)
-        syncing = sum(len(f.batch.values) for f in self._in_flight)
-        return waiting + syncing + sum(len(callbacks) for callbacks, _, _ in self._reports)
+        with self._lock:
+            waiting = sum(len(b.values) for s in self._topics.values() for b in s.batches if b is not None)
+            syncing = sum(len(f.batch.values) for f in self._in_flight)
+            return waiting + syncing + sum(len(callbacks) for callbacks, _, _ in self._reports)
 
     # -- Arrow API ---------------------------------------------------------------------
 
@@ -439,6 +503,13 @@ class Producer:
                 stored = to_stored_batch(chunk, state.schema)
                 planned.extend((target, piece) for piece in self._pieces(state, stored))
         # Everything is checked and cut to fit: from here on only the disk can fail.
+        with self._lock:
+            self._check_open()
+            return self._write_planned(state, planned, now_ms, partition)
+
+    def _write_planned(self, state: _TopicState, planned: list[tuple[int, Piece]], now_ms: int,
+                       partition: int | None) -> list[BatchResult]:
+        topic = state.info.name
         touched = sorted({target for target, _ in planned})
         for target in touched:  # keep per-partition order with produce()
             if state.batches[target] is not None:
@@ -525,6 +596,12 @@ class Producer:
         self._check_open()
         if not isinstance(topic, str):
             raise TypeError(f"topic must be a str, got {type(topic).__name__}")
+        with self._lock:
+            self._check_open()
+            state = self._topics.get(topic)  # another thread may have opened it meanwhile
+            return state if state is not None else self._open_topic_locked(topic)
+
+    def _open_topic_locked(self, topic: str) -> _TopicState:
         info = self._topic_info(topic)
         config = self._cluster.log_config(info)
         state = _TopicState(info, Cluster.topic_schema(info), config.message_max_bytes)
@@ -781,22 +858,36 @@ class Producer:
         self._next_deadline = float("inf")
 
     def _serve_reports(self) -> int:
-        if self._hooks.oauth is not None:
-            self._hooks.oauth.refresh_if_due(self._hooks.log, self._hooks.error_cb)
-        while self._hooks.errors:
-            failure = self._hooks.errors.pop(0)
-            self._hooks.log.warning("producer %s: %s", self._options["client.id"], failure.str())
-            if self._hooks.error_cb is not None:
-                self._hooks.error_cb(failure)
-        if self._hooks.stats is not None:
-            self._hooks.stats.maybe_emit(self._stats_document)
+        """Call error_cb, stats_cb and the delivery callbacks queued so far, in this thread and
+        without the lock (a callback may produce; another thread's poll() serves later ones)."""
+        hooks = self._hooks
+        if hooks.oauth is not None:
+            hooks.oauth.refresh_if_due(hooks.log, hooks.error_cb)
+        with self._lock:
+            errors, hooks.errors = hooks.errors, []
+            reports, self._reports = self._reports, []
+            stats = None if hooks.stats is None else hooks.stats.render_if_due(self._stats_document)
         served = 0
-        while self._reports:
-            callbacks, error, records = self._reports.pop(0)
-            for cb, record in zip(callbacks, records, strict=False):
-                assert cb is not None
-                cb(error, record)
-                served += 1
+        try:
+            while errors:
+                failure = errors.pop(0)
+                hooks.log.warning("producer %s: %s", self._options["client.id"], failure.str())
+                if hooks.error_cb is not None:
+                    hooks.error_cb(failure)
+            if stats is not None:
+                assert hooks.stats is not None
+                hooks.stats.callback(stats)
+            while reports:
+                callbacks, error, records = reports.pop(0)
+                for cb, record in zip(callbacks, records, strict=False):
+                    assert cb is not None
+                    cb(error, record)
+                    served += 1
+        except BaseException:
+            with self._lock:  # a callback raised: what was not served yet is first in line again
+                hooks.errors[:0] = errors
+                self._reports[:0] = reports
+            raise
         return served
 
     # -- transactions (transactional.id) --------------------------------------------------
@@ -804,16 +895,23 @@ class Producer:
     def init_transactions(self, timeout: float | None = None) -> None:
         """Register this transactional id with a new epoch: older instances are fenced and a
         transaction they left open is aborted."""
-        self._transactional().init()
+        with self._lock:
+            self._transactional().init()
 
     def begin_transaction(self) -> None:
-        self._transactional().begin()
+        with self._lock:
+            self._transactional().begin()
 
     def commit_transaction(self, timeout: float | None = None) -> None:
-        """Send everything produced in the transaction, then commit it on every partition."""
-        self._transactional().current()
-        self.flush()
-        self._transactional().end(commit=True)
+        """Send everything produced in the transaction, then commit it on every partition.
+        With other threads producing: the transaction holds every record produced before this
+        call took the producer's lock; records produced after wait for the next transaction."""
+        with self._lock:
+            transactions = self._transactional()
+            transactions.current()
+            self._flush_locked()
+            transactions.end(commit=True)
+        self._serve_reports()
 
     def send_offsets_to_transaction(self, positions: list[TopicPartition], group_metadata: Any,
                                     timeout: float | None = None) -> None:
@@ -821,21 +919,24 @@ class Producer:
         ``group_metadata`` (``Consumer.consumer_group_metadata()``) with the open transaction:
         both or neither (consume-transform-produce exactly once; docs/TRANSACTIONS.md).
         IllegalGenerationError if the consumer lost its partitions meanwhile: abort then."""
-        self._transactional().send_offsets(positions, group_metadata)
+        with self._lock:
+            self._transactional().send_offsets(positions, group_metadata)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Drop records not sent yet and abort what was: read_committed readers never see it."""
-        transactions = self._transactional()
-        transactions.current()
-        for state in self._topics.values():
-            state.batches = [None] * state.num_partitions
-        self._lingering.clear()
-        self._next_deadline = float("inf")
-        transactions.end(commit=False)
+        with self._lock:
+            transactions = self._transactional()
+            transactions.current()
+            for state in self._topics.values():
+                state.batches = [None] * state.num_partitions
+            self._lingering.clear()
+            self._next_deadline = float("inf")
+            transactions.end(commit=False)
 
     def bind_sink_transaction(self, writer: Any) -> None:
         """Internal (the Spark sink): write every frame into the task's transaction."""
-        self._sink_txn = writer
+        with self._lock:
+            self._sink_txn = writer
 
     def _transactional(self) -> ProducerTransactions:
         self._check_open()
@@ -866,21 +967,34 @@ class Producer:
     def close(self, timeout: float | None = None) -> bool:
         """Flush, fsync what this producer wrote (a clean shutdown: the next writer
         to open these partitions has no tail to re-check), then release files; returns
-        True, as confluent-kafka's does. A second close() does nothing (and returns True)."""
-        if self._hooks.closed:
-            return True
-        self.flush()
-        self._hooks.closed = True
-        for state in self._topics.values():
-            for handle in state.partitions:
-                if handle is not None:
-                    handle.flush()
-                    handle.close()
-        self._topics.clear()
-        self._syncers.shutdown(wait=True)
-        if self._transactions is not None:
-            self._transactions.close()
-        self._cluster.close()
+        True, as confluent-kafka's does. A second close() does nothing (and returns True).
+
+        Other threads may be producing: what they produced before close() took the lock is
+        written, their later calls raise RuntimeError("Producer has been closed"). The last
+        delivery reports are served after the producer closed (a callback that produces
+        then gets that error)."""
+        with self._lock:
+            if self._hooks.closed:
+                return True
+            self._flush_locked()
+        self._serve_reports()  # (its callbacks may produce: sent below)
+        with self._lock:
+            if self._hooks.closed:
+                return True
+            self._flush_locked()
+            self._hooks.closed = True
+            for state in self._topics.values():
+                state.batches = _CLOSED  # for produce() calls already past their first check
+                for handle in state.partitions:
+                    if handle is not None:
+                        handle.flush()
+                        handle.close()
+            self._topics.clear()
+            self._syncers.shutdown(wait=True)
+            if self._transactions is not None:
+                self._transactions.close()
+            self._cluster.close()
+        self._serve_reports()
         return True
 
     def __enter__(self) -> Producer:

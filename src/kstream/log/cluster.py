@@ -13,7 +13,8 @@ dirs (leaders spread evenly, as Kafka assigns them). Names and counts have
 maxima (:data:`MAX_TOPIC_NAME`, :data:`MAX_PARTITIONS`) checked before
 anything is written.
 
-Thread-safe for reads; the metadata DB serialises writers across processes.
+Thread-safe: the metadata store gives each thread its own SQLite connection,
+and the metadata DB serialises writers across threads and processes.
 Picklable as configuration only (the path).
 """
 

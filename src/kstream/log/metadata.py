@@ -2,7 +2,11 @@
 
 The transactional, multi-process store of DESIGN §4. It is off the hot path:
 producers and consumers read it when they open a topic, not per record.
-Each process opens its own connection (re-opened after ``fork``).
+Each thread of each process gets its own connection, opened on first use
+(a connection is never shared: SQLite transactions are per connection, and
+Python's sqlite3 refuses a connection from another thread); a forked child
+opens new ones. So one :class:`Metadata` (one ``Cluster``) may be used by
+several threads at once, as a shared Producer does.
 
 Only :meth:`kstream.log.cluster.Cluster._create` makes a new database
 (``create=True``); every other open is read-write of an existing file
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import time
 import urllib.parse
 import uuid
@@ -98,25 +103,61 @@ class TopicInfo:
         return len(self.partitions)
 
 
+class _ThreadConnection(threading.local):
+    """One thread's connection to the metadata DB, and what is known about it."""
+
+    def __init__(self) -> None:
+        self.connection: sqlite3.Connection | None = None
+        self.pid = 0  # the process that opened it (a forked child opens its own)
+        self.generation = -1  # Metadata.close() ends every connection of an older generation
+        self.number = 0  # which connection of this Metadata it is (part of data_version)
+        self.own_commits = 0  # PRAGMA data_version does not count this connection's commits
+        self.schemas_made: set[str] = set()
+
+
 class Metadata:
-    """The metadata database of one cluster."""
+    """The metadata database of one cluster. Thread-safe: each thread uses its own connection."""
 
     def __init__(self, path: str, create: bool = False):
         self.path = path
         self._create = create
-        self._connection: sqlite3.Connection | None = None
-        self._pid = 0
-        self._schemas_made: set[str] = set()
-        self._own_commits = 0  # PRAGMA data_version does not count this connection's commits
-        self._connections = 0  # ...and starts afresh with each connection
+        self._local = _ThreadConnection()
+        self._guard = threading.Lock()  # over the fields below (a forked child makes its own)
+        self._guard_pid = os.getpid()
+        self._generation = 0
+        self._connections = 0  # connections opened so far (numbers them)
+        # This process's open connections by thread, for close(); those of finished threads are
+        # closed when the next one is opened, so there are never more than live threads.
+        self._open: dict[threading.Thread, tuple[int, sqlite3.Connection]] = {}
 
     @property
     def connection(self) -> sqlite3.Connection:
-        if self._connection is None or self._pid != os.getpid():
-            self._pid = os.getpid()
+        """This thread's connection (opened on first use, and anew after fork or close())."""
+        local = self._local
+        if local.connection is None or local.pid != os.getpid() or local.generation != self._generation:
+            self._open_for_thread(local)
+        assert local.connection is not None
+        return local.connection
+
+    def _open_for_thread(self, local: _ThreadConnection) -> None:
+        connection = self._connect()
+        if self._guard_pid != os.getpid():  # another thread may have held it at the fork
+            self._guard, self._guard_pid = threading.Lock(), os.getpid()
+        with self._guard:
             self._connections += 1
-            self._connection = self._connect()
-        return self._connection
+            local.number = self._connections
+            local.pid = os.getpid()
+            local.generation = self._generation
+            local.connection = connection
+            local.own_commits = 0
+            local.schemas_made = set()
+            finished = [thread for thread in self._open if not thread.is_alive()]
+            replaced = self._open.pop(threading.current_thread(), None)
+            self._open[threading.current_thread()] = (local.pid, connection)
+            stale = [self._open.pop(thread) for thread in finished]
+        for pid, old in [*stale, *([replaced] if replaced is not None else [])]:
+            if pid == os.getpid() and old is not connection:
+                old.close()  # its thread is gone (or it was closed): no one else uses it
 
     def _connect(self) -> sqlite3.Connection:
         if not self._create:
@@ -125,7 +166,10 @@ class Metadata:
         uri = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode={mode}"
         connection: sqlite3.Connection | None = None
         try:
-            connection = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None)
+            # check_same_thread=False only so that close() may close another thread's connection
+            # (or a finished thread's); no connection is ever used by two threads.
+            connection = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None,
+                                         check_same_thread=False)
             if not self._create and connection.execute(_IS_KSTREAM_METADATA).fetchone() is None:
                 raise ClusterError(_lost(self.path, "is not a kstream metadata database (no log_dirs table)"))
             connection.execute("PRAGMA journal_mode=WAL")
@@ -143,7 +187,7 @@ class Metadata:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """An immediate (write-locked) transaction, committed on success."""
+        """An immediate (write-locked) transaction on this thread's connection, committed on success."""
         connection = self.connection
         connection.execute("BEGIN IMMEDIATE")
         try:
@@ -152,26 +196,33 @@ class Metadata:
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
-        self._own_commits += 1
+        self._local.own_commits += 1
 
     def close(self) -> None:
-        if self._connection is not None and self._pid == os.getpid():
-            self._connection.close()
-        self._connection = None
+        """Close this process's connections, every thread's: call it when no other thread is
+        using this Metadata any more. A later use opens a new connection."""
+        with self._guard:
+            self._generation += 1
+            opened, self._open = self._open, {}
+        for pid, connection in opened.values():
+            if pid == os.getpid():
+                connection.close()
+        self._local.connection = None
 
     def ensure_schema(self, name: str, ddl: str) -> None:
         """Run another module's CREATE TABLE IF NOT EXISTS script once per connection."""
-        if self._connection is None or self._pid != os.getpid():
-            self._schemas_made = set()
-        if name not in self._schemas_made:
-            self.connection.executescript(ddl)
-            self._schemas_made.add(name)
+        connection = self.connection  # (a new one starts with an empty schemas_made)
+        if name not in self._local.schemas_made:
+            connection.executescript(ddl)
+            self._local.schemas_made.add(name)
 
     def data_version(self) -> DataVersion:
         """Changes whenever anyone commits (another connection, or this one through
         :meth:`transaction`): a cheap staleness check for caches."""
         others = int(self.connection.execute("PRAGMA data_version").fetchone()[0])
-        return (self._connections, others, self._own_commits)
+        # Per connection: another thread's answer differs in its first field, so a cache
+        # shared between threads sees a change (and re-reads) rather than missing one.
+        return (self._local.number, others, self._local.own_commits)
 
     # -- log dirs ----------------------------------------------------------------
 
