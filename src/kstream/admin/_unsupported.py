@@ -9,7 +9,8 @@ so code that builds them still imports and runs up to the call.
 
 from __future__ import annotations
 
-from typing import NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from kstream.errors import NotSupportedError
 
@@ -32,3 +33,13 @@ REASONS = {
 def not_supported(call: str) -> NoReturn:
     """Raise NotSupportedError for AdminClient.``call``, saying why and what to do instead."""
     raise NotSupportedError(f"AdminClient.{call} is not supported by kstream: {REASONS[call]}")
+
+
+def unsupported_method(call: str) -> Callable[..., NoReturn]:
+    """An AdminClient method named ``call`` that takes any arguments and raises
+    :func:`not_supported` (porting code finds the name, and a clear error)."""
+    def method(self: object, *args: Any, **kwargs: Any) -> NoReturn:
+        not_supported(call)
+    method.__name__ = method.__qualname__ = call
+    method.__doc__ = f"Not supported by kstream: {REASONS[call]}."
+    return method

@@ -32,7 +32,7 @@ from kstream.admin import config as configs
 from kstream.admin import elections, groups, offsets
 from kstream.admin import topics as topic_ops
 from kstream.admin._futures import check_bool, check_list, check_name, check_timeout, completed, futures_for
-from kstream.admin._unsupported import not_supported
+from kstream.admin._unsupported import unsupported_method
 from kstream.admin.acl import AclOperation, supported_operations
 from kstream.admin.config import ConfigResource
 from kstream.admin.metadata import (
@@ -313,33 +313,13 @@ class AdminClient:
 
     # -- not supported by kstream on purpose (see _unsupported.py) ----------------------------
 
-    @_when_open(_CLOSED)
-    def create_acls(self, *args: Any, **kwargs: Any) -> Any:
-        not_supported("create_acls")
-
-    @_when_open(_CLOSED)
-    def describe_acls(self, *args: Any, **kwargs: Any) -> Any:
-        not_supported("describe_acls")
-
-    @_when_open(_CLOSED)
-    def delete_acls(self, *args: Any, **kwargs: Any) -> Any:
-        not_supported("delete_acls")
-
-    @_when_open(_CLOSED)
-    def describe_user_scram_credentials(self, *args: Any, **kwargs: Any) -> Any:
-        not_supported("describe_user_scram_credentials")
-
-    @_when_open(_CLOSED)
-    def alter_user_scram_credentials(self, *args: Any, **kwargs: Any) -> Any:
-        not_supported("alter_user_scram_credentials")
-
-    @_when_open(_CLOSED)
-    def describe_client_quotas(self, *args: Any, **kwargs: Any) -> Any:
-        not_supported("describe_client_quotas")
-
-    @_when_open(_CLOSED)
-    def alter_client_quotas(self, *args: Any, **kwargs: Any) -> Any:
-        not_supported("alter_client_quotas")
+    create_acls = _when_open(_CLOSED)(unsupported_method("create_acls"))
+    describe_acls = _when_open(_CLOSED)(unsupported_method("describe_acls"))
+    delete_acls = _when_open(_CLOSED)(unsupported_method("delete_acls"))
+    describe_user_scram_credentials = _when_open(_CLOSED)(unsupported_method("describe_user_scram_credentials"))
+    alter_user_scram_credentials = _when_open(_CLOSED)(unsupported_method("alter_user_scram_credentials"))
+    describe_client_quotas = _when_open(_CLOSED)(unsupported_method("describe_client_quotas"))
+    alter_client_quotas = _when_open(_CLOSED)(unsupported_method("alter_client_quotas"))
 
     @_when_open(_CLOSED)
     def set_sasl_credentials(self, username: str, password: str) -> None:
