@@ -142,3 +142,19 @@ def test_members_in_processes_sigkill_one(cluster_path, make_topic, tmp_path):
             assert len(who) == 2 and any(n == "m1" for n, _ in who), (partition, offset, who)
             assert offset >= last_commit_by_victim[partition], (partition, offset, who)
     groups.close()
+
+
+def test_a_spark_members_process_that_exited_but_is_not_reaped_counts_as_gone():
+    """A Spark query's membership ends with its driver worker process; an exited worker its
+    parent has not waited for yet (a zombie) is gone, not alive."""
+    from kstream.groups.coordinator import _alive
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while _alive(child.pid) and time.monotonic() < deadline:  # exits at once, stays a zombie
+        time.sleep(0.01)
+    try:
+        assert not _alive(child.pid)
+        assert _alive(os.getpid())
+    finally:
+        child.wait()

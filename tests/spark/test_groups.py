@@ -10,7 +10,7 @@ import time
 import pytest
 
 from helpers import committed_offsets, produce_range
-from kstream import ConsumerGroups, query_lag
+from kstream import ConsumerGroups, GroupBusyError, query_lag
 from kstream.groups import MemberSpec
 from kstream.log.cluster import Cluster
 
@@ -156,8 +156,17 @@ def test_commit_interval_coalesces_group_commits(spark, cluster_path, make_topic
     commits = [c for c in service.table.history() if c.get("kstream.group") == "slow"]
 
     assert len(commits) == 2
-    # The query has ended and Spark never called stop(): its member goes with its process,
-    # so a Python consumer may use the group now.
-    member = service.coordinator.join("slow", MemberSpec("after-spark", ("t",)))
+    # The query has ended and Spark never called stop(): its member goes with its process
+    # (the driver-side Python worker, which Spark ends as the query ends, not before
+    # awaitTermination returns), so a Python consumer may use the group once it has exited.
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            member = service.coordinator.join("slow", MemberSpec("after-spark", ("t",)))
+            break
+        except GroupBusyError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
     assert [m.member_id for m in service.coordinator.describe("slow").members] == [member]
     service.close()

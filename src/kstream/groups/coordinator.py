@@ -595,13 +595,20 @@ def _expired(member: Member, group: Group, now: int) -> bool:
 
 
 def _alive(pid: int) -> bool:
+    """Is process ``pid`` (on this host) running? A zombie (exited, not yet reaped by its
+    parent, e.g. a Spark worker the JVM has not waited for yet) is not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            # "pid (comm) state ...": comm may hold spaces and parentheses, the state follows the last ")"
+            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux) or it went away: kill(0) said it exists
 
 
 def _matches(subscribed: str, topic: str) -> bool:
