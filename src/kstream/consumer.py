@@ -671,8 +671,9 @@ class Consumer:
         committed: dict[tuple[str, int], int] = {}
         if self._group is not None and self._order:
             try:
+                # statistics never wait on another process's open transaction (poll() would block)
                 committed = {(tp.topic, tp.partition): tp.offset
-                             for tp in self._group.committed(self.assignment())}
+                             for tp in self._group.committed(self.assignment(), require_stable=False)}
             except KStreamError as err:
                 self._log.warning("statistics: committed offsets of group %s unavailable: %s",
                                   self._options["group.id"], err)

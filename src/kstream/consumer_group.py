@@ -202,8 +202,11 @@ class GroupSession:
         """Hand an asynchronous commit's outcome to on_commit from the next poll()."""
         self._commit_results.put((error, partitions))
 
-    def committed(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
-        rows = self._groups.committed(self.group)
+    def committed(self, partitions: list[TopicPartition], require_stable: bool = True
+                  ) -> list[TopicPartition]:
+        """The group's committed offsets of ``partitions`` (OFFSET_INVALID where none); with
+        ``require_stable``, after waiting for open transactions carrying offsets for the group."""
+        rows = self._groups.committed(self.group, require_stable=require_stable)
         result = []
         for tp in partitions:
             row = rows.get((tp.topic, tp.partition))

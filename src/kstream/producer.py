@@ -340,11 +340,10 @@ class Producer:
             batch.timestamps.append(now if timestamp == 0 else timestamp / 1000.0)
             if key is not None or headers is not None or batch.keys is not None or batch.headers is not None:
                 batch.add_extras(key, headers)
-            if on_delivery is not None or callback is not None:
+            handler = on_delivery if on_delivery is not None else callback
+            if handler is not None:
                 if batch.callbacks is None:
                     batch.callbacks = {}
-                handler = on_delivery if on_delivery is not None else callback
-                assert handler is not None
                 batch.callbacks[len(batch.values) - 1] = handler
             batch.size += size + _RECORD_OVERHEAD_BYTES
             if batch.size >= self._batch_size:
