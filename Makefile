@@ -7,7 +7,9 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install run run-cli test test-slow bench lint clean chaos compat
+.PHONY: install run run-cli test test-slow bench lint clean chaos compat jar
+JAR := src/kstream/jars/kstream-spark.jar
+JAVA_SOURCES := $(shell find jvm/src jvm/resources -type f 2>/dev/null)
 
 $(STAMP): setup.cfg pyproject.toml scripts/ensure-java.sh
 	bash scripts/ensure-java.sh
@@ -16,20 +18,27 @@ $(STAMP): setup.cfg pyproject.toml scripts/ensure-java.sh
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# The JVM reader's jar (javac against the venv's pyspark jars). Without javac: one line, no jar.
+$(JAR): $(STAMP) $(JAVA_SOURCES) jvm/build.sh
+	@bash jvm/build.sh $(PY) || { test $$? -eq 3 && echo "make: no JVM reader jar built; the Python reader is used"; }
+
+jar: $(JAR)
+
+install: $(STAMP) $(JAR)
 
 # The Spark quick start: events -> streaming aggregation -> topic, exactly once (cluster ./data).
-run: $(STAMP)
-	$(VENV)/bin/spark-submit --properties-file conf/spark-defaults.conf jobs/quickstart.py
+run: install
+	$(VENV)/bin/spark-submit --properties-file conf/spark-defaults.conf \
+		$$(test -f $(JAR) && echo --jars $(abspath $(JAR))) jobs/quickstart.py
 
 # The same idea through the kstream CLI only (no Spark).
 run-cli: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash jobs/quickstart_cli.sh
 
-test: $(STAMP)
+test: install
 	$(PY) -m pytest -q
 
-test-slow: $(STAMP)
+test-slow: install
 	$(PY) -m pytest -q -m slow
 
 # Seeded fault rounds (power cut, SIGKILL, lost disk, EIO, ENOSPC, bit flips, zombies, ...):

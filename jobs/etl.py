@@ -17,6 +17,8 @@ import importlib
 
 from pyspark.sql import DataFrame, SparkSession
 
+from kstream.jars import with_jar
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -30,7 +32,7 @@ def main() -> None:
     parser.add_argument("--trigger-ms", type=int, default=0, help="processing-time trigger (0: as fast as possible)")
     parser.add_argument("--available-now", action="store_true", help="process what exists, then stop")
     args = parser.parse_args()
-    spark = SparkSession.builder.appName(f"kstream-etl-{args.source}-{args.sink}").getOrCreate()
+    spark = with_jar(SparkSession.builder.appName(f"kstream-etl-{args.source}-{args.sink}")).getOrCreate()
     reader = spark.readStream.format("kstream").option("subscribe", args.source).option("startingOffsets", "earliest")
     if args.cluster:
         reader = reader.option("cluster", args.cluster)

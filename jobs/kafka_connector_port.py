@@ -21,6 +21,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the usual PySpark spelling
 
+from kstream.jars import with_jar
+
 ORDER = "id STRING, region STRING, amount DOUBLE, status STRING"
 
 
@@ -60,7 +62,7 @@ def main() -> None:
     parser.add_argument("--continuous", action="store_true", help="keep running (default: route what exists, "
                                                                   "then stop)")
     args = parser.parse_args()
-    spark = SparkSession.builder.appName(f"kafka-connector-port-{args.source}").getOrCreate()
+    spark = with_jar(SparkSession.builder.appName(f"kafka-connector-port-{args.source}")).getOrCreate()
     query = run(spark, args.cluster, args.source, args.checkpoint, available_now=not args.continuous)
     query.awaitTermination()
     rows = sum(p["numInputRows"] for p in query.recentProgress)

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the usual PySpark spelling
 
 from kstream import Admin, NewTopic, Producer, TopicExistsError
+from kstream.jars import with_jar
 
 CLUSTER = os.environ.get("KSTREAM_CLUSTER", "./data")
 
@@ -42,7 +43,7 @@ def main() -> None:
         ensure_topics(admin)
     started = time.time()
     produce_events(10_000)
-    spark = SparkSession.builder.appName("kstream-quickstart").getOrCreate()
+    spark = with_jar(SparkSession.builder.appName("kstream-quickstart")).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     clicks = (spark.readStream.format("kstream").option("cluster", CLUSTER).option("subscribe", "clicks")
               .option("startingOffsets", "earliest").load()

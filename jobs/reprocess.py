@@ -22,6 +22,8 @@ import argparse
 
 from pyspark.sql import SparkSession
 
+from kstream.jars import with_jar
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -35,7 +37,7 @@ def main() -> None:
     target.add_argument("--parquet", help="write Parquet files here")
     target.add_argument("--sink", help="write to this topic")
     args = parser.parse_args()
-    spark = SparkSession.builder.appName(f"kstream-reprocess-{args.source}").getOrCreate()
+    spark = with_jar(SparkSession.builder.appName(f"kstream-reprocess-{args.source}")).getOrCreate()
     reader = (spark.read.format("kstream").option("subscribe", args.source)
               .option("startingOffsets", args.starting).option("endingOffsets", args.ending))
     if args.cluster:

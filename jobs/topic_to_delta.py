@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 
+from kstream.jars import with_jar
 from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.source.options import GroupPosition
 from kstream.source.planning import group_offsets
@@ -144,7 +145,7 @@ def main() -> None:
     parser.add_argument("--available-now", action="store_true", help="land what exists, then stop")
     parser.add_argument("--trigger-ms", type=int, default=0, help="processing-time trigger")
     args = parser.parse_args()
-    spark = SparkSession.builder.appName(f"kstream-to-delta-{args.source}").getOrCreate()
+    spark = with_jar(SparkSession.builder.appName(f"kstream-to-delta-{args.source}")).getOrCreate()
     query = run(spark, args.cluster, args.source, args.table, args.group, args.checkpoint,
                 args.available_now, args.trigger_ms)
     query.awaitTermination()

@@ -2,7 +2,23 @@
 # PySpark 4.3 needs a Java 17+ runtime. Use the one on PATH (or JAVA_HOME) when it is
 # new enough; otherwise install Debian's openjdk-17-jre-headless when we may (root with
 # apt-get), else say exactly what is missing and stop.
+# The JVM reader's jar (jvm/build.sh) also needs javac 17+: when it is missing, install
+# Debian's openjdk-17-jdk-headless when we may; if we cannot, say so in one line and go on
+# (no jar is built, the Python reader serves every read, the JVM tests skip).
 set -euo pipefail
+
+ensure_javac() {
+  if command -v javac >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "ensure-java: installing Debian's openjdk-17-jdk-headless (javac builds the kstream JVM reader)" >&2
+    if apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; then
+      return 0
+    fi
+  fi
+  echo "ensure-java: no javac and no way to install one: no JVM reader jar; the Python reader is used" >&2
+}
 
 java_major() {
   local java_bin="$1"
@@ -13,6 +29,7 @@ for candidate in "${JAVA_HOME:+$JAVA_HOME/bin/java}" "$(command -v java || true)
   if [ -n "$candidate" ] && [ -x "$candidate" ]; then
     major=$(java_major "$candidate")
     if [ -n "$major" ] && [ "$major" -ge 17 ]; then
+      ensure_javac
       exit 0
     fi
     echo "ensure-java: $candidate is Java $major; PySpark 4.3 needs Java 17 or newer" >&2
@@ -23,6 +40,7 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "ensure-java: installing Debian's openjdk-17-jre-headless (PySpark 4.3 needs Java 17)" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  ensure_javac
   exit 0
 fi
 

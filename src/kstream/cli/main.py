@@ -10,6 +10,7 @@ import click
 from kstream.cli.console import consume, produce
 from kstream.cli.dump_log import dump_log
 from kstream.cli.groups import groups
+from kstream.cli.jar_path import jar_path
 from kstream.cli.offsets import delete_records, get_offsets
 from kstream.cli.perf import perf
 from kstream.cli.reassign import reassign
@@ -31,7 +32,7 @@ def cli(ctx: click.Context, cluster: str, verbose: bool) -> None:
 
 
 for command in (topics, groups, produce, consume, get_offsets, delete_records, dump_log, perf, log_dirs,
-                replicator, elect_leaders, reassign, verify_replicas):
+                replicator, elect_leaders, reassign, verify_replicas, jar_path):
     cli.add_command(command)
 
 

@@ -150,7 +150,7 @@ def _splits(cluster: Cluster, options: ReaderOptions, start: planning.Offsets, e
             ) -> list[InputPartition]:
     """One split per partition range, cut further by maxRecordsPerPartition / minPartitions."""
     splits = planning.ranges(cluster.path, start, end, options.fail_on_data_loss, options.isolation_level,
-                             options.avro_schema)
+                             options.avro_schema, options.check_crcs)
     if options.max_records_per_partition or options.min_partitions:
         splits = planning.split_large(cluster, splits, options.max_records_per_partition, options.min_partitions)
     return [_Split(s) for s in splits]

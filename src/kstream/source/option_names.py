@@ -31,6 +31,8 @@ READER_OPTIONS = (
     # kstream's own
     "cluster", "maxBytesPerTrigger", "isolation.level", "columns", "group.id", "auto.offset.reset",
     "auto.commit.interval.ms", "valueFormat", "avroSchema",
+    # which reader serves the read (docs/JVM_READER.md), and payload checksum verification
+    "reader", "check.crcs",
     *_SPARK_OWN,
 )
 

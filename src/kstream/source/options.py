@@ -77,6 +77,7 @@ class ReaderOptions:
     auto_offset_reset: str = "latest"
     avro_schema: str | None = None  # valueFormat=avro
     group_commit_interval_ms: int = 0  # 0: commit the group after every finished batch
+    check_crcs: bool = True  # check.crcs: verify each frame's payload checksum
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], streaming: bool | None) -> ReaderOptions:
@@ -140,6 +141,7 @@ class ReaderOptions:
         if min_offsets is not None and max_rows is not None and min_offsets > max_rows:
             raise ConfigError(f"option 'minOffsetsPerTrigger' ({min_offsets}) is higher than "
                               f"'maxOffsetsPerTrigger' ({max_rows}); lower it or raise maxOffsetsPerTrigger")
+        _check_reader_choice(lower.get("reader", "auto"))
         reset = lower.get("auto.offset.reset", "latest")
         if reset not in ("earliest", "latest"):
             raise ConfigError(f"option 'auto.offset.reset': {reset!r} is not earliest or latest")
@@ -168,7 +170,20 @@ class ReaderOptions:
             avro_schema=avro_schema,
             group_commit_interval_ms=_duration_ms("auto.commit.interval.ms",
                                                   lower.get("auto.commit.interval.ms", "0")),
+            check_crcs=_bool("check.crcs", lower.get("check.crcs", "true")),
         )
+
+
+def _check_reader_choice(reader: str) -> None:
+    """Option 'reader' (jvm, python or auto). This is the Python reader: with the kstream jar on
+    the session the JVM provider chooses and only hands Python reads here, so reader=jvm arriving
+    here means the jar is not loaded."""
+    if reader.lower() not in ("jvm", "python", "auto"):
+        raise ConfigError(f"option 'reader': {reader!r} is not jvm, python or auto")
+    if reader.lower() == "jvm":
+        raise ConfigError("option 'reader' is jvm, but the kstream JVM reader is not on this SparkSession: add "
+                          "its jar with spark.jars (the path `kstream jar-path` prints; kstream.jars.with_jar does "
+                          "it for a builder), or use reader=auto/python (docs/JVM_READER.md)")
 
 
 def _check_batch_range(starting: OffsetSpec, ending: OffsetSpec) -> None:

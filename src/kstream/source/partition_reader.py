@@ -30,7 +30,7 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
     """The records of ``split`` as batches of ``schema`` (Spark's Arrow types)."""
     cluster = Cluster.open(split.cluster)
     handle = cluster.partition(split.topic, split.partition)
-    reader = handle.reader()
+    reader = handle.reader(check_crcs=split.check_crcs)
     codec = PayloadCodec()
     names = [f.name for f in schema]
     parsed, avro_columns = (None, pa.schema([])) if split.avro_schema is None else avro.parse(split.avro_schema)

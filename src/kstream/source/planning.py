@@ -37,6 +37,7 @@ class PartitionRange:
     fail_on_data_loss: bool
     isolation_level: str = "read_committed"
     avro_schema: str | None = None  # valueFormat=avro: decode values with this schema
+    check_crcs: bool = True  # option check.crcs: verify payload checksums
 
 
 def topic_partitions(cluster: Cluster, options: ReaderOptions) -> list[tuple[str, int]]:
@@ -180,7 +181,7 @@ def resolve(cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]],
 
 
 def ranges(cluster_path: str, start: Offsets, end: Offsets, fail_on_data_loss: bool,
-           isolation_level: str, avro_schema: str | None = None) -> list[PartitionRange]:
+           isolation_level: str, avro_schema: str | None = None, check_crcs: bool = True) -> list[PartitionRange]:
     """One split per topic-partition with data between ``start`` and ``end``."""
     splits = []
     for topic, partitions in sorted(end.items()):
@@ -188,7 +189,7 @@ def ranges(cluster_path: str, start: Offsets, end: Offsets, fail_on_data_loss: b
             begin = start.get(topic, {}).get(partition, 0)
             if stop > begin:
                 splits.append(PartitionRange(cluster_path, topic, int(partition), begin, stop, fail_on_data_loss,
-                                             isolation_level, avro_schema))
+                                             isolation_level, avro_schema, check_crcs))
     return splits
 
 

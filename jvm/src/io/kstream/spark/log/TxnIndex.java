@@ -1,0 +1,61 @@
+package io.kstream.spark.log;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One segment's {@code <base offset>.txnindex}: an entry for every transactional frame (data or
+ * control) of the segment, 24 bytes each (layout in {@link Format}). The trusted part of the
+ * file ends at the first entry whose CRC-32C does not match (a torn append) or at a partial
+ * entry; {@link #torn} says whether that happened. A missing file has no entries.
+ */
+public final class TxnIndex {
+    /** One entry: kind (TXN_DATA, TXN_COMMIT, TXN_ABORT), producer id, the frame's base offset. */
+    public static final class Entry {
+        public final int kind;
+        public final long producerId;
+        public final long offset;
+
+        public Entry(int kind, long producerId, long offset) {
+            this.kind = kind;
+            this.producerId = producerId;
+            this.offset = offset;
+        }
+    }
+
+    public final List<Entry> entries;
+    public final boolean torn;
+
+    private TxnIndex(List<Entry> entries, boolean torn) {
+        this.entries = entries;
+        this.torn = torn;
+    }
+
+    public static TxnIndex read(String replicaDir, long base) throws IOException {
+        byte[] raw;
+        try {
+            raw = Files.readAllBytes(Path.of(SegmentFiles.path(replicaDir, base, Format.TXN_INDEX_SUFFIX)));
+        } catch (NoSuchFileException e) {
+            return new TxnIndex(List.of(), false);
+        }
+        ByteBuffer b = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN);
+        List<Entry> entries = new ArrayList<>();
+        int at = 0;
+        for (; at + Format.TXN_INDEX_ENTRY_SIZE <= raw.length; at += Format.TXN_INDEX_ENTRY_SIZE) {
+            int kind = Byte.toUnsignedInt(b.get(at + Format.TXN_POS_KIND));
+            long offset = b.getLong(at + Format.TXN_POS_OFFSET);
+            if (Format.crc32c(b, at, at + Format.TXN_POS_CRC) != b.getInt(at + Format.TXN_POS_CRC)
+                    || kind < Format.TXN_DATA || kind > Format.TXN_ABORT || offset < 0) {
+                return new TxnIndex(entries, true);
+            }
+            entries.add(new Entry(kind, b.getLong(at + Format.TXN_POS_PRODUCER_ID), offset));
+        }
+        return new TxnIndex(entries, at != raw.length);
+    }
+}
