@@ -47,9 +47,11 @@ public final class BatchAssembler implements AutoCloseable {
         return stored;
     }
 
-    /** The output batch of {@code root}: rows of the frame from {@code firstOffset} on. */
-    public ColumnarBatch build(Frame frame, long firstOffset, VectorSchemaRoot root) {
-        int n = root.getRowCount();
+    /**
+     * The output batch of {@code n} rows from {@code firstOffset} on: {@code root} holds the
+     * frame's stored columns already sliced to those rows (it may hold no column at all).
+     */
+    public ColumnarBatch build(Frame frame, long firstOffset, int n, VectorSchemaRoot root) {
         if (n > capacity) {
             close();
             capacity = Math.max(n, Math.max(1024, 2 * capacity));

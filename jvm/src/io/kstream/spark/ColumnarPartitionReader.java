@@ -76,13 +76,13 @@ public final class ColumnarPartitionReader implements PartitionReader<ColumnarBa
             VectorSchemaRoot root = decoder.decode(frame, assembler.storedColumns());
             long first = Math.max(offset, h.baseOffset);
             long last = Math.min(h.nextOffset(), split.end);
-            if (first != h.baseOffset || last != h.nextOffset()) {
+            if ((first != h.baseOffset || last != h.nextOffset()) && !root.getFieldVectors().isEmpty()) {
                 VectorSchemaRoot sliced = root.slice((int) (first - h.baseOffset), (int) (last - first));
                 root.close();
                 root = sliced;
             }
             current = root;
-            batch = assembler.build(frame, first, root);
+            batch = assembler.build(frame, first, (int) (last - first), root);
             offset = last;
             return true;
         }

@@ -139,4 +139,9 @@ public class KStreamMicroBatchStream implements MicroBatchStream, SupportsTrigge
 
     @Override
     public void stop() {}
+
+    @Override
+    public String toString() {
+        return "kstream JVM reader stream " + options;
+    }
 }

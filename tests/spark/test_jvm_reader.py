@@ -1,0 +1,269 @@
+"""The JVM reader (jvm/, docs/JVM_READER.md) against the Python reader on the same data.
+
+Every read here runs through ``format("kstream")`` twice, with ``reader=jvm`` and
+``reader=python`` (the ``read_both`` fixture), and asserts the same schema and rows, or the
+same error. One shared SparkSession (tests/spark/conftest.py) has the jar on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pyarrow as pa
+import pytest
+from tests.spark.jvm_support import JAR, NO_JAR_REASON, write_snapshot
+
+from kstream import Producer
+
+pytestmark = [pytest.mark.spark, pytest.mark.jvm,
+              pytest.mark.skipif(JAR is None, reason=NO_JAR_REASON)]
+
+READERS = ("jvm", "python")
+
+
+def load(spark, cluster_path, reader, **options):
+    """A DataFrame of format("kstream") with ``reader`` and ``options`` (names as given)."""
+    write_snapshot(cluster_path)  # what the lead's snapshot writer keeps current once merged
+    frame = spark.read.format("kstream").option("cluster", cluster_path).option("reader", reader)
+    for key, value in options.items():
+        frame = frame.option(key.replace("__", "."), value)
+    return frame.load()
+
+
+def rows(frame):
+    """Rows as sortable tuples (headers as tuples)."""
+    out = []
+    for row in frame.collect():
+        values = []
+        for v in row:
+            if isinstance(v, list):
+                v = tuple(tuple(e) for e in v)
+            values.append(v)
+        out.append(tuple(values))
+    return sorted(out, key=lambda t: tuple((v is None, repr(v) if not isinstance(v, int | float) else v) for v in t))
+
+
+@pytest.fixture
+def read_both(spark, cluster_path):
+    """read_both(**options) -> (schema, rows) of the JVM read, after asserting the Python read
+    gives the same; read_both.error(**options) -> the message both readers fail with (the JVM's)."""
+
+    def both(**options):
+        results = {}
+        for reader in READERS:
+            frame = load(spark, cluster_path, reader, **options)
+            results[reader] = (frame.schema, rows(frame))
+        assert results["jvm"][0] == results["python"][0]
+        assert results["jvm"][1] == results["python"][1]
+        return results["jvm"]
+
+    def error(match, **options):
+        for reader in READERS:
+            with pytest.raises(Exception, match=match):
+                load(spark, cluster_path, reader, **options).collect()
+
+    both.error = error
+    return both
+
+
+def fill(cluster_path, make_topic, name="t", partitions=3, n=300, codec="none", **producer_config):
+    make_topic(name, partitions)
+    with Producer({"cluster": cluster_path, "compression.type": codec, **producer_config}) as producer:
+        for i in range(n):
+            producer.produce(name, f"v{i}".encode(), key=f"k{i % 11}".encode(), headers=[("h", b"%d" % i)])
+    return name
+
+
+def served_by(spark, cluster_path, **options):
+    plan = load(spark, cluster_path, options.pop("reader", "auto"), **options)._jdf.queryExecution()
+    text = plan.executedPlan().toString()
+    return "jvm" if "kstream JVM reader" in text else "python"
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4", "zstd"])
+def test_bytes_topic_rows_equal_across_readers(read_both, cluster_path, make_topic, codec):
+    fill(cluster_path, make_topic, codec=codec)
+    schema, got = read_both(subscribe="t", includeHeaders="true")
+    assert schema.fieldNames() == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
+                                   "headers"]
+    assert len(got) == 300
+
+
+def test_typed_topic_with_an_evolved_schema(read_both, admin, cluster_path, make_topic):
+    make_topic("typed", 2, schema=pa.schema([("id", pa.int64()), ("name", pa.string())]))
+    with Producer({"cluster": cluster_path, "compression.type": "zstd"}) as producer:
+        producer.produce_batch("typed", pa.table({"id": list(range(50)), "name": [f"n{i}" for i in range(50)]}))
+    admin.evolve_schema("typed", pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())]))
+    with Producer({"cluster": cluster_path}) as producer:
+        producer.produce_batch("typed", pa.table({"id": [50, 51], "name": ["a", "b"], "score": [1.5, None]}))
+    schema, got = read_both(subscribe="typed")
+    assert schema.fieldNames()[:4] == ["key", "id", "name", "score"]
+    scores = {r[1]: r[3] for r in got}
+    assert scores[0] is None and scores[50] == 1.5 and len(got) == 52
+    schema, got = read_both(subscribe="typed", columns="score,id,offset")
+    assert schema.fieldNames() == ["id", "score", "offset"]
+
+
+def test_topic_selection_and_offset_ranges(read_both, cluster_path, make_topic):
+    fill(cluster_path, make_topic)
+    fill(cluster_path, make_topic, name="other", partitions=1, n=10)
+    _, got = read_both(subscribe="t", startingOffsets=json.dumps({"t": {"0": 5, "1": -2, "2": 7}}),
+                       endingOffsets=json.dumps({"t": {"0": 10, "1": 3, "2": 7}}), columns="partition,offset")
+    assert got == [(0, o) for o in range(5, 10)] + [(1, o) for o in range(3)]
+    _, got = read_both(assign=json.dumps({"t": [1]}), columns="partition")
+    assert {p for (p,) in got} == {1}
+    _, got = read_both(subscribePattern="o.*", columns="topic")
+    assert got == [("other",)] * 10
+    _, got = read_both(subscribe="t,other", columns="topic")
+    assert len(got) == 310
+
+
+def test_timestamps_start_and_end(read_both, cluster_path, make_topic):
+    make_topic("ts", 2)
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        for i in range(40):
+            producer.produce("ts", b"v%d" % i, partition=i % 2, timestamp=1_700_000_000_000 + i * 1000)
+            producer.flush()
+    _, got = read_both(subscribe="ts", startingTimestamp=str(1_700_000_010_000), columns="value")
+    assert len(got) == 30
+    _, got = read_both(subscribe="ts", startingOffsetsByTimestamp=json.dumps(
+        {"ts": {"0": 1_700_000_020_000, "1": 1_700_000_000_000}}),
+        endingTimestamp=str(1_700_000_030_000), columns="value")
+    assert len(got) == 5 + 15
+    read_both.error("no record at or after timestamp", subscribe="ts", startingTimestamp=str(1_800_000_000_000))
+    _, got = read_both(subscribe="ts", startingTimestamp=str(1_800_000_000_000),
+                       startingOffsetsByTimestampStrategy="latest", columns="value")
+    assert got == []
+
+
+def test_transactions_read_committed_and_uncommitted(read_both, cluster_path, make_topic):
+    from tests.helpers import open_transaction
+
+    make_topic("tx", 1)
+    with Producer({"cluster": cluster_path, "transactional.id": "a", "linger.ms": 0}) as aborting:
+        aborting.init_transactions()
+        aborting.begin_transaction()
+        aborting.produce("tx", b"aborted", partition=0)
+        aborting.abort_transaction()
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as plain:
+        plain.produce("tx", b"kept", partition=0)
+    holder = open_transaction(cluster_path, "b", "tx", b"open")
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as plain:
+        plain.produce("tx", b"after", partition=0)
+    _without_trusted_txn_entries(cluster_path, "tx")
+    _, got = read_both(subscribe="tx", columns="value")
+    assert got == [(b"kept",)]  # the open transaction holds the LSO
+    _, got = read_both(subscribe="tx", columns="value", isolation__level="read_uncommitted")
+    assert got == [(b"aborted",), (b"after",), (b"kept",), (b"open",)]
+    holder.commit_transaction()
+    holder.close()
+    _without_trusted_txn_entries(cluster_path, "tx")
+    _, got = read_both(subscribe="tx", columns="value", kafka__isolation__level="read_committed")
+    assert got == [(b"after",), (b"kept",), (b"open",)]
+
+
+def _without_trusted_txn_entries(cluster_path, topic):
+    """Until the .txnindex writer (branch txnindex) is merged, no replica has .txnindex files: drop
+    the recovery point so the JVM reader derives transactions from the frames (the brief's rule for
+    a missing recovery point). With the writer merged this does nothing."""
+    for root, _, files in os.walk(cluster_path):
+        if os.path.basename(root).startswith(f"{topic}-") and not any(f.endswith(".txnindex") for f in files):
+            if "recovery-point" in files:
+                os.remove(os.path.join(root, "recovery-point"))
+
+
+def test_retention_gap_and_fail_on_data_loss(read_both, spark, cluster_path, make_topic, admin):
+    make_topic("r", 1, config={"segment.bytes": "2048"})
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        for i in range(100):
+            producer.produce("r", b"x" * 50, partition=0)
+            producer.flush()
+    replica = os.path.join(cluster_path, "logs", "r-0")
+    segments = sorted(f for f in os.listdir(replica) if f.endswith(".log"))
+    assert len(segments) > 2
+    first_kept = int(segments[1][:-4])
+    start = json.dumps({"r": {"0": 0}})
+    for suffix in (".log", ".index", ".timeindex"):  # what retention deletes
+        path = os.path.join(replica, segments[0][:-4] + suffix)
+        if os.path.exists(path):
+            os.remove(path)
+    read_both.error("were deleted by retention before they were read", subscribe="r", startingOffsets=start,
+                    endingOffsets=json.dumps({"r": {"0": 100}}))
+    _, got = read_both(subscribe="r", startingOffsets=start, endingOffsets=json.dumps({"r": {"0": 100}}),
+                       failOnDataLoss="false", columns="offset")
+    assert got == [(o,) for o in range(first_kept, 100)]
+
+
+def test_checksums_are_verified_unless_check_crcs_is_false(read_both, spark, cluster_path, make_topic):
+    fill(cluster_path, make_topic, partitions=1, n=20)
+    segment = os.path.join(cluster_path, "logs", "t-0", "00000000000000000000.log")
+    with open(segment, "r+b") as f:
+        data = f.read()
+        at = data.index(b"v13")
+        f.seek(at)
+        f.write(b"w")
+    read_both.error("payload checksum mismatch: .*00000000000000000000.log at position 0 \\(offset 0\\)",
+                    subscribe="t")
+    frame = load(spark, cluster_path, "jvm", subscribe="t", check__crcs="false", columns="value")
+    assert sorted(r.value for r in frame.collect())[5:7] == [b"v14", b"v15"]
+    assert b"w13" in {r.value for r in frame.collect()}
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"subscribe": "missing"}, "do not exist; existing topics"),
+    ({"subscribe": "t", "assign": '{"t":[0]}'}, "exactly one of subscribe, subscribePattern or assign"),
+    ({"subscribe": "t", "startingOffsets": "{not json"}, "is neither 'earliest', 'latest' nor JSON"),
+    ({"assign": '{"t":[7]}'}, "has partitions 0..2"),
+    ({"subscribe": "t", "startingOffsets": '{"t":{"0":1}}'}, "must name every partition .* missing t-1, t-2"),
+    ({"subscribe": "t", "startingOffsets": "latest"}, "starting offset can't be latest for batch queries"),
+    ({"subscribe": "t", "endingOffsets": '{"t":{"0":5000,"1":-1,"2":-1}}'}, "does not exist yet"),
+    ({"subscribe": "t", "columns": "value,nope"}, "option 'columns' names \\['nope'\\]"),
+    ({"subscribe": "t", "subscrbe": "t"}, "unknown option 'subscrbe'.*did you mean 'subscribe'"),
+    ({"subscribe": "t", "isolation.level": "dirty"}, "is not read_committed or read_uncommitted"),
+    ({"subscribe": "t", "failOnDataLoss": "maybe"}, "option 'failOnDataLoss': 'maybe' is not true or false"),
+])
+def test_errors_match_the_python_reader(read_both, cluster_path, make_topic, options, message):
+    fill(cluster_path, make_topic, n=30)
+    read_both.error(message, **{k.replace(".", "__"): v for k, v in options.items()})
+
+
+def test_reader_option_chooses_and_refuses(spark, cluster_path, make_topic):
+    fill(cluster_path, make_topic, n=30)
+    assert served_by(spark, cluster_path, subscribe="t") == "jvm"
+    assert served_by(spark, cluster_path, subscribe="t", reader="python") == "python"
+    assert served_by(spark, cluster_path, subscribe="t", startingOffsets="group", group__id="g") == "python"
+    with pytest.raises(Exception, match="option 'reader' is jvm, but the JVM reader does not do option group.id"):
+        load(spark, cluster_path, "jvm", subscribe="t", group__id="g")
+    with pytest.raises(Exception, match="option 'reader': 'fast' is not jvm, python or auto"):
+        load(spark, cluster_path, "fast", subscribe="t")
+    os.remove(os.path.join(cluster_path, "metadata-snapshot.json"))  # a cluster no new kstream opened yet
+    frame = spark.read.format("kstream").option("cluster", cluster_path).option("subscribe", "t").load()
+    assert "kstream JVM reader" not in frame._jdf.queryExecution().executedPlan().toString()
+    assert frame.count() == 30
+
+
+def test_writes_still_go_to_the_python_sink(spark, cluster_path, make_topic):
+    make_topic("out", 1)
+    write_snapshot(cluster_path)
+    (spark.createDataFrame([(b"k", b"v")], "key binary, value binary").write.format("kstream")
+     .option("cluster", cluster_path).option("topic", "out").mode("append").save())
+    assert [r.value for r in load(spark, cluster_path, "jvm", subscribe="out").collect()] == [b"v"]
+
+
+def test_micro_batches_with_max_offsets_per_trigger(spark, cluster_path, make_topic, tmp_path):
+    fill(cluster_path, make_topic, n=90)
+    write_snapshot(cluster_path)
+    name = f"jvm_stream_{int(time.time() * 1000)}"
+    query = (spark.readStream.format("kstream").option("cluster", cluster_path).option("reader", "jvm")
+             .option("subscribe", "t").option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "30")
+             .load().writeStream.format("memory").queryName(name)
+             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    assert query.awaitTermination(120)
+    got = spark.sql(f"SELECT partition, offset FROM {name}").collect()
+    batch = load(spark, cluster_path, "python", subscribe="t").select("partition", "offset").collect()
+    assert sorted((r.partition, r.offset) for r in got) == sorted((r.partition, r.offset) for r in batch)
+    batches = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"] > 0]
+    assert sum(batches) == 90 and len(batches) >= 3 and max(batches) <= 30
+    assert "kstream JVM reader" in str(query.lastProgress["sources"][0]["description"])
