@@ -9,9 +9,13 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
+import io.kstream.spark.log.KStreamException;
+import io.kstream.spark.log.MetadataSnapshot;
 import org.apache.spark.sql.connector.read.streaming.ReadAllAvailable;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
+import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeMode;
 import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
 import org.apache.spark.sql.types.StructType;
 
@@ -23,8 +27,14 @@ import org.apache.spark.sql.types.StructType;
  * minOffsetsPerTrigger waits up to maxTriggerDelay; Trigger.AvailableNow reads what exists when
  * the query starts. The end of each partition is its HW, or LSO under read_committed. Lives
  * on the driver; each call re-reads the metadata snapshot and the partitions' bounds.
+ *
+ * <p>Real-time Mode ({@code trigger(realTime=...)}, Update output mode, a JVM sink): after
+ * {@link #prepareForRealTimeMode} Spark plans one open-ended {@link TailRange} per partition
+ * from the batch's start ({@link #planInputPartitions(Offset)}), its {@link RealTimeReader}s
+ * follow the HW until the batch's deadline, and {@link #mergeOffsets} makes the next start from
+ * where each reader stopped. Read limits do not apply there and are refused.
  */
-public class KStreamMicroBatchStream implements MicroBatchStream, SupportsTriggerAvailableNow {
+public class KStreamMicroBatchStream implements MicroBatchStream, SupportsTriggerAvailableNow, SupportsRealTimeMode {
     protected final StructType schema;
     protected final ReaderOptions options;
     private Map<TopicPartition, Long> availableNowEnd;
@@ -129,7 +139,44 @@ public class KStreamMicroBatchStream implements MicroBatchStream, SupportsTrigge
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new KStreamReaderFactory(schema, options);
+        return realTime ? new RealTimeReaderFactory(schema, options) : new KStreamReaderFactory(schema, options);
+    }
+
+    private volatile boolean realTime;
+
+    @Override
+    public void prepareForRealTimeMode() {
+        if (options.maxOffsetsPerTrigger != null || options.minOffsetsPerTrigger != null) {
+            throw KStreamException.config("options maxOffsetsPerTrigger and minOffsetsPerTrigger do not apply in "
+                + "Real-time Mode (a batch reads whatever arrives until its deadline); drop them");
+        }
+        realTime = true;
+    }
+
+    @Override
+    public InputPartition[] planInputPartitions(Offset start) {
+        PartitionPlanner planner = new PartitionPlanner(options);
+        MetadataSnapshot snapshot = planner.snapshot();
+        Map<TopicPartition, Long> from = ((KStreamOffset) start).offsets;
+        List<InputPartition> out = new ArrayList<>();
+        for (TopicPartition tp : planner.topicPartitions()) {
+            MetadataSnapshot.PartitionInfo info = snapshot.topic(tp.topic).partitions.get(tp.partition);
+            snapshot.leaderDir(tp.topic, tp.partition); // the leader's log dir must be online
+            long begin = from.containsKey(tp) ? from.get(tp) : planner.bounds(tp).logStart; // new: from the start
+            out.add(new TailRange(tp, begin, snapshot.lockPath(tp.topic, tp.partition),
+                snapshot.replicaDirs(tp.topic, tp.partition), info.isr, info.leader));
+        }
+        return out.toArray(new InputPartition[0]);
+    }
+
+    @Override
+    public Offset mergeOffsets(PartitionOffset[] offsets) {
+        Map<TopicPartition, Long> merged = new TreeMap<>();
+        for (PartitionOffset o : offsets) {
+            KStreamPartitionOffset p = (KStreamPartitionOffset) o;
+            merged.merge(p.tp, p.nextOffset, Math::max);
+        }
+        return new KStreamOffset(merged);
     }
 
     @Override
