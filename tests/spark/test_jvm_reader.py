@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 import pyarrow as pa
@@ -177,7 +178,7 @@ def _without_trusted_txn_entries(cluster_path, topic):
 def test_retention_gap_and_fail_on_data_loss(read_both, spark, cluster_path, make_topic, admin):
     make_topic("r", 1, config={"segment.bytes": "2048"})
     with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
-        for i in range(100):
+        for _ in range(100):
             producer.produce("r", b"x" * 50, partition=0)
             producer.flush()
     replica = os.path.join(cluster_path, "logs", "r-0")
@@ -267,3 +268,73 @@ def test_micro_batches_with_max_offsets_per_trigger(spark, cluster_path, make_to
     batches = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"] > 0]
     assert sum(batches) == 90 and len(batches) >= 3 and max(batches) <= 30
     assert "kstream JVM reader" in str(query.lastProgress["sources"][0]["description"])
+
+
+def _real_time_query(spark, cluster_path, tmp_path, sink_dir, batch="5 seconds", **options):
+    """A Real-time Mode query (Update mode) from the kstream topic 't' into the JVM LatencyWriter."""
+    write_snapshot(cluster_path)
+    reader = (spark.readStream.format("kstream").option("cluster", cluster_path).option("subscribe", "t")
+              .option("startingOffsets", "earliest"))
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    jvm = spark._jvm
+    return (reader.load().select("value")._jdf.writeStream()
+            .foreach(jvm.io.kstream.spark.bench.LatencyWriter(str(sink_dir))).outputMode("update")
+            .trigger(jvm.org.apache.spark.sql.streaming.Trigger.RealTime(batch))
+            .option("checkpointLocation", str(tmp_path / "rtm-checkpoint")).start())
+
+
+def _sink_values(sink_dir):
+    values = []
+    for path in sink_dir.glob("*.txt"):
+        values += [line.split()[0] for line in path.read_text().splitlines() if line.strip()]
+    return values
+
+
+def _wait_for(condition, seconds=90.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+def test_real_time_mode_delivers_each_record_once_across_batches(spark, cluster_path, make_topic, tmp_path):
+    make_topic("t", 2)
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        for i in range(20):
+            producer.produce("t", b"%d" % i)
+    sink = tmp_path / "sink"
+    sink.mkdir()
+    query = _real_time_query(spark, cluster_path, tmp_path, sink)
+    try:
+        assert _wait_for(lambda: len(_sink_values(sink)) >= 20), query.exception()
+        batch_before = query.lastProgress().batchId() if query.lastProgress() is not None else -1
+        assert _wait_for(lambda: query.lastProgress() is not None and query.lastProgress().batchId() > batch_before)
+        with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+            for i in range(20, 40):
+                producer.produce("t", b"%d" % i)
+        assert _wait_for(lambda: len(_sink_values(sink)) >= 40), query.exception()
+    finally:
+        query.stop()
+    assert sorted(int(v) for v in _sink_values(sink)) == list(range(40))
+
+
+def test_real_time_mode_refuses_read_limits_and_the_python_reader(spark, cluster_path, make_topic, tmp_path):
+    fill(cluster_path, make_topic, partitions=1, n=5)
+    sink = tmp_path / "sink"
+    sink.mkdir()
+    for i, (options, message) in enumerate((
+            ({"maxOffsetsPerTrigger": "10"}, "do not apply in Real-time Mode"),
+            ({"reader": "python"}, "STREAMING_REAL_TIME_MODE"))):
+        try:
+            query = _real_time_query(spark, cluster_path, tmp_path / str(i), sink, **options)
+        except Exception as err:  # refused when the query starts
+            assert re.search(message, str(err)), err
+            continue
+        try:
+            with pytest.raises(Exception, match=message):
+                query.awaitTermination(60_000)  # a JVM StreamingQuery: milliseconds
+        finally:
+            query.stop()
