@@ -112,3 +112,16 @@ def test_the_topic_option_overrides_the_topic_column_and_other_columns_are_ignor
     assert topic == "b" and table.column_names == ["value"]
     with pytest.raises(InvalidRecordError, match="null 'topic'"):
         list(_by_topic(rows, None))
+
+
+def test_reader_choice_and_check_crcs_options():
+    """'reader' picks the JVM or Python reader (docs/JVM_READER.md); the Python reader only sees
+    reads the JVM provider handed it, so reader=jvm here means the jar is not on the session."""
+    assert batch(reader="python").check_crcs is True
+    assert batch(reader="auto", **{"check.crcs": "false"}).check_crcs is False
+    with pytest.raises(ConfigError, match="option 'reader' is jvm, but the kstream JVM reader is not on this"):
+        batch(reader="jvm")
+    with pytest.raises(ConfigError, match="option 'reader': 'fast' is not jvm, python or auto"):
+        batch(reader="fast")
+    with pytest.raises(ConfigError, match="option 'check.crcs': 'maybe' is not true or false"):
+        batch(**{"check.crcs": "maybe"})
