@@ -7,6 +7,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import org.apache.arrow.compression.CommonsCompressionFactory;
+import org.apache.arrow.flatbuf.MessageHeader;
+import org.apache.arrow.flatbuf.RecordBatch;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.ForeignAllocation;
@@ -24,10 +26,12 @@ import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
  * Decodes a frame's payload (Arrow IPC stream: schema message, record-batch message, no
- * end-of-stream marker) into Arrow vectors, zero copy over the memory-mapped segment for
- * uncompressed buffers; lz4-frame and zstd buffer compression are undone by arrow-compression.
- * With a column selection, the buffers of unselected columns are neither decompressed nor
- * loaded: the record batch is cut down to the selected fields' nodes and buffers first.
+ * end-of-stream marker) into Arrow vectors, zero copy: uncompressed buffers are the
+ * memory-mapped segment's bytes (safe: segment files never shrink in place, see
+ * {@link SegmentView}); lz4-frame and zstd buffer compression is undone by arrow-compression
+ * into the caller's allocator. With a column selection, the buffers of unselected columns are
+ * neither touched, decompressed nor loaded: the record batch is cut down to the selected
+ * fields' nodes and buffers first.
  * Keeps the last schema seen (frames of a partition share it). Not thread-safe: one per split.
  * The caller closes each returned root before the segment map may go away.
  */
@@ -71,9 +75,23 @@ public final class PayloadDecoder {
         ByteBuffer payload = frame.payload;
         try {
             ByteBuffer message = payload.slice(schemaLength, payload.capacity() - schemaLength);
-            try (ArrowRecordBatch batch = MessageSerializer.deserializeRecordBatch(
-                    new ReadChannel(new BufferChannel(message.duplicate())), allocator)) {
-                if (batch == null) throw new IOException("no record-batch message after the schema");
+            ReadChannel channel = new ReadChannel(new BufferChannel(message.duplicate()));
+            MessageMetadataResult result = MessageSerializer.readMessage(channel);
+            if (result == null || result.headerType() != MessageHeader.RecordBatch) {
+                throw new IOException("no record-batch message after the schema");
+            }
+            long bodyStart = channel.bytesRead();
+            long bodyLength = result.getMessageBodyLength();
+            if (bodyStart + bodyLength > message.capacity()) {
+                throw new IOException("record-batch body of " + bodyLength + " bytes runs past the payload");
+            }
+            RecordBatch header = (RecordBatch) result.getMessage().header(new RecordBatch());
+            // Zero copy: Arrow buffers over the mapped payload. deserializeRecordBatch takes the
+            // one reference `body` holds (and retains each buffer it slices), so `body` is not
+            // released here; the map stays alive until the last vector over it is closed.
+            ArrowBuf whole = allocator.wrapForeignAllocation(new MappedAllocation(message));
+            ArrowBuf body = whole.slice(bodyStart, bodyLength);
+            try (ArrowRecordBatch batch = MessageSerializer.deserializeRecordBatch(header, body)) {
                 return load(schema, batch, columns);
             }
         } catch (IOException | RuntimeException e) {
@@ -141,7 +159,7 @@ public final class PayloadDecoder {
 
         @Override
         protected void release0() {
-            // the map is unmapped by the GC once no buffer refers to it
+            // nothing to free: the GC unmaps the segment once no buffer refers to it
         }
     }
 
