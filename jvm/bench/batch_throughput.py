@@ -21,8 +21,8 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-
 from bench import peers
+
 from kstream import Admin, NewTopic, Producer
 from kstream.jars import jar_path, with_jar
 
