@@ -35,6 +35,9 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--acks", default="all")
     parser.add_argument("--isolation", default="read_committed")
+    parser.add_argument("--sink", choices=("jvm", "python"), default="jvm",
+                        help="jvm: the JVM LatencyWriter; python: a PySpark foreach function (a Python worker)")
+    parser.add_argument("--batch", default="5 minutes", help="the realTime trigger's batch duration (>= 5 seconds)")
     args = parser.parse_args()
     if jar_path() is None:
         raise SystemExit("no kstream jar: run make install (needs javac)")
@@ -55,9 +58,14 @@ def main() -> None:
     frame = (spark.readStream.format("kstream").option("cluster", cluster).option("subscribe", "rtm")
              .option("reader", "jvm").option("startingOffsets", "latest")
              .option("isolation.level", args.isolation).load().select("value"))
-    query = (frame._jdf.writeStream().foreach(jvm.io.kstream.spark.bench.LatencyWriter(sink_dir))
-             .outputMode("update").trigger(jvm.org.apache.spark.sql.streaming.Trigger.RealTime("5 minutes"))
-             .option("checkpointLocation", os.path.join(work, "checkpoint")).start())
+    if args.sink == "jvm":
+        query = (frame._jdf.writeStream().foreach(jvm.io.kstream.spark.bench.LatencyWriter(sink_dir))
+                 .outputMode("update").trigger(jvm.org.apache.spark.sql.streaming.Trigger.RealTime(args.batch))
+                 .option("checkpointLocation", os.path.join(work, "checkpoint")).start())
+    else:
+        query = (frame.writeStream.foreach(PythonLatencyWriter(sink_dir)).outputMode("update")
+                 .trigger(realTime=args.batch).option("checkpointLocation", os.path.join(work, "checkpoint"))
+                 .start())
     produced: dict[int, int] = {}
     with Producer({"cluster": cluster, "linger.ms": 0, "acks": args.acks}) as producer:
         # Wait until the query's readers see records (they start at the end of the log).
@@ -83,17 +91,39 @@ def main() -> None:
             producer.poll(0)
         achieved = total / (time.perf_counter() - start)
         producer.flush()
-    time.sleep(2.0)
+    settle = time.time() + (15.0 if args.sink == "jvm" else 60.0)  # a Python sink sees rows at batch end
+    while len(_seen(sink_dir)) < len(produced) and time.time() < settle:
+        time.sleep(0.5)
     seen = _seen(sink_dir)
     query.stop()
     spark.stop()
     warm = int(args.rate * args.warmup)
     latencies = sorted((seen[s] - t) / 1e6 for s, t in produced.items() if s >= warm and s in seen)
     missing = sum(1 for s in produced if s not in seen)
-    print(f"rate {args.rate}/s (achieved {achieved:.0f}/s) for {args.seconds}s, partitions {args.partitions}, "
-          f"acks={args.acks}, {args.isolation}: {len(latencies)} records measured, {missing} not seen")
+    print(f"sink {args.sink}, batch {args.batch}, rate {args.rate}/s (achieved {achieved:.0f}/s) for {args.seconds}s, "
+          f"partitions {args.partitions}, acks={args.acks}, {args.isolation}: {len(latencies)} records measured, "
+          f"{missing} not seen")
     print(f"latency ms: p50 {percentile(latencies, 0.5):.2f}  p90 {percentile(latencies, 0.9):.2f}  "
           f"p99 {percentile(latencies, 0.99):.2f}  max {latencies[-1]:.2f}")
+
+
+class PythonLatencyWriter:
+    """The Python twin of io.kstream.spark.bench.LatencyWriter (runs in a Spark Python worker)."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+
+    def open(self, partition_id: int, epoch_id: int) -> bool:
+        self.out = open(os.path.join(self.directory, f"py{partition_id}-e{epoch_id}-{time.monotonic_ns()}.txt"),
+                        "a", encoding="ascii")
+        return True
+
+    def process(self, row) -> None:  # type: ignore[no-untyped-def]
+        self.out.write(f"{row.value.decode('ascii')} {time.time_ns()}\n")
+        self.out.flush()
+
+    def close(self, error) -> None:  # type: ignore[no-untyped-def]
+        self.out.close()
 
 
 def _seen(sink_dir: str) -> dict[int, int]:
