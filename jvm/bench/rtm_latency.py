@@ -34,6 +34,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--acks", default="all")
+    parser.add_argument("--linger-ms", type=int, default=0)
     parser.add_argument("--isolation", default="read_committed")
     parser.add_argument("--sink", choices=("jvm", "python"), default="jvm",
                         help="jvm: the JVM LatencyWriter; python: a PySpark foreach function (a Python worker)")
@@ -67,7 +68,7 @@ def main() -> None:
                  .trigger(realTime=args.batch).option("checkpointLocation", os.path.join(work, "checkpoint"))
                  .start())
     produced: dict[int, int] = {}
-    with Producer({"cluster": cluster, "linger.ms": 0, "acks": args.acks}) as producer:
+    with Producer({"cluster": cluster, "linger.ms": args.linger_ms, "acks": args.acks}) as producer:
         # Wait until the query's readers see records (they start at the end of the log).
         deadline = time.time() + 120
         probe = 0
@@ -101,7 +102,7 @@ def main() -> None:
     latencies = sorted((seen[s] - t) / 1e6 for s, t in produced.items() if s >= warm and s in seen)
     missing = sum(1 for s in produced if s not in seen)
     print(f"sink {args.sink}, batch {args.batch}, rate {args.rate}/s (achieved {achieved:.0f}/s) for {args.seconds}s, "
-          f"partitions {args.partitions}, acks={args.acks}, {args.isolation}: {len(latencies)} records measured, "
+          f"partitions {args.partitions}, acks={args.acks}, linger.ms={args.linger_ms}, {args.isolation}: {len(latencies)} records measured, "
           f"{missing} not seen")
     print(f"latency ms: p50 {percentile(latencies, 0.5):.2f}  p90 {percentile(latencies, 0.9):.2f}  "
           f"p99 {percentile(latencies, 0.99):.2f}  max {latencies[-1]:.2f}")
