@@ -102,8 +102,8 @@ def main() -> None:
     latencies = sorted((seen[s] - t) / 1e6 for s, t in produced.items() if s >= warm and s in seen)
     missing = sum(1 for s in produced if s not in seen)
     print(f"sink {args.sink}, batch {args.batch}, rate {args.rate}/s (achieved {achieved:.0f}/s) for {args.seconds}s, "
-          f"partitions {args.partitions}, acks={args.acks}, linger.ms={args.linger_ms}, {args.isolation}: {len(latencies)} records measured, "
-          f"{missing} not seen")
+          f"partitions {args.partitions}, acks={args.acks}, linger.ms={args.linger_ms}, {args.isolation}: "
+          f"{len(latencies)} records measured, {missing} not seen")
     print(f"latency ms: p50 {percentile(latencies, 0.5):.2f}  p90 {percentile(latencies, 0.9):.2f}  "
           f"p99 {percentile(latencies, 0.99):.2f}  max {latencies[-1]:.2f}")
 
