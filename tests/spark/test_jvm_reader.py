@@ -14,59 +14,16 @@ import time
 
 import pyarrow as pa
 import pytest
-from tests.spark.jvm_support import JAR, NO_JAR_REASON, write_snapshot
+from tests.spark.jvm_support import JAR, NO_JAR_REASON, ReadBoth, load, write_snapshot, write_txn_indexes
 
 from kstream import Producer
 
 pytestmark = [pytest.mark.spark, pytest.mark.jvm,
               pytest.mark.skipif(JAR is None, reason=NO_JAR_REASON)]
 
-READERS = ("jvm", "python")
-
-
-def load(spark, cluster_path, reader, **options):
-    """A DataFrame of format("kstream") with ``reader`` and ``options`` (names as given)."""
-    write_snapshot(cluster_path)  # what the lead's snapshot writer keeps current once merged
-    frame = spark.read.format("kstream").option("cluster", cluster_path).option("reader", reader)
-    for key, value in options.items():
-        frame = frame.option(key.replace("__", "."), value)
-    return frame.load()
-
-
-def rows(frame):
-    """Rows as sortable tuples (headers as tuples)."""
-    out = []
-    for row in frame.collect():
-        values = []
-        for v in row:
-            if isinstance(v, list):
-                v = tuple(tuple(e) for e in v)
-            values.append(v)
-        out.append(tuple(values))
-    return sorted(out, key=lambda t: tuple((v is None, repr(v) if not isinstance(v, int | float) else v) for v in t))
-
-
 @pytest.fixture
 def read_both(spark, cluster_path):
-    """read_both(**options) -> (schema, rows) of the JVM read, after asserting the Python read
-    gives the same; read_both.error(**options) -> the message both readers fail with (the JVM's)."""
-
-    def both(**options):
-        results = {}
-        for reader in READERS:
-            frame = load(spark, cluster_path, reader, **options)
-            results[reader] = (frame.schema, rows(frame))
-        assert results["jvm"][0] == results["python"][0]
-        assert results["jvm"][1] == results["python"][1]
-        return results["jvm"]
-
-    def error(match, **options):
-        for reader in READERS:
-            with pytest.raises(Exception, match=match):
-                load(spark, cluster_path, reader, **options).collect()
-
-    both.error = error
-    return both
+    return ReadBoth(spark, cluster_path)
 
 
 def fill(cluster_path, make_topic, name="t", partitions=3, n=300, codec="none", **producer_config):
@@ -173,6 +130,34 @@ def _without_trusted_txn_entries(cluster_path, topic):
         if os.path.basename(root).startswith(f"{topic}-") and not any(f.endswith(".txnindex") for f in files):
             if "recovery-point" in files:
                 os.remove(os.path.join(root, "recovery-point"))
+
+
+def test_transactions_from_trusted_txnindex_entries(read_both, spark, cluster_path, make_topic):
+    """Below the recovery point the JVM reader takes the .txnindex entries as they are (it does
+    not re-read those frames); a torn entry makes it derive that segment from the frames."""
+    make_topic("tx", 1)
+    with Producer({"cluster": cluster_path, "transactional.id": "a", "linger.ms": 0}) as aborting:
+        aborting.init_transactions()
+        aborting.begin_transaction()
+        aborting.produce("tx", b"aborted", partition=0)
+        aborting.abort_transaction()
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as plain:
+        plain.produce("tx", b"kept", partition=0)
+    replica = os.path.join(cluster_path, "logs", "tx-0")
+    assert os.path.exists(os.path.join(replica, "recovery-point"))
+    assert write_txn_indexes(replica) == 2  # the aborted data frame and its ABORT marker
+    _, got = read_both(subscribe="tx", columns="value")
+    assert got == [(b"kept",)]
+    index = os.path.join(replica, "00000000000000000000.txnindex")
+    with open(index, "rb") as f:
+        entries = f.read()
+    with open(index, "wb") as f:
+        f.write(entries[:24])  # the ABORT entry is gone: the entries say transaction a is open
+    assert [r.value for r in load(spark, cluster_path, "jvm", subscribe="tx").collect()] == []
+    with open(index, "wb") as f:
+        f.write(entries[:24] + b"\xff" * 24)  # a torn append: this segment is derived from its frames
+    _, got = read_both(subscribe="tx", columns="value")
+    assert got == [(b"kept",)]
 
 
 def test_retention_gap_and_fail_on_data_loss(read_both, spark, cluster_path, make_topic, admin):

@@ -12,8 +12,10 @@ import java.util.List;
 /**
  * One segment's {@code <base offset>.txnindex}: an entry for every transactional frame (data or
  * control) of the segment, 24 bytes each (layout in {@link Format}). The trusted part of the
- * file ends at the first entry whose CRC-32C does not match (a torn append) or at a partial
- * entry; {@link #torn} says whether that happened. A missing file has no entries.
+ * file ends at the first entry that does not check (CRC-32C mismatch, reserved bytes not zero,
+ * unknown kind, an offset that does not increase: a torn append) or at a partial entry, as
+ * format.py's unpack_txn_entries; {@link #torn} says whether that happened. A missing file has
+ * no entries.
  */
 public final class TxnIndex {
     /** One entry: kind (TXN_DATA, TXN_COMMIT, TXN_ABORT), producer id, the frame's base offset. */
@@ -50,8 +52,10 @@ public final class TxnIndex {
         for (; at + Format.TXN_INDEX_ENTRY_SIZE <= raw.length; at += Format.TXN_INDEX_ENTRY_SIZE) {
             int kind = Byte.toUnsignedInt(b.get(at + Format.TXN_POS_KIND));
             long offset = b.getLong(at + Format.TXN_POS_OFFSET);
-            if (Format.crc32c(b, at, at + Format.TXN_POS_CRC) != b.getInt(at + Format.TXN_POS_CRC)
-                    || kind < Format.TXN_DATA || kind > Format.TXN_ABORT || offset < 0) {
+            boolean reservedZero = b.get(at + 1) == 0 && b.get(at + 2) == 0 && b.get(at + 3) == 0;
+            boolean increasing = entries.isEmpty() || offset > entries.get(entries.size() - 1).offset;
+            if (Format.crc32c(b, at, at + Format.TXN_POS_CRC) != b.getInt(at + Format.TXN_POS_CRC) || !reservedZero
+                    || kind < Format.TXN_DATA || kind > Format.TXN_ABORT || offset < 0 || !increasing) {
                 return new TxnIndex(entries, true);
             }
             entries.add(new Entry(kind, b.getLong(at + Format.TXN_POS_PRODUCER_ID), offset));
