@@ -97,7 +97,12 @@ def write_txn_indexes(replica_dir: str) -> int:
 
 def write_snapshot(cluster_path: str) -> None:
     """metadata-snapshot.json from the cluster's SQLite metadata (what the Python side writes
-    inside each metadata transaction once the lead's writer lands)."""
+    inside each metadata transaction once the lead's writer lands; with that writer present
+    this does nothing)."""
+    import importlib.util
+
+    if importlib.util.find_spec("kstream.log.metadata_snapshot") is not None:
+        return
     db = sqlite3.connect(f"file:{os.path.join(cluster_path, 'metadata.db')}?mode=ro", uri=True)
     try:
         log_dirs = [{"id": i, "path": p, "online": bool(o)}

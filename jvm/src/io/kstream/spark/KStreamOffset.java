@@ -38,10 +38,10 @@ public final class KStreamOffset extends Offset {
     public static KStreamOffset fromJson(String json) {
         try {
             Map<TopicPartition, Long> out = new TreeMap<>();
-            Iterator<Map.Entry<String, JsonNode>> topics = JSON.readTree(json).fields();
+            Iterator<Map.Entry<String, JsonNode>> topics = JSON.readTree(json).properties().iterator();
             while (topics.hasNext()) {
                 Map.Entry<String, JsonNode> t = topics.next();
-                Iterator<Map.Entry<String, JsonNode>> ps = t.getValue().fields();
+                Iterator<Map.Entry<String, JsonNode>> ps = t.getValue().properties().iterator();
                 while (ps.hasNext()) {
                     Map.Entry<String, JsonNode> p = ps.next();
                     out.put(new TopicPartition(t.getKey(), Integer.parseInt(p.getKey())), p.getValue().asLong());

@@ -3,7 +3,6 @@ package io.kstream.spark;
 import io.kstream.spark.log.KStreamException;
 import io.kstream.spark.log.MetadataSnapshot;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Map;
 import java.util.TreeSet;
@@ -83,9 +82,5 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
     /** Which reader the last inferSchema chose (for tests and explain output). */
     public ReaderChoice.Reader chosen() {
         return chosen;
-    }
-
-    static UncheckedIOException unchecked(IOException e) {
-        return new UncheckedIOException(e);
     }
 }

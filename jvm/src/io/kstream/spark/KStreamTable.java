@@ -25,6 +25,7 @@ public final class KStreamTable implements SupportsRead {
     }
 
     @Override
+    @SuppressWarnings("deprecation") // Table.schema(): columns() derives from it in Spark 4.3
     public StructType schema() {
         return schema;
     }

@@ -177,7 +177,7 @@ public final class ReaderOptions implements Serializable {
             JsonNode root = JSON.readTree(text);
             if (root == null || !root.isObject()) throw new IllegalArgumentException("not a map of topic to a list of partition numbers");
             Map<String, List<Integer>> out = new TreeMap<>();
-            Iterator<Map.Entry<String, JsonNode>> it = root.fields();
+            Iterator<Map.Entry<String, JsonNode>> it = root.properties().iterator();
             while (it.hasNext()) {
                 Map.Entry<String, JsonNode> e = it.next();
                 if (!e.getValue().isArray()) throw new IllegalArgumentException("not a map of topic to a list of partition numbers");
@@ -205,12 +205,12 @@ public final class ReaderOptions implements Serializable {
             JsonNode root = JSON.readTree(text);
             if (root == null || !root.isObject()) throw new IllegalArgumentException("not a map of topic to a map of partition to offset");
             Map<String, Map<Integer, Long>> out = new LinkedHashMap<>();
-            Iterator<Map.Entry<String, JsonNode>> it = root.fields();
+            Iterator<Map.Entry<String, JsonNode>> it = root.properties().iterator();
             while (it.hasNext()) {
                 Map.Entry<String, JsonNode> e = it.next();
                 if (!e.getValue().isObject()) throw new IllegalArgumentException("not a map of topic to a map of partition to offset");
                 Map<Integer, Long> ps = new TreeMap<>();
-                Iterator<Map.Entry<String, JsonNode>> pit = e.getValue().fields();
+                Iterator<Map.Entry<String, JsonNode>> pit = e.getValue().properties().iterator();
                 while (pit.hasNext()) {
                     Map.Entry<String, JsonNode> p = pit.next();
                     if (!p.getValue().isIntegralNumber()) throw new IllegalArgumentException("not a map of topic to a map of partition to offset");

@@ -97,12 +97,12 @@ public final class MetadataSnapshot {
             logDirs.put(dir.path("id").asInt(), path.getAbsolutePath());
         }
         Map<String, TopicInfo> topics = new TreeMap<>();
-        Iterator<Map.Entry<String, JsonNode>> it = root.path("topics").fields();
+        Iterator<Map.Entry<String, JsonNode>> it = root.path("topics").properties().iterator();
         while (it.hasNext()) {
             Map.Entry<String, JsonNode> e = it.next();
             JsonNode t = e.getValue();
             Map<String, String> config = new LinkedHashMap<>();
-            t.path("config").fields().forEachRemaining(c -> config.put(c.getKey(), c.getValue().asText()));
+            t.path("config").properties().forEach(c -> config.put(c.getKey(), c.getValue().asText()));
             List<byte[]> schemas = new ArrayList<>();
             for (JsonNode s : t.path("schemas")) schemas.add(Base64.getDecoder().decode(s.asText()));
             List<PartitionInfo> partitions = new ArrayList<>();
