@@ -230,6 +230,16 @@ def test_reader_option_chooses_and_refuses(spark, cluster_path, make_topic):
     assert frame.count() == 30
 
 
+def test_a_column_type_the_jvm_reader_does_not_convert_goes_to_python(spark, cluster_path, make_topic):
+    make_topic("ms", 1, schema=pa.schema([("at", pa.timestamp("ms"))]))
+    with Producer({"cluster": cluster_path}) as producer:
+        producer.produce_batch("ms", pa.table({"at": pa.array([1_700_000_000_000], pa.timestamp("ms"))}))
+    assert served_by(spark, cluster_path, subscribe="ms") == "python"
+    assert load(spark, cluster_path, "auto", subscribe="ms").count() == 1
+    with pytest.raises(Exception, match="column 'at' has Arrow type .* use option reader=python"):
+        load(spark, cluster_path, "jvm", subscribe="ms")
+
+
 def test_writes_still_go_to_the_python_sink(spark, cluster_path, make_topic):
     make_topic("out", 1)
     write_snapshot(cluster_path)

@@ -62,6 +62,10 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
         try {
             return OutputSchema.spark(OutputSchema.arrow(snapshot, new ArrayList<>(topics), parsed.includeHeaders),
                 parsed.columns);
+        } catch (OutputSchema.UnsupportedColumnException e) {
+            if (!ReaderChoice.isAuto(options)) throw e;
+            chosen = ReaderChoice.Reader.PYTHON; // a column type the JVM reader does not convert
+            return python().inferSchema(options);
         } catch (IOException e) {
             throw new KStreamException(KStreamException.Kind.KStreamError, "unreadable topic schema in "
                 + parsed.cluster + ": " + e, e);

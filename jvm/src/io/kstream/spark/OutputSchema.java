@@ -76,8 +76,15 @@ public final class OutputSchema {
         try {
             return ArrowUtils.fromArrowField(field);
         } catch (RuntimeException e) {
-            throw KStreamException.config("column '" + field.getName() + "' has Arrow type " + field.getType()
+            throw new UnsupportedColumnException("column '" + field.getName() + "' has Arrow type " + field.getType()
                 + ", which the JVM reader does not convert (" + e.getMessage() + "); use option reader=python");
+        }
+    }
+
+    /** A ConfigError for a stored column type the JVM reader cannot hand to Spark. */
+    public static final class UnsupportedColumnException extends KStreamException {
+        UnsupportedColumnException(String message) {
+            super(Kind.ConfigError, message);
         }
     }
 

@@ -9,8 +9,9 @@ import java.util.Map;
 /**
  * Which reader serves a {@code format("kstream")} read: option {@code reader} = jvm, python or
  * auto (the default). auto takes the JVM reader unless the read uses something only the
- * Python reader does (listed here) or the cluster has no metadata-snapshot.json yet (made by a
- * kstream older than the JVM reader, and not opened since); python always delegates; jvm refuses such a read with a
+ * Python reader does (listed here), the cluster has no metadata-snapshot.json yet (made by a
+ * kstream older than the JVM reader, and not opened since), or a typed topic has a column type
+ * the JVM reader does not convert (KStreamProvider); python always delegates; jvm refuses such a read with a
  * ConfigError naming option 'reader' and the option at fault. Writes never come here: they
  * always go to the Python sink.
  */
@@ -52,6 +53,11 @@ public final class ReaderChoice {
                 + String.join(", ", unsupported) + "; use reader=python or reader=auto (docs/JVM_READER.md)");
         }
         return Reader.PYTHON;
+    }
+
+    /** Whether the options leave the choice to kstream (reader=auto, the default). */
+    public static boolean isAuto(Map<String, String> options) {
+        return ReaderOptions.lowered(options).getOrDefault(OPTION, "auto").equalsIgnoreCase("auto");
     }
 
     private static boolean snapshotExists(Map<String, String> lower) {
