@@ -47,6 +47,7 @@ def test_bytes_topic_rows_equal_across_readers(read_both, cluster_path, make_top
     assert schema.fieldNames() == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
                                    "headers"]
     assert len(got) == 300
+    assert load(read_both.spark, cluster_path, "jvm", subscribe="t").count() == 300  # no column at all
 
 
 def test_typed_topic_with_an_evolved_schema(read_both, admin, cluster_path, make_topic):
