@@ -266,6 +266,24 @@ def test_micro_batches_with_max_offsets_per_trigger(spark, cluster_path, make_to
     assert "kstream JVM reader" in str(query.lastProgress["sources"][0]["description"])
 
 
+def test_min_offsets_per_trigger_waits_for_records_or_max_trigger_delay(spark, cluster_path, make_topic, tmp_path):
+    fill(cluster_path, make_topic, partitions=1, n=10)
+    write_snapshot(cluster_path)
+    name = f"jvm_min_{int(time.time() * 1000)}"
+    started = time.monotonic()
+    query = (spark.readStream.format("kstream").option("cluster", cluster_path).option("reader", "jvm")
+             .option("subscribe", "t").option("startingOffsets", "earliest").option("minOffsetsPerTrigger", "100")
+             .option("maxTriggerDelay", "3s").load().writeStream.format("memory").queryName(name)
+             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(processingTime="200 milliseconds").start())
+    try:
+        assert _wait_for(lambda: spark.sql(f"SELECT count(*) FROM {name}").first()[0] == 10)
+        waited = time.monotonic() - started
+        assert waited >= 3.0  # 10 < minOffsetsPerTrigger records: held until maxTriggerDelay
+        assert json.loads(query.lastProgress["sources"][0]["latestOffset"]) == {"t": {"0": 10}}
+    finally:
+        query.stop()
+
+
 def _real_time_query(spark, cluster_path, tmp_path, sink_dir, batch="5 seconds", **options):
     """A Real-time Mode query (Update mode) from the kstream topic 't' into the JVM LatencyWriter."""
     write_snapshot(cluster_path)
