@@ -91,6 +91,7 @@ LEADER_EPOCH_CHECKPOINT_FILE: Final = "leader-epoch-checkpoint"
 TMP_SUFFIX: Final = ".tmp"
 CLUSTER_PROPERTIES: Final = "cluster.properties"
 METADATA_DB: Final = "metadata.db"
+METADATA_SNAPSHOT: Final = "metadata-snapshot.json"  # what a reader needs of metadata.db, for readers without SQLite
 LOG_DIR_META: Final = "meta.properties"
 LOCKS_DIR: Final = "locks"  # in the cluster dir: one lock file per partition
 LOCK_SUFFIX: Final = ".lock"
