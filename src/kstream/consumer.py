@@ -276,7 +276,8 @@ class Consumer:
             info = self._cluster.topic(tp.topic)
             handle = self._cluster.partition(info, tp.partition)
             schema = Cluster.topic_schema(info)
-            isolation = Isolation(self._options["isolation.level"], self._transactions(), tp.topic, tp.partition)
+            isolation = Isolation(self._options["isolation.level"], self._transactions(), tp.topic, tp.partition,
+                                  lambda handle=handle: handle.leader_dir)  # the leader's dir: it may move
             assigned = PartitionFetch(tp.topic, tp.partition, handle,
                                       handle.reader(check_crcs=self._options["check.crcs"]),
                                       output_schema(schema), schema is not None, isolation=isolation)
