@@ -223,7 +223,7 @@ def test_a_polling_reader_reads_only_what_changed(replica, monkeypatch):
 
 def test_sealed_segment_without_index_is_derived_by_readers_and_rebuilt_by_the_next_writer(replica):
     log = open_log(replica, segment_bytes=900)
-    for i in range(8):
+    for _i in range(8):
         log.append(txn_data([b"v" * 100], 1))
         log.append(marker(1, commit=False))
     log.flush()
@@ -241,7 +241,7 @@ def test_sealed_segment_without_index_is_derived_by_readers_and_rebuilt_by_the_n
 
 def test_truncation_drops_entries_and_a_reappend_is_indexed_afresh(replica):
     log = open_log(replica, segment_bytes=700)
-    for i in range(6):
+    for _i in range(6):
         log.append(txn_data([b"v" * 100], 1))
     log.append(marker(1, commit=True))
     log.flush()

@@ -450,11 +450,12 @@ class TxnIndexReader:
         inode = os.fstat(fd).st_ino
         start = (plan.base, covered, position, inode)
         cached = self._walks.get(plan.base)
+        derived: list[fmt.TxnIndexEntry] = []
         if cached is not None and cached[0] == start and cached[2] <= plan.end:
-            _, at, next_offset, derived = cached
-            derived = list(derived)
+            at, next_offset = cached[1], cached[2]
+            derived.extend(cached[3])
         else:
-            at, next_offset, derived = position, (covered if position else plan.base), []
+            at, next_offset = position, (covered if position else plan.base)
         read = pread_from(fd)
         walk = FrameWalk(read, os.fstat(fd).st_size, at, next_offset=next_offset)
         for frame_position, header in walk:
