@@ -578,7 +578,13 @@ class PartitionLog:
         active = self._guard_io(self._ensure_open)
         self._sync_dir_if_needed()
         self._guard_io(lambda: faults.fdatasync(active.fd))
-        self._guard_io(active.txn_index.sync)  # before the recovery point moves past its entries
+        txn_sync = self._guard_io(lambda: self._txn_sync_fd(active))
+        if txn_sync is not None:  # before the recovery point moves past its entries
+            try:
+                self._guard_io(lambda: faults.fdatasync(txn_sync[0]))
+                active.txn_index.synced(txn_sync[1])
+            finally:
+                os.close(txn_sync[0])
         self._guard_io(lambda: self._advance_recovery_point(
             (active.base_offset, active.size, active.next_offset)))
 
