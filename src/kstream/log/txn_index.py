@@ -164,8 +164,10 @@ class TxnIndex:
         """Frames another writer appended (``(position, header)``, transactional ones) each get
         their entry: a writer killed between a frame and its entry left none, or half of one."""
         clean = self.refresh()
-        if not clean:
-            self._cut(self._size)  # the torn entry is past every frame's entry: nothing trusted lies there
+        if not clean:  # the torn entry is past every frame's entry: nothing trusted lies there
+            size, last_offset = self._size, self._last_offset
+            self._cut(size)
+            self._size, self._last_offset = size, last_offset
         for position, header in frames:
             if header.base_offset > self._last_offset:
                 entry = frame_entry(read, position, header, segment_path)
