@@ -166,3 +166,27 @@ def test_files_agree_with_the_sqlite_tables_on_a_random_history(cluster_path, ma
         plain.close()
         for producer in producers.values():
             producer.close()
+
+
+def test_followers_copies_get_the_same_entries(tmp_path):
+    from kstream import Admin, NewTopic
+
+    path = str(tmp_path / "c")
+    dirs = [str(tmp_path / f"d{i}") for i in range(2)]
+    with Admin({"cluster": path, "log.dirs": ",".join(dirs)}) as admin:
+        admin.create_topics([NewTopic("t", 1, 2, {"segment.bytes": "3000"})])["t"].result()
+    producer = Producer({"cluster": path, "transactional.id": "copy", "linger.ms": 0, "acks": "all"})
+    producer.init_transactions()
+    for i in range(6):
+        producer.begin_transaction()
+        producer.produce("t", b"v" * 200, partition=0)
+        producer.flush()
+        (producer.commit_transaction if i % 2 else producer.abort_transaction)()
+    producer.close()
+    replicas = [os.path.join(d, "t-0") for d in dirs]
+    bases = list_segment_bases(replicas[0])
+    assert len(bases) > 1 and bases == list_segment_bases(replicas[1])
+    views = [[e for b in bases for e in file_entries(r, b)] for r in replicas]
+    assert views[0] == views[1] and len(views[0]) == 12
+    states = [TxnIndexReader(r).state(1 << 40) for r in replicas]
+    assert states[0] == states[1] and len(states[0].aborted) == 3 and not states[0].open
