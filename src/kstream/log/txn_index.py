@@ -94,9 +94,11 @@ class TxnIndex:
     # -- files
 
     def create(self) -> None:
-        """An empty index for a new segment (the caller fsyncs the directory)."""
+        """An empty index for a new segment (the caller fsyncs the directory). The segment's
+        log file was just created exclusively, so an index already there is a leftover (an
+        unlink a power loss undid): emptied."""
         self.close()
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
         self._size, self._last_offset = 0, -1
         self._synced = _stat_key(os.fstat(self._fd))  # empty, and its name durable with the segment's
 
