@@ -297,3 +297,23 @@ def test_a_torn_entry_at_the_end_is_cut_by_the_next_writer(replica):
     assert file_entries(replica, 0) == [(DATA, 1, 0), (DATA, 2, 1), (ABORT, 2, 2)]
     first.close()
     second.close()
+
+
+def test_a_polling_reader_is_not_fooled_by_a_segment_made_again_at_the_same_base(replica):
+    """A cut log deletes a segment, a roll makes one at the same base: often on the same inode
+    number, with the same size. The reader must read the new one (found by the model test)."""
+    log = open_log(replica, segment_bytes=600)
+    reader = TxnIndexReader(replica)
+    for round_ in range(6):
+        producer = 10 + round_
+        log.append(txn_data([b"v" * 300], 1))           # 0: rolls are by size
+        log.append(txn_data([b"w" * 300], producer))    # 1: a new segment at base 1
+        end = log.log_end_offset()
+        assert list_segment_bases(replica)[-1] == 1
+        assert reader.state(end).open == {1: 0, producer: 1}
+        with log._lock:
+            log.truncate_to_locked(0 if round_ % 2 else 1)
+        assert reader.state(log.log_end_offset()).open == ({} if round_ % 2 else {1: 0})
+        with log._lock:
+            log.truncate_to_locked(0)
+    log.close()

@@ -362,8 +362,10 @@ class TxnIndexReader:
         self._chain: list[tuple[tuple, dict[int, int], int]] = []  # (key, open after, len(aborted) after)
         self._aborted: list[tuple[int, int, int]] = []
         self._aborted_view: tuple[tuple[int, int, int], ...] = ()
-        # segment base -> ((base, covered, position, inode), position reached, offset reached, entries)
-        self._walks: dict[int, tuple[tuple[int, int, int, int], int, int, tuple[fmt.TxnIndexEntry, ...]]] = {}
+        # segment base -> ((base, covered, position, inode), position reached, offset reached, entries,
+        # position of the last frame walked, its header bytes)
+        self._walks: dict[int, tuple[tuple[int, int, int, int], int, int, tuple[fmt.TxnIndexEntry, ...], int,
+                                     bytes]] = {}
 
     def state(self, high_watermark: int) -> TxnState:
         """Open and aborted transactions below ``high_watermark``."""
@@ -404,15 +406,17 @@ class TxnIndexReader:
               high_watermark: int) -> _Plan:
         end = high_watermark if next_base is None else min(high_watermark, next_base)
         txn_stat = _identity(txn_index_path(self.directory, base))
+        log_path = os.path.join(self.directory, fmt.segment_file_name(base))
         if point is not None and base < point.segment_base:  # sealed and fsynced: trust the file
             covered, position = end, 0
-            key: tuple = (base, next_base, end if end != next_base else None, txn_stat)
+            key: tuple = (base, next_base, end if end != next_base else None, txn_stat, _identity(log_path))
         else:
             covered, position = (point.next_offset, point.position) if (
                 point is not None and base == point.segment_base) else (base, 0)
             covered = min(covered, end)
-            log_stat = _identity(os.path.join(self.directory, fmt.segment_file_name(base)))
-            key = (base, next_base, end, covered, position, txn_stat, log_stat)
+            # Inode numbers are reused and mtimes are coarse: a segment deleted and made again
+            # (a cut log) could pass for the old one by its stat alone; its first frame cannot.
+            key = (base, next_base, end, covered, position, txn_stat, _identity(log_path), _first_header(log_path))
         if txn_stat is None:
             covered, position = base, 0
         return _Plan(base, next_base, end, covered, position, key)
@@ -455,17 +459,23 @@ class TxnIndexReader:
         start = (plan.base, covered, position, inode)
         cached = self._walks.get(plan.base)
         derived: list[fmt.TxnIndexEntry] = []
-        if cached is not None and cached[0] == start and cached[2] <= plan.end:
+        read = pread_from(fd)
+        # Go on only in the same file: same inode, and the last frame walked still there, byte
+        # for byte (an inode number is reused when a cut log makes the segment again).
+        if (cached is not None and cached[0] == start and cached[2] <= plan.end
+                and bytes(read(cached[4], fmt.HEADER_SIZE)) == cached[5]):
             at, next_offset = cached[1], cached[2]
             derived.extend(cached[3])
+            last = (cached[4], cached[5])
         else:
             at, next_offset = position, (covered if position else plan.base)
-        read = pread_from(fd)
+            last = (at, bytes(read(at, fmt.HEADER_SIZE)))  # (nothing walked yet: what lies there now)
         walk = FrameWalk(read, os.fstat(fd).st_size, at, next_offset=next_offset)
         for frame_position, header in walk:
             if header.base_offset >= plan.end:
                 break
             at, next_offset = frame_position + header.frame_size, header.next_offset
+            last = (frame_position, bytes(read(frame_position, fmt.HEADER_SIZE)))
             if header.base_offset >= covered:
                 entry = frame_entry(read, frame_position, header, segment_path)
                 if entry is not None:
@@ -473,13 +483,25 @@ class TxnIndexReader:
         if walk.problem is not None and not walk.torn and next_offset < plan.end:
             raise CorruptBatchError(f"bad frame ({walk.problem}) below the high watermark",
                                     path=segment_path, position=walk.position, offset=next_offset)
-        self._walks[plan.base] = (start, at, next_offset, tuple(derived))
+        self._walks[plan.base] = (start, at, next_offset, tuple(derived), *last)
         if len(self._walks) > _MAX_WALKS:
             self._walks.pop(next(iter(self._walks)))
         return derived
 
 
 _MAX_WALKS = 4  # segments whose frame walk is remembered (the last one or two are walked)
+
+
+def _first_header(path: str) -> bytes | None:
+    """The first frame header's bytes of a segment (None when missing)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        return os.pread(fd, fmt.HEADER_SIZE, 0)
+    finally:
+        os.close(fd)
 
 
 def _identity(path: str) -> tuple[int, int, int] | None:
