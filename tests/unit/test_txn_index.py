@@ -317,3 +317,18 @@ def test_a_polling_reader_is_not_fooled_by_a_segment_made_again_at_the_same_base
         with log._lock:
             log.truncate_to_locked(0)
     log.close()
+
+
+def test_an_entry_outside_its_segment_ends_the_trusted_part(replica):
+    log = open_log(replica, segment_bytes=600)
+    for i in range(6):
+        log.append(txn_data([b"v" * 300], 1))
+        log.append(marker(1, commit=i % 2 == 0))
+    log.flush()
+    end = log.log_end_offset()
+    log.close()
+    base = list_segment_bases(replica)[1]
+    # An entry below the segment's base, then a well-formed lie: nothing of the file is trusted.
+    with open(txn_index.txn_index_path(replica, base), "wb") as f:
+        f.write(fmt.pack_txn_entry(DATA, 7, base - 1) + fmt.pack_txn_entry(DATA, 8, base))
+    assert_files_match_frames(replica, end)

@@ -30,6 +30,7 @@ size, so a polling reader re-reads only what changed.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -428,7 +429,8 @@ class TxnIndexReader:
         raw = read_file(path)
         covered, position = plan.covered, plan.position
         entries, clean = fmt.unpack_txn_entries(raw or b"")
-        inside = [e for e in entries if e.offset >= plan.base and (plan.next_base is None or e.offset < plan.next_base)]
+        inside = list(itertools.takewhile(  # an entry outside the segment ends the trusted part too
+            lambda e: e.offset >= plan.base and (plan.next_base is None or e.offset < plan.next_base), entries))
         if raw is None:
             covered, position = plan.base, 0
         elif not clean or len(inside) != len(entries):
