@@ -28,9 +28,16 @@ import pyarrow.parquet as pq
 
 from bench import peers
 from kstream import Admin, NewTopic, Producer
-from kstream.spark_jar import jar_path
+from kstream.jars import jar_path
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+def _required_jar() -> str:
+    path = jar_path()
+    if path is None:
+        raise SystemExit("no kstream JVM jar: run `make install` (it builds the jar with javac)")
+    return path
 
 
 def timed(action) -> float:  # type: ignore[no-untyped-def]
@@ -82,7 +89,7 @@ def main() -> None:
         os.makedirs(parquet)
         pq.write_table(pa.Table.from_batches(batches), os.path.join(parquet, "part-0.parquet"))
         spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.ui.showConsoleProgress", "false").config("spark.jars", jar_path())
+                 .config("spark.ui.showConsoleProgress", "false").config("spark.jars", _required_jar())
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
 

@@ -20,7 +20,7 @@ from chaos.checker import Ack, History
 from chaos.power_cut import sync_all
 from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition
 from kstream.log import faults
-from kstream.log.txn_index import TxnIndexReader
+from kstream.log.txn_index_reader import TxnIndexReader
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 TOPIC = "t"

@@ -24,7 +24,8 @@ from kstream.log import faults
 from kstream.log import format as fmt
 from kstream.log.frames import FrameWalk, pread_from
 from kstream.log.retention import list_segment_bases
-from kstream.log.txn_index import read_recovery_point, txn_index_path
+from kstream.log.txn_index import txn_index_path
+from kstream.log.txn_index_reader import read_recovery_point
 from txn_helpers import assert_files_match_frames, file_entries, frame_events, marker, oracle, txn_data
 
 _CONFIG = dict(segment_bytes=2500, index_interval_bytes=400)

@@ -30,12 +30,9 @@ BASE_TS = 1_760_000_000_000  # ms; record i of a partition has timestamp BASE_TS
 
 
 def _jar_missing() -> str | None:
-    try:
-        from kstream.spark_jar import jar_path
-    except ImportError:
-        return "kstream has no JVM reader support (kstream.spark_jar missing)"
-    path = jar_path(required=False)
-    return None if path else "the kstream JVM reader jar was not built (javac missing?): JVM reads skipped"
+    from kstream.jars import jar_path
+
+    return None if jar_path() else "no kstream JVM jar (make install builds it with javac): JVM reads skipped"
 
 
 @pytest.fixture(params=READERS)

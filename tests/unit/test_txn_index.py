@@ -14,7 +14,7 @@ from kstream.log import format as fmt
 from kstream.log import txn_index
 from kstream.log.records import PayloadCodec, batch_from_records
 from kstream.log.retention import list_segment_bases
-from kstream.log.txn_index import TxnIndexReader, fold
+from kstream.log.txn_index_reader import TxnIndexReader, fold
 from txn_helpers import assert_files_match_frames, file_entries, files_state, frame_events, marker, oracle, txn_data
 
 DATA, COMMIT, ABORT = fmt.TXN_DATA, fmt.TXN_COMMIT, fmt.TXN_ABORT

@@ -27,7 +27,7 @@ from kstream.log import format as fmt
 from kstream.log.cluster import Cluster
 from kstream.log.retention import list_segment_bases
 from kstream.log.transactions import TransactionStore
-from kstream.log.txn_index import TxnIndexReader
+from kstream.log.txn_index_reader import TxnIndexReader
 from txn_helpers import file_entries, marker, oracle, txn_data
 
 _CONFIG = dict(segment_bytes=1500, index_interval_bytes=300)

@@ -157,7 +157,7 @@ def _latest(directory: str, high_watermark: int, level: IsolationLevel) -> int:
     """The HW, or under read_committed the LSO the leader's transaction index shows."""
     if level is IsolationLevel.READ_UNCOMMITTED:
         return high_watermark
-    from kstream.log.txn_index import TxnIndexReader
+    from kstream.log.txn_index_reader import TxnIndexReader
 
     return TxnIndexReader(directory).state(high_watermark).last_stable_offset
 

@@ -106,7 +106,7 @@ def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
 
 def _last_stable_offset(cluster: Cluster, topic: str, partition: int, high_watermark: int) -> int:
     """The LSO readers see: from the leader's transaction index files (docs/FORMAT.md)."""
-    from kstream.log.txn_index import TxnIndexReader
+    from kstream.log.txn_index_reader import TxnIndexReader
 
     handle = cluster.partition(topic, partition)
     try:

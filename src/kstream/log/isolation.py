@@ -7,7 +7,7 @@ oldest open transaction, else the high watermark) and skips the frames of
 aborted transactions.
 
 The open transactions (so the LSO) and the aborted ones come from the
-replica's transaction index files (:class:`kstream.log.txn_index.TxnIndexReader`,
+replica's transaction index files (:class:`kstream.log.txn_index_reader.TxnIndexReader`,
 the rule in docs/FORMAT.md), the same files the JVM reader uses; what did not
 change since the last call is not read again.
 
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from kstream.log import format as fmt
 from kstream.log.metadata import DataVersion
 from kstream.log.transactions import TransactionStore
-from kstream.log.txn_index import TxnIndexReader, TxnState
+from kstream.log.txn_index_reader import TxnIndexReader, TxnState
 
 _EXPIRY_RETRY_SECONDS = 1.0
 
