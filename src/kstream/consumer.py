@@ -28,6 +28,7 @@ fetch positions and group state take no lock.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterator, Mapping
@@ -276,7 +277,8 @@ class Consumer:
             info = self._cluster.topic(tp.topic)
             handle = self._cluster.partition(info, tp.partition)
             schema = Cluster.topic_schema(info)
-            isolation = Isolation(self._options["isolation.level"], self._transactions(), tp.topic, tp.partition)
+            isolation = Isolation(self._options["isolation.level"], self._transactions(), tp.topic, tp.partition,
+                                  functools.partial(_leader_dir, handle))  # the leader's dir: it may move
             assigned = PartitionFetch(tp.topic, tp.partition, handle,
                                       handle.reader(check_crcs=self._options["check.crcs"]),
                                       output_schema(schema), schema is not None, isolation=isolation)
@@ -722,3 +724,7 @@ class Consumer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _leader_dir(handle: Partition) -> str:
+    return handle.leader_dir

@@ -20,7 +20,7 @@ from chaos.checker import Ack, History
 from chaos.power_cut import sync_all
 from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition
 from kstream.log import faults
-from kstream.log.transactions import TransactionStore
+from kstream.log.txn_index_reader import TxnIndexReader
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 TOPIC = "t"
@@ -181,19 +181,22 @@ def read_back(ctx: Ctx, label: str = "") -> None:
         if error or error2:
             h.read_errors[tp] = f"{label}{error or error2}"[:300]
     with Admin({"cluster": ctx.cluster}) as admin:
-        store = TransactionStore(admin.cluster.metadata)
         for p in range(ctx.partitions):
             handle = admin.cluster.partition(TOPIC, p)
+            first_open = None
             try:
                 hw = handle.high_watermark()
                 h.final_hw[(TOPIC, p)] = hw
                 h.hw_samples.setdefault((TOPIC, p), []).append(hw or 0)
                 h.frames[(TOPIC, p)] = _frames(handle, hw or 0)
+                # The LSO readers see: from the transaction index files (issue 14). A row of the
+                # transaction tables whose partition holds no open transaction in the log (its
+                # marker is written, or it never wrote a frame there) holds no reader back.
+                first_open = TxnIndexReader(handle.leader_dir).state(hw or 0).first_open
             except Exception as err:
                 h.read_errors[(TOPIC, p)] = f"{label}frame walk: {type(err).__name__}: {err}"[:300]
             finally:
                 handle.close()
-            first_open = store.first_open_offset(TOPIC, p)
             if first_open is not None:
                 h.open_lso[(TOPIC, p)] = first_open
         try:

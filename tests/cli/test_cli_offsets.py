@@ -132,3 +132,27 @@ def test_delete_records_on_every_replica(tmp_path):
     with Producer({"cluster": path, "acks": "all"}) as producer:
         producer.produce("t", b"after", partition=0)
     assert offsets(path, "--time", "-1") == ["t:0:7"]
+
+
+def test_dump_log_prints_and_checks_transaction_index_entries(cluster_path, make_topic):
+    make_topic("tx")
+    producer = Producer({"cluster": cluster_path, "transactional.id": "dump", "linger.ms": 0})
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.produce("tx", b"a", partition=0)
+    producer.flush()
+    producer.abort_transaction()
+    producer.close()
+    directory = os.path.join(cluster_path, "logs", "tx-0")
+    path = os.path.join(directory, fmt.segment_file_name(0, fmt.TXN_INDEX_SUFFIX))
+    result = run(cluster_path, "dump-log", path)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[1].startswith("offset: 0 producer_id: ") and lines[1].endswith(" kind: DATA")
+    assert lines[2].startswith("offset: 1 ") and lines[2].endswith(" kind: ABORT")
+    with open(path, "ab") as f:
+        f.write(fmt.pack_txn_entry(fmt.TXN_COMMIT, 5, 7) + b"torn")
+    result = run(cluster_path, "dump-log", path)
+    assert result.exit_code != 0
+    assert "offset: 7 producer_id: 5 kind: COMMIT INVALID: the segment has no such transactional frame" in result.output
+    assert "position: 72 INVALID: a torn or bad entry" in result.output

@@ -121,3 +121,36 @@ def test_long_lived_reader_follows_transactions_that_end_between_its_rounds(clus
     assert drain() == [b"after-abort"]
     producer.close()
     consumer.close()
+
+
+def test_spark_source_planning_and_task_read_take_transactions_from_the_files(cluster_path, make_topic):
+    """The Python Spark source without Spark: planning's end is the files' LSO, and a task's read
+    skips the aborted transaction whose marker lies between that end and the HW."""
+    from kstream.log.cluster import Cluster
+    from kstream.source.partition_reader import read_range
+    from kstream.source.planning import PartitionRange, bounds
+
+    make_topic("t", 1)
+    aborted = open_transaction(cluster_path, "tx-a", "t", b"aborted")      # 0
+    holding = open_transaction(cluster_path, "tx-h", "t", b"held")          # 1: holds the LSO
+    aborted.abort_transaction()                                            # 2: marker past the LSO
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as plain:
+        plain.produce("t", b"after", partition=0)                          # 3
+    cluster = Cluster.open(cluster_path)
+    try:
+        assert bounds(cluster, "t", 0, "read_committed") == (0, 1)
+        assert bounds(cluster, "t", 0, "read_uncommitted") == (0, 4)
+    finally:
+        cluster.close()
+    schema = pa.schema([("value", pa.binary()), ("offset", pa.int64())])
+
+    def values(end, level="read_committed"):
+        split = PartitionRange(cluster_path, "t", 0, 0, end, True, level)
+        return [v for batch in read_range(split, schema) for v in batch.column("value").to_pylist()]
+
+    assert values(1) == []  # the aborted record is below the LSO, its marker above it
+    holding.commit_transaction()                                           # 4
+    assert values(5) == [b"held", b"after"]
+    assert values(5, "read_uncommitted") == [b"aborted", b"held", b"after"]
+    aborted.close()
+    holding.close()

@@ -341,7 +341,7 @@ def test_a_cached_lso_never_lets_a_transaction_that_began_after_the_version_read
         plain.produce("t", b"before", partition=0)
     cluster = Cluster.open(cluster_path)
     handle = cluster.partition("t", 0)
-    isolation = Isolation(READ_COMMITTED, TransactionStore(cluster.metadata), "t", 0)
+    isolation = Isolation(READ_COMMITTED, TransactionStore(cluster.metadata), "t", 0, handle.leader_dir)
     version = cluster.metadata.data_version()
     assert isolation.end_offset(handle.high_watermark(), version) == 1
     version = cluster.metadata.data_version()  # the next round reads the version ...

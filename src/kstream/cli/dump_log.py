@@ -115,6 +115,39 @@ def _dump_index(path: str, suffix: str, max_entries: int | None) -> int:
     return bad
 
 
+_TXN_KIND_NAMES = {fmt.TXN_DATA: "DATA", fmt.TXN_COMMIT: "COMMIT", fmt.TXN_ABORT: "ABORT"}
+
+
+def _dump_txn_index(path: str, max_entries: int | None) -> int:
+    """Print the entries of one ``.txnindex`` file and compare them with its segment's
+    transactional frames; returns how many are invalid (torn, or naming no such frame)."""
+    from kstream.log.txn_index import entries_from_frames
+
+    with open(path, "rb") as f:
+        data = f.read()
+    entries, clean = fmt.unpack_txn_entries(data)
+    log_path = path[: -len(fmt.TXN_INDEX_SUFFIX)] + fmt.LOG_SUFFIX
+    expected = None
+    if os.path.exists(log_path):
+        with open(log_path, "rb") as f:
+            expected = set(entries_from_frames(pread_from(f.fileno()), os.fstat(f.fileno()).st_size, log_path)[0])
+    bad = 0
+    for i, entry in enumerate(entries):
+        if max_entries is not None and i >= max_entries:
+            break
+        line = f"offset: {entry.offset} producer_id: {entry.producer_id} kind: {_TXN_KIND_NAMES[entry.kind]}"
+        if expected is not None and entry not in expected:
+            bad += 1
+            click.echo(f"{line} INVALID: the segment has no such transactional frame")
+        else:
+            click.echo(line)
+    if not clean:
+        bad += 1
+        position = len(entries) * fmt.TXN_INDEX_ENTRY_SIZE
+        click.echo(f"position: {position} INVALID: a torn or bad entry; the trusted part of the file ends here")
+    return bad
+
+
 @click.command("dump-log")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--print-data", is_flag=True, help="Print the records of each frame (.log files).")
@@ -122,7 +155,7 @@ def _dump_index(path: str, suffix: str, max_entries: int | None) -> int:
               help="Stop after this many frames (or index entries) per file.")
 def dump_log(files: tuple[str, ...], print_data: bool, max_frames: int | None) -> None:
     """Print every frame of segment FILES (.log) and check both checksums, or every entry of
-    index FILES (.index, .timeindex) and check it against its segment."""
+    index FILES (.index, .timeindex, .txnindex) and check it against its segment."""
     bad = 0
     for path in files:
         click.echo(f"Dumping {path}")
@@ -131,6 +164,9 @@ def dump_log(files: tuple[str, ...], print_data: bool, max_frames: int | None) -
                 bad += _dump_index(path, suffix, max_frames)
                 break
         else:
+            if path.endswith(fmt.TXN_INDEX_SUFFIX):
+                bad += _dump_txn_index(path, max_frames)
+                continue
             bad += _dump_segment(path, print_data, max_frames)
     if bad:
         raise click.ClickException(f"{bad} invalid frame(s) or index entries")

@@ -16,6 +16,7 @@ from kstream.errors import TopicExistsError
 from kstream.options import CLUSTER_OPTIONS
 
 if TYPE_CHECKING:
+    from kstream.log.cluster import Cluster
     from kstream.log.transactions import Holder
 
 
@@ -92,7 +93,7 @@ def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
             for p in d.partitions:
                 holders = store.holders(name, p.id)
                 held.extend((p.id, h) for h in holders)
-                lso = min(p.high_watermark, holders[0].first_offset) if holders else p.high_watermark
+                lso = _last_stable_offset(admin.cluster, name, p.id, p.high_watermark)
                 table.add_row(str(p.id), str(p.leader), ",".join(map(str, p.replicas)),
                               ",".join(map(str, p.isrs)), str(p.leader_epoch), str(p.log_start_offset),
                               str(p.log_end_offset), str(p.high_watermark), str(lso),
@@ -101,6 +102,17 @@ def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
             out.print(table)
             if held:
                 out.print(_open_transactions(held))
+
+
+def _last_stable_offset(cluster: Cluster, topic: str, partition: int, high_watermark: int) -> int:
+    """The LSO readers see: from the leader's transaction index files (docs/FORMAT.md)."""
+    from kstream.log.txn_index_reader import TxnIndexReader
+
+    handle = cluster.partition(topic, partition)
+    try:
+        return TxnIndexReader(handle.leader_dir).state(high_watermark).last_stable_offset
+    finally:
+        handle.close()
 
 
 def _open_transactions(held: list[tuple[int, Holder]]) -> Table:

@@ -39,8 +39,8 @@ from kstream.errors import (
     PartitionNotFoundError,
     TopicExistsError,
 )
-from kstream.log import faults
 from kstream.log import format as fmt
+from kstream.log.durable_file import read_properties, write_properties_atomically
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
 from kstream.log.metadata import Metadata, PartitionInfo, TopicInfo
@@ -68,30 +68,6 @@ suffixes; a longer name here could be created but not written (lock file) or del
 def resolve_cluster_path(path: str | None) -> str:
     """The cluster path from an option, else $KSTREAM_CLUSTER, else ./data (absolute)."""
     return os.path.abspath(path or os.environ.get(CLUSTER_ENV) or DEFAULT_CLUSTER)
-
-
-def read_properties(path: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith("#") and "=" in line:
-                key, _, value = line.partition("=")
-                values[key.strip()] = value.strip()
-    return values
-
-
-def write_properties_atomically(path: str, values: Mapping[str, str], comment: str) -> None:
-    """Write .tmp, fsync, rename, fsync the directory."""
-    tmp = path + fmt.TMP_SUFFIX
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(f"# {comment}\n")
-        for key, value in values.items():
-            f.write(f"{key}={value}\n")
-        f.flush()
-        faults.fsync(f.fileno())
-    os.rename(tmp, path)
-    fsync_dir(os.path.dirname(path))
 
 
 def check_topic_name(name: str) -> None:
@@ -175,6 +151,7 @@ class Cluster:
                 )
         cluster = cls(path, config, cluster_id)
         cluster._check_log_dirs()
+        cluster.metadata.ensure_snapshot()  # derived data, for readers without SQLite
         return cluster
 
     @classmethod

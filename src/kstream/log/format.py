@@ -1,8 +1,9 @@
 """The on-disk format: every byte layout and every file and directory name.
 
-Frame header and attributes, index entries, the recovery point, the fields of
-a partition's lock file (deleted mark, generation, high watermark) and the
-leader-epoch checkpoint are defined here and nowhere else; docs/FORMAT.md
+Frame header and attributes, index entries, the transaction index, the
+recovery point, the fields of a partition's lock file (deleted mark,
+generation, high watermark), the leader-epoch checkpoint and the payload of a
+transaction marker are defined here and nowhere else; docs/FORMAT.md
 describes the same thing for humans. A new layout gets a new version; a layout
 is never edited in place. Walking the frames of a file is
 :mod:`kstream.log.frames`' job.
@@ -86,11 +87,13 @@ MAX_MESSAGE_BYTES: Final = (1 << 31) - 1
 LOG_SUFFIX: Final = ".log"
 OFFSET_INDEX_SUFFIX: Final = ".index"
 TIME_INDEX_SUFFIX: Final = ".timeindex"
+TXN_INDEX_SUFFIX: Final = ".txnindex"
 RECOVERY_POINT_FILE: Final = "recovery-point"
 LEADER_EPOCH_CHECKPOINT_FILE: Final = "leader-epoch-checkpoint"
 TMP_SUFFIX: Final = ".tmp"
 CLUSTER_PROPERTIES: Final = "cluster.properties"
 METADATA_DB: Final = "metadata.db"
+METADATA_SNAPSHOT: Final = "metadata-snapshot.json"  # what a reader needs of metadata.db, for readers without SQLite
 LOG_DIR_META: Final = "meta.properties"
 LOCKS_DIR: Final = "locks"  # in the cluster dir: one lock file per partition
 LOCK_SUFFIX: Final = ".lock"
@@ -393,3 +396,103 @@ def parse_leader_epochs(raw: bytes) -> list[tuple[int, int]] | None:
     if entries and (entries[0][0] < 0 or entries[0][1] < 0):
         return None
     return entries
+
+
+# -- the transaction index ---------------------------------------------------------------
+#
+# ``<base offset>.txnindex`` next to each segment: one entry per frame of the segment
+# with the TRANSACTIONAL attribute (data or control), in offset order, appended right
+# after the frame. Derived data (rebuilt from the frames by writers); readers trust an
+# entry only below the recovery point's next_offset. One entry, little-endian::
+#
+#     offset size field
+#     0      1    kind           u8   TXN_DATA, TXN_COMMIT or TXN_ABORT
+#     1      3    reserved       zero
+#     4      8    producer_id    i64
+#     12     8    offset         i64  the frame's base offset
+#     20     4    crc            u32  crc32c of bytes [0, 20) of the entry
+#
+# An entry whose checksum does not match (or a partial one at the end) ends the
+# trusted part of the file: a torn append.
+
+TXN_DATA: Final = 1
+TXN_COMMIT: Final = 2
+TXN_ABORT: Final = 3
+TXN_KINDS: Final = frozenset({TXN_DATA, TXN_COMMIT, TXN_ABORT})
+TXN_INDEX_ENTRY = struct.Struct("<B3xqqI")
+TXN_INDEX_ENTRY_SIZE: Final = TXN_INDEX_ENTRY.size  # 24
+_TXN_ENTRY_CHECKED = struct.Struct("<B3xqq")  # the bytes the crc covers
+
+# A transaction marker is a control frame (CONTROL | TRANSACTIONAL) whose payload holds
+# one record: its ``value`` column says which.
+COMMIT_MARKER: Final = b"COMMIT"
+ABORT_MARKER: Final = b"ABORT"
+
+
+class TxnIndexEntry(NamedTuple):
+    """One transactional frame: what it is, whose, where."""
+
+    kind: int
+    producer_id: int
+    offset: int
+
+
+def pack_txn_entry(kind: int, producer_id: int, offset: int) -> bytes:
+    assert kind in TXN_KINDS, kind
+    raw = _TXN_ENTRY_CHECKED.pack(kind, producer_id, offset)
+    return raw + struct.pack("<I", _crc32c.crc32c(raw))
+
+
+def unpack_txn_entry(raw: bytes | memoryview, position: int = 0) -> TxnIndexEntry | None:
+    """The entry at ``position`` of ``raw``, or None when it is partial, torn or not an entry
+    (checksum mismatch, unknown kind, reserved bytes not zero)."""
+    if len(raw) - position < TXN_INDEX_ENTRY_SIZE:
+        return None
+    view = memoryview(raw)[position:position + TXN_INDEX_ENTRY_SIZE]
+    crc = struct.unpack_from("<I", view, 20)[0]
+    if _crc32c.crc32c(view[:20]) != crc or bytes(view[1:4]) != b"\0\0\0":
+        return None
+    kind, producer_id, offset, _ = TXN_INDEX_ENTRY.unpack(view)
+    if kind not in TXN_KINDS or offset < 0:
+        return None
+    return TxnIndexEntry(kind, producer_id, offset)
+
+
+def unpack_txn_entries(raw: bytes | memoryview) -> tuple[list[TxnIndexEntry], bool]:
+    """(entries of the valid prefix of a whole file, whether the whole file is valid). The
+    prefix stops at the first entry that does not unpack or whose offset does not increase."""
+    entries: list[TxnIndexEntry] = []
+    position = 0
+    while position < len(raw):
+        entry = unpack_txn_entry(raw, position)
+        if entry is None or (entries and entry.offset <= entries[-1].offset):
+            return entries, False
+        entries.append(entry)
+        position += TXN_INDEX_ENTRY_SIZE
+    return entries, True
+
+
+def marker_kind(payload: bytes | memoryview, schema_length: int) -> int | None:
+    """TXN_COMMIT or TXN_ABORT for a marker's payload (one-row Arrow IPC, ``value`` column
+    b"COMMIT" or b"ABORT"); None when the payload is anything else."""
+    import pyarrow as pa  # loaded by every caller already; kept off this module's import
+    import pyarrow.ipc as ipc
+
+    try:
+        buffer = pa.py_buffer(bytes(payload))
+        schema = ipc.read_schema(buffer.slice(0, schema_length))
+        batch = ipc.read_record_batch(buffer.slice(schema_length), schema)
+    except (pa.ArrowException, ValueError, IndexError):
+        return None
+    if batch.num_rows != 1 or "value" not in schema.names:
+        return None
+    value = batch.column("value")[0].as_py()
+    return {COMMIT_MARKER: TXN_COMMIT, ABORT_MARKER: TXN_ABORT}.get(value)
+
+
+def txn_entry_kind(attributes: int) -> int | None:
+    """None for a frame without the TRANSACTIONAL attribute, TXN_DATA for transactional data,
+    0 for a marker (its kind is in the payload: :func:`marker_kind`)."""
+    if not attributes & TRANSACTIONAL:
+        return None
+    return 0 if attributes & CONTROL else TXN_DATA

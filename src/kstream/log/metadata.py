@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from kstream.errors import ClusterError, TopicExistsError, TopicNotFoundError
+from kstream.log import metadata_snapshot
 
 DataVersion = tuple[int, int, int]
 """What :meth:`Metadata.data_version` returns; compare for equality only."""
@@ -120,6 +121,7 @@ class Metadata:
 
     def __init__(self, path: str, create: bool = False):
         self.path = path
+        self.cluster_dir = os.path.dirname(os.path.abspath(path))
         self._create = create
         self._local = _ThreadConnection()
         self._guard = threading.Lock()  # over the fields below (a forked child makes its own)
@@ -198,6 +200,24 @@ class Metadata:
         connection.execute("COMMIT")
         self._local.own_commits += 1
 
+    @contextmanager
+    def _changing(self) -> Iterator[sqlite3.Connection]:
+        """A transaction that changes what metadata-snapshot.json holds (log dirs, topics,
+        schemas, placement): before COMMIT it bumps the metadata version and rewrites the
+        snapshot (:mod:`kstream.log.metadata_snapshot`: never behind SQLite)."""
+        with self.transaction() as tx:
+            yield tx
+            metadata_snapshot.write(tx, self.cluster_dir, metadata_snapshot.bump_version(tx))
+
+    def ensure_snapshot(self) -> None:
+        """Rewrite metadata-snapshot.json when it is missing (a cluster made before it existed)
+        or its version is not SQLite's (a crash between its rename and COMMIT left it ahead)."""
+        if metadata_snapshot.snapshot_version(self.cluster_dir) == metadata_snapshot.stored_version(
+                self.connection):
+            return
+        with self._changing():
+            pass
+
     def close(self) -> None:
         """Close this process's connections, every thread's: call it when no other thread is
         using this Metadata any more. A later use opens a new connection."""
@@ -227,7 +247,7 @@ class Metadata:
     # -- log dirs ----------------------------------------------------------------
 
     def register_log_dirs(self, paths: list[str]) -> None:
-        with self.transaction() as tx:
+        with self._changing() as tx:
             for path in paths:
                 tx.execute("INSERT OR IGNORE INTO log_dirs (path) VALUES (?)", (path,))
 
@@ -241,7 +261,7 @@ class Metadata:
         Online again, it also repairs partitions an older kstream left with an empty ISR
         while their leader was on this dir: that leader, the last in-sync replica, rejoins
         (writers check it still has every acknowledged record before they trust it)."""
-        with self.transaction() as tx:
+        with self._changing() as tx:
             tx.execute("UPDATE log_dirs SET online = ? WHERE id = ?", (int(online), log_dir_id))
             if online:
                 tx.execute("UPDATE partitions SET isr = ? WHERE leader = ? AND isr = '[]'",
@@ -262,7 +282,7 @@ class Metadata:
 
     def create_topic(self, name: str, replication_factor: int, config: Mapping[str, str],
                      placements: list[tuple[int, ...]], schema: bytes | None) -> TopicInfo:
-        with self.transaction() as tx:
+        with self._changing() as tx:
             if tx.execute("SELECT 1 FROM topics WHERE name = ?", (name,)).fetchone():
                 raise TopicExistsError(f"topic {name!r} already exists")
             tx.execute(
@@ -285,7 +305,7 @@ class Metadata:
             )
 
     def add_partitions(self, name: str, placements: list[tuple[int, ...]]) -> TopicInfo:
-        with self.transaction() as tx:
+        with self._changing() as tx:
             count = tx.execute("SELECT COUNT(*) FROM partitions WHERE topic = ?", (name,)).fetchone()[0]
             if count == 0:
                 raise TopicNotFoundError(self._missing(name))
@@ -294,20 +314,20 @@ class Metadata:
 
     def delete_topic(self, name: str) -> TopicInfo:
         info = self.topic(name)
-        with self.transaction() as tx:
+        with self._changing() as tx:
             for table, column in (("topics", "name"), ("partitions", "topic"), ("topic_schemas", "topic")):
                 tx.execute(f"DELETE FROM {table} WHERE {column} = ?", (name,))
         return info
 
     def set_topic_config(self, name: str, config: Mapping[str, str]) -> None:
-        with self.transaction() as tx:
+        with self._changing() as tx:
             changed = tx.execute("UPDATE topics SET config = ? WHERE name = ?",
                                  (json.dumps(dict(config)), name)).rowcount
             if not changed:
                 raise TopicNotFoundError(self._missing(name))
 
     def add_schema_version(self, name: str, schema: bytes) -> None:
-        with self.transaction() as tx:
+        with self._changing() as tx:
             version = tx.execute("SELECT COALESCE(MAX(version), -1) + 1 FROM topic_schemas "
                                  "WHERE topic = ?", (name,)).fetchone()[0]
             tx.execute("INSERT INTO topic_schemas VALUES (?, ?, ?)", (name, version, schema))
@@ -342,7 +362,7 @@ class Metadata:
         """Drop replicas from the ISR; if the leader goes, the first remaining in-sync
         replica (in replica order) leads with the epoch bumped. The last in-sync replica
         is never dropped (see :meth:`_remove`). One transaction."""
-        with self.transaction() as tx:
+        with self._changing() as tx:
             row = tx.execute("SELECT replicas, leader, leader_epoch, isr FROM partitions "
                              "WHERE topic = ? AND partition = ?", (topic, partition)).fetchone()
             if row is None:
@@ -370,7 +390,7 @@ class Metadata:
     def add_to_isr(self, topic: str, partition: int, replica: int) -> PartitionInfo:
         """A caught-up replica rejoins the ISR. If the ISR was empty it also leads
         (with a bumped epoch)."""
-        with self.transaction() as tx:
+        with self._changing() as tx:
             row = tx.execute("SELECT replicas, leader, leader_epoch, isr FROM partitions "
                              "WHERE topic = ? AND partition = ?", (topic, partition)).fetchone()
             if row is None:
@@ -387,7 +407,7 @@ class Metadata:
     def elect_unclean(self, topic: str, partition: int, replica: int) -> PartitionInfo:
         """Unclean leader election: ``replica`` (on an online log dir, not in sync) becomes
         the only in-sync replica and the leader, epoch bumped; what it lacks is lost."""
-        with self.transaction() as tx:
+        with self._changing() as tx:
             changed = tx.execute("UPDATE partitions SET isr = ?, leader = ?, leader_epoch = leader_epoch + 1 "
                                  "WHERE topic = ? AND partition = ?",
                                  (json.dumps([replica]), replica, topic, partition)).rowcount
@@ -398,7 +418,7 @@ class Metadata:
     def set_replicas(self, topic: str, partition: int, replicas: list[int]) -> PartitionInfo:
         """Change a partition's replica list. The ISR keeps only listed replicas; if the
         leader is dropped, the first listed in-sync replica leads with a bumped epoch."""
-        with self.transaction() as tx:
+        with self._changing() as tx:
             row = tx.execute("SELECT leader, leader_epoch, isr FROM partitions WHERE topic = ? AND partition = ?",
                              (topic, partition)).fetchone()
             if row is None:
@@ -418,7 +438,7 @@ class Metadata:
         ``topics``, or of ``partitions``: (topic, partition) pairs, or all); one
         transaction; returns how many partitions changed leader."""
         changed = 0
-        with self.transaction() as tx:
+        with self._changing() as tx:
             rows = tx.execute("SELECT topic, partition, replicas, leader, leader_epoch, isr FROM partitions")
             for topic, partition, replicas, leader, epoch, isr in rows.fetchall():
                 if topics and topic not in topics:
@@ -436,7 +456,7 @@ class Metadata:
         """Mark a log dir offline and move every partition off it in one transaction
         (out of the ISR; new leaders with bumped epochs). Returns partitions changed."""
         changed = 0
-        with self.transaction() as tx:
+        with self._changing() as tx:
             tx.execute("UPDATE log_dirs SET online = 0 WHERE id = ?", (log_dir_id,))
             rows = tx.execute("SELECT topic, partition, replicas, leader, leader_epoch, isr "
                               "FROM partitions").fetchall()

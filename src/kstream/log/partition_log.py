@@ -18,6 +18,10 @@ Contract:
   an offset or position of the next frame would not fit an index entry.
 * Sealed segments are fsynced at roll and deleted whole by retention (oldest
   first, never the active one). No segment file shrinks in place.
+* Each transactional frame gets a transaction index entry right after it is
+  written (:mod:`kstream.log.txn_index`); the index is fdatasynced before the
+  recovery point moves past the frame, recovered past the recovery point on
+  open, rebuilt from the frames when missing or damaged, and cut with the log.
 * An ``OSError`` from the disk raises :class:`LogDirOfflineError`; the caller
   takes the log dir offline. A failed fsync is never retried.
 
@@ -36,12 +40,13 @@ from typing import TypeVar
 
 from kstream.errors import (
     CorruptBatchError,
+    InvalidRecordError,
     LogDirOfflineError,
     RecordTooLargeError,
     ReplicaDivergedError,
     ResourceExhaustedError,
 )
-from kstream.log import faults
+from kstream.log import faults, txn_index
 from kstream.log import format as fmt
 from kstream.log.leader_epochs import LeaderEpochCache
 from kstream.log.lock import PartitionLock
@@ -135,6 +140,8 @@ class PartitionLog:
                 if not os.path.exists(active.path):
                     raise _missing(self.directory)  # deleted under us: the disk was lost
                 raise SegmentReplacedError(active.path)
+            if changed:  # another process may have rebuilt (replaced) the transaction index
+                active.txn_index.forget()
             self._note_truncation(active, active.catch_up())
             if changed:
                 # Another process may have rolled: its new segment starts at our next offset.
@@ -170,9 +177,29 @@ class PartitionLog:
         if isinstance(point, fmt.RecoveryPoint) and point.segment_base == active.base_offset:
             verify_from = point.position
         self._note_truncation(active, active.open_existing(verify_tail_from=verify_from))
+        self._recover_txn_indexes(bases, active, point)
         self._active = active
         self._seen_generation = self._lock.generation
         return active
+
+    def _recover_txn_indexes(self, bases: list[int], active: Segment,
+                             point: fmt.RecoveryPoint | _Unreadable | None) -> None:
+        """On open: a sealed segment without a transaction index (lost, or written by an older
+        version) gets one rebuilt from its frames; the active one's entries past the recovery
+        point are derived again from its frames (see txn_index.recover)."""
+        for base in bases[:-1]:
+            if not os.path.exists(txn_index.txn_index_path(self.directory, base)):
+                sealed = self._segment(base)
+                try:
+                    txn_index.recover(sealed.txn_index, sealed.fd, sealed.file_size(), -1, None,
+                                      self._lock.bump_generation)
+                finally:
+                    sealed.close()
+        trusted = None
+        if isinstance(point, fmt.RecoveryPoint) and point.segment_base == active.base_offset:
+            trusted = (point.position, point.next_offset)
+        txn_index.recover(active.txn_index, active.fd, active.size, active.next_offset, trusted,
+                          self._lock.bump_generation)
 
     def _note_truncation(self, segment: Segment, truncated: int) -> None:
         if truncated:
@@ -382,12 +409,38 @@ class PartitionLog:
             # made it lies at or past the log end and is dropped when next loaded.
             self._epochs = LeaderEpochCache.load(self.directory, base_offset)
             self._epochs.assign(leader_epoch, base_offset)
+        entry = self._txn_entry(header, batch)  # (checked before the frame is written)
         active.append(header, batch.payload.parts, batch.payload.size, base_offset, batch.record_count,
                       max_timestamp)
+        if entry is not None:
+            self._append_txn_entry(active, entry)
         self._unflushed_messages += batch.record_count
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now_ms
         return AppendResult(base_offset, now_ms, active.base_offset, active.size)
+
+    def _txn_entry(self, header: bytes, batch: EncodedBatch) -> fmt.TxnIndexEntry | None:
+        """The transaction index entry of a frame about to be written (None: not transactional).
+        A control frame must be a COMMIT or ABORT marker: anything else is refused unwritten."""
+        fields = fmt.unpack_header(header)
+        kind = fmt.txn_entry_kind(fields.attributes)
+        if kind is None:
+            return None
+        if kind == 0:
+            kind = fmt.marker_kind(batch.payload.to_bytes(), batch.payload.schema_length)
+            if kind is None:
+                raise InvalidRecordError("a transactional control frame must be a COMMIT or ABORT marker "
+                                         "(one record whose value is b'COMMIT' or b'ABORT'); nothing was written")
+        return fmt.TxnIndexEntry(kind, fields.producer_id, fields.base_offset)
+
+    def _append_txn_entry(self, active: Segment, entry: fmt.TxnIndexEntry) -> None:
+        try:
+            active.txn_index.append(entry)
+        except FileNotFoundError:
+            # Gone under us (it is derived data): rebuilt from the frames, this one included.
+            log.warning("%s is missing; rebuilding it from the segment's frames", active.txn_index.path)
+            txn_index.recover(active.txn_index, active.fd, active.size, active.next_offset, None,
+                              self._lock.bump_generation)
 
     def epochs(self) -> LeaderEpochCache:
         """This replica's leader epoch cache as on disk, checked against the log end
@@ -428,17 +481,19 @@ class PartitionLog:
             LeaderEpochCache.load(self.directory, rebuild=False).truncate_from_end(offset)
             self._epochs = None
             return
+        last = keep[-1]
+        point = self._read_recovery_point()
+        if not isinstance(point, fmt.RecoveryPoint) or point.next_offset > offset:
+            # Moves back, before anything is cut: what is left is re-checked at the next open,
+            # and no reader trusts a transaction index entry of the frames being cut.
+            self._write_point((last, 0, last))
         for base in bases:
             if base not in keep:
                 self._segment(base).delete()
-        last = keep[-1]
         segment = self._segment(last)
         segment.cut_at_offset(offset)
         segment.close()
         fsync_dir(self.directory)
-        point = self._read_recovery_point()
-        if not isinstance(point, fmt.RecoveryPoint) or point.next_offset > offset:
-            self._write_point((last, 0, last))  # moves back: re-check what is left at next open
         LeaderEpochCache.load(self.directory).truncate_from_end(offset)
         self._epochs = None
 
@@ -495,11 +550,17 @@ class PartitionLog:
             active = self._guard_io(self._ensure_open)
             fd = os.dup(active.fd)
             point = (active.base_offset, active.size, active.next_offset)
+            txn_sync = self._guard_io(lambda: self._txn_sync_fd(active))
             self._sync_dir_if_needed()
         try:
             self._guard_io(lambda: faults.fdatasync(fd))
+            if txn_sync is not None:  # before the recovery point moves past its entries
+                self._guard_io(lambda: faults.fdatasync(txn_sync[0]))
+                active.txn_index.synced(txn_sync[1])
         finally:
             os.close(fd)
+            if txn_sync is not None:
+                os.close(txn_sync[0])
         self._unflushed_messages = 0
         self._first_unflushed_ms = None
         if self._durable is None or point[:2] > self._durable[:2]:
@@ -517,8 +578,25 @@ class PartitionLog:
         active = self._guard_io(self._ensure_open)
         self._sync_dir_if_needed()
         self._guard_io(lambda: faults.fdatasync(active.fd))
+        txn_sync = self._guard_io(lambda: self._txn_sync_fd(active))
+        if txn_sync is not None:  # before the recovery point moves past its entries
+            try:
+                self._guard_io(lambda: faults.fdatasync(txn_sync[0]))
+                active.txn_index.synced(txn_sync[1])
+            finally:
+                os.close(txn_sync[0])
         self._guard_io(lambda: self._advance_recovery_point(
             (active.base_offset, active.size, active.next_offset)))
+
+    def _txn_sync_fd(self, active: Segment) -> tuple[int, tuple[int, ...]] | None:
+        """Under the lock: a descriptor of the active segment's transaction index to fdatasync
+        with the segment (None when this process already synced it as it is)."""
+        try:
+            return active.txn_index.sync_fd()
+        except FileNotFoundError:
+            txn_index.recover(active.txn_index, active.fd, active.size, active.next_offset, None,
+                              self._lock.bump_generation)  # rebuilt durably
+            return None
 
     def _sync_dir_if_needed(self) -> None:
         """Make a lazily created first segment's name durable (once)."""

@@ -1,4 +1,4 @@
-"""One segment of a replica: a log file of frames plus its two sparse indexes.
+"""One segment of a replica: a log file of frames, its two sparse indexes and its transaction index.
 
 Contract:
 
@@ -10,6 +10,9 @@ Contract:
 * A segment file never shrinks in place (a cut copies the kept prefix to a
   new file renamed over the old), so readers may memory-map any segment.
 * Indexes are derived; :meth:`recover` rebuilds them from the frames.
+* The transaction index (:mod:`kstream.log.txn_index`) gets an entry for each
+  transactional frame from whoever writes it; :meth:`catch_up` adds the entries
+  of frames a killed writer left without one.
 
 A Segment object caches what this process knows of the file; the partition
 log re-syncs it with :meth:`catch_up` under the write lock before appending.
@@ -31,6 +34,7 @@ from kstream.log import faults
 from kstream.log import format as fmt
 from kstream.log.frames import FrameWalk, find_frame_after, pread_from
 from kstream.log.index import OffsetIndex, TimeIndex
+from kstream.log.txn_index import TxnIndex
 
 log = logging.getLogger(__name__)
 NO_TIMESTAMP = -1
@@ -58,7 +62,8 @@ class Frame:
 
 
 class Segment:
-    """The files ``<base>.log``, ``<base>.index`` and ``<base>.timeindex`` in a replica dir.
+    """The files ``<base>.log``, ``<base>.index``, ``<base>.timeindex`` and ``<base>.txnindex``
+    in a replica dir.
 
     Not thread-safe: the partition log serialises access.
     """
@@ -76,6 +81,7 @@ class Segment:
             os.path.join(directory, fmt.segment_file_name(base_offset, fmt.TIME_INDEX_SUFFIX)),
             base_offset,
         )
+        self.txn_index = TxnIndex(directory, base_offset)
         # What this process knows of the file (valid prefix).
         self.size = 0
         self.next_offset = base_offset
@@ -100,6 +106,7 @@ class Segment:
         segment = cls(directory, base_offset, index_interval_bytes)
         fd = os.open(segment.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         os.close(fd)
+        segment.txn_index.create()  # with the segment: a missing one is lost (or older), never "none yet"
         if sync_dir:
             fsync_dir(directory)
         return segment
@@ -119,6 +126,7 @@ class Segment:
             self._fd = None
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     def flush(self) -> None:
         """fdatasync the log file. An OSError here must take the log dir offline."""
@@ -132,6 +140,8 @@ class Segment:
                     faults.fsync(fd)
                 finally:
                     os.close(fd)
+        if self.txn_index.exists():
+            self.txn_index.sync()
 
     def delete(self) -> None:
         """Unlink all files of the segment (open readers keep their view)."""
@@ -143,6 +153,7 @@ class Segment:
                 pass
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
 
     # -- appending -----------------------------------------------------------
 
@@ -244,9 +255,12 @@ class Segment:
         """Advance over whole, valid frames from :attr:`size`; handle the first bad one."""
         walk = FrameWalk(pread_from(self.fd), file_size, self.size, next_offset=self.next_offset,
                          verify_payload=verify_payload)
+        transactional = []
         for position, header in walk:
             self._after_frame(position, header.frame_size, header.base_offset,
                               header.record_count, header.max_timestamp, write_index=write_index)
+            if header.attributes & fmt.TRANSACTIONAL:
+                transactional.append((position, header))
         if walk.problem is not None and not truncate:
             raise CorruptBatchError(f"sealed segment has a bad frame ({walk.problem})",
                                     path=self.path, position=walk.position, offset=self.next_offset)
@@ -260,6 +274,13 @@ class Segment:
             self._replace_with_prefix(self.size)
             self.offset_index.truncate_to_position(self.size)
             self.time_index.truncate_to_offset(self.next_offset)
+        if not write_index and self.txn_index.exists():
+            # Catching up with other writers: give their transactional frames the entries a
+            # killed one did not write (opening recovers the index as a whole: txn_index.recover).
+            if truncated:
+                self.txn_index.drop_from(self.next_offset)
+            if transactional:
+                self.txn_index.cover(transactional, pread_from(self.fd), self.path)
         return truncated
 
     def _check_tail_is_torn(self, walk: FrameWalk, file_size: int) -> None:
@@ -320,6 +341,8 @@ class Segment:
         self._replace_with_prefix(position)
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(offset)
+        if self.txn_index.exists():
+            self.txn_index.drop_from(offset)
         self.size, self.next_offset = position, offset
 
     def _replace_with_prefix(self, size: int) -> None:

@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from kstream.log.cluster import Cluster
     from kstream.log.partition import Partition
 
-COMMIT_MARKER = b"COMMIT"
-ABORT_MARKER = b"ABORT"
+COMMIT_MARKER = fmt.COMMIT_MARKER  # the layout is format.py's
+ABORT_MARKER = fmt.ABORT_MARKER
 
 
 class AppendGuard(Protocol):

@@ -53,8 +53,9 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
             log.warning("%s; skipping them (failOnDataLoss=false)", message)
             offset = log_start
         isolation = Isolation(split.isolation_level, TransactionStore(cluster.metadata), split.topic,
-                              split.partition)
-        isolation.prepare(offset)
+                              split.partition, handle.leader_dir)
+        # Aborted ranges as of the HW now (at least the one the end was planned with).
+        isolation.prepare(offset, high_watermark=max(split.end, handle.high_watermark() or 0))
         while offset < split.end:
             frames = reader.read(offset, _FETCH_BYTES, end_offset=split.end)
             if not frames:

@@ -102,7 +102,8 @@ def bounds(cluster: Cluster, topic: str, partition: int, isolation_level: str) -
     handle = cluster.partition(topic, partition)
     reader = handle.reader(check_crcs=False)
     try:
-        isolation = Isolation(isolation_level, TransactionStore.for_cluster(cluster), topic, partition)
+        isolation = Isolation(isolation_level, TransactionStore.for_cluster(cluster), topic, partition,
+                              handle.leader_dir)
         return reader.log_start_offset(), isolation.end_offset(handle.high_watermark() or 0)
     finally:
         reader.close()
