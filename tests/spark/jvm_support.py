@@ -1,8 +1,7 @@
 """Helpers of the JVM reader's Spark tests: the jar, running one read through both readers
-(``ReadBoth``, for tests/spark and the conformance suite), and, until the lead's snapshot
-writer and the state helper's .txnindex writer are on this branch, a metadata-snapshot.json
-written from metadata.db and .txnindex files written from the frames, with the layouts of the
-issue-14 brief."""
+(``ReadBoth``, for tests/spark and the conformance suite), .txnindex files written from the
+frames (to hand-craft what the JVM reader trusts), and a metadata-snapshot.json fallback for
+a checkout without the snapshot writer."""
 
 from __future__ import annotations
 

@@ -111,26 +111,14 @@ def test_transactions_read_committed_and_uncommitted(read_both, cluster_path, ma
     holder = open_transaction(cluster_path, "b", "tx", b"open")
     with Producer({"cluster": cluster_path, "linger.ms": 0}) as plain:
         plain.produce("tx", b"after", partition=0)
-    _without_trusted_txn_entries(cluster_path, "tx")
     _, got = read_both(subscribe="tx", columns="value")
     assert got == [(b"kept",)]  # the open transaction holds the LSO
     _, got = read_both(subscribe="tx", columns="value", isolation__level="read_uncommitted")
     assert got == [(b"aborted",), (b"after",), (b"kept",), (b"open",)]
     holder.commit_transaction()
     holder.close()
-    _without_trusted_txn_entries(cluster_path, "tx")
     _, got = read_both(subscribe="tx", columns="value", kafka__isolation__level="read_committed")
     assert got == [(b"after",), (b"kept",), (b"open",)]
-
-
-def _without_trusted_txn_entries(cluster_path, topic):
-    """Until the .txnindex writer (branch txnindex) is merged, no replica has .txnindex files: drop
-    the recovery point so the JVM reader derives transactions from the frames (the brief's rule for
-    a missing recovery point). With the writer merged this does nothing."""
-    for root, _, files in os.walk(cluster_path):
-        if os.path.basename(root).startswith(f"{topic}-") and not any(f.endswith(".txnindex") for f in files):
-            if "recovery-point" in files:
-                os.remove(os.path.join(root, "recovery-point"))
 
 
 def test_transactions_from_trusted_txnindex_entries(read_both, spark, cluster_path, make_topic):
@@ -146,7 +134,7 @@ def test_transactions_from_trusted_txnindex_entries(read_both, spark, cluster_pa
         plain.produce("tx", b"kept", partition=0)
     replica = os.path.join(cluster_path, "logs", "tx-0")
     assert os.path.exists(os.path.join(replica, "recovery-point"))
-    assert write_txn_indexes(replica) == 2  # the aborted data frame and its ABORT marker
+    assert write_txn_indexes(replica) == 2  # the aborted data frame and its ABORT marker (as the writer does)
     _, got = read_both(subscribe="tx", columns="value")
     assert got == [(b"kept",)]
     index = os.path.join(replica, "00000000000000000000.txnindex")
@@ -157,6 +145,9 @@ def test_transactions_from_trusted_txnindex_entries(read_both, spark, cluster_pa
     assert [r.value for r in load(spark, cluster_path, "jvm", subscribe="tx").collect()] == []
     with open(index, "wb") as f:
         f.write(entries[:24] + b"\xff" * 24)  # a torn append: this segment is derived from its frames
+    _, got = read_both(subscribe="tx", columns="value")
+    assert got == [(b"kept",)]
+    os.remove(index)  # a lost file trusts nothing of its segment (never "no transactions")
     _, got = read_both(subscribe="tx", columns="value")
     assert got == [(b"kept",)]
 

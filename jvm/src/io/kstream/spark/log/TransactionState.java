@@ -19,8 +19,10 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  * transactions, HW). Entries at offsets at or past the recovery point's next offset are not
  * trusted (a power cut may have lost them while frames survived): those are derived from the
  * frame headers in [recovery point, HW) instead (a control frame's kind from its one-row
- * payload). A missing or unreadable recovery point trusts no entry; a torn .txnindex trusts
- * none of its segment's entries (the segment is derived from frames). Immutable, serializable.
+ * payload). A missing or unreadable recovery point trusts no entry; a missing or torn .txnindex
+ * trusts none of its segment's entries: that segment and the later ones are derived from frames
+ * (docs/FORMAT.md allows trusting the entries before a torn one and later whole files; deriving
+ * them instead gives the same answer). Immutable, serializable.
  */
 public final class TransactionState implements Serializable {
     /** Transactional data frames of {@code producerId} in [first, marker) were aborted. */
@@ -65,11 +67,13 @@ public final class TransactionState implements Serializable {
         RecoveryPoint point = RecoveryPoint.read(replicaDir);
         long deriveFrom = point.state == RecoveryPoint.State.PRESENT ? point.nextOffset : 0;
         List<TxnIndex.Entry> trusted = new ArrayList<>();
-        for (long base : bases) {
-            if (base >= deriveFrom) break;
-            TxnIndex index = TxnIndex.read(replicaDir, base);
-            if (index.torn) {
-                deriveFrom = base; // none of this segment's entries are trusted
+        for (int i = 0; i < bases.length && bases[i] < deriveFrom; i++) {
+            long next = i + 1 < bases.length ? bases[i + 1] : Long.MAX_VALUE;
+            TxnIndex index = TxnIndex.read(replicaDir, bases[i], next);
+            if (!index.whole) {
+                // Missing or torn: derive from this segment's start (the frames are the truth;
+                // later segments too, which costs a header walk and never changes the answer).
+                deriveFrom = bases[i];
                 break;
             }
             trusted.addAll(index.entries);
