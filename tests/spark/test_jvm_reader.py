@@ -18,8 +18,9 @@ from tests.spark.jvm_support import JAR, NO_JAR_REASON, ReadBoth, load, write_sn
 
 from kstream import Producer
 
-pytestmark = [pytest.mark.spark, pytest.mark.jvm,
-              pytest.mark.skipif(JAR is None, reason=NO_JAR_REASON)]
+pytestmark = [pytest.mark.spark, pytest.mark.jvm]
+if JAR is None:
+    pytest.skip(NO_JAR_REASON, allow_module_level=True)  # one line in the summary, not one per test
 
 @pytest.fixture
 def read_both(spark, cluster_path):
