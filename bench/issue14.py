@@ -5,7 +5,8 @@
 1. Spark batch read into the noop sink: 2,000,000 records of 100-byte values, 6 partitions,
    local[2], through ``reader=jvm``, ``reader=python`` and ``spark.read.parquet`` over the same
    records written as Parquet (what issue 4 compared).
-2. A typed topic of 20 float64 columns (zstd): reading 2 columns vs all 20, through each reader.
+2. A typed topic of 20 float64 columns (zstd): reading 2 columns vs all 20, through each reader,
+   beside an empty 6-task Spark job (the fixed cost of any job here).
 
 Runs are interleaved (jvm, python, parquet, jvm, ...) so the machine's noise hits each path alike;
 the table gives the median. Writes OUT/issue14.json.
@@ -106,7 +107,8 @@ def main() -> None:
         typed = interleaved({"jvm, 2 of 20 columns": kstream("jvm", "wide", two),
                              "jvm, 20 of 20 columns": kstream("jvm", "wide", twenty),
                              "python, 2 of 20 columns": kstream("python", "wide", two),
-                             "python, 20 of 20 columns": kstream("python", "wide", twenty)}, args.repeats)
+                             "python, 20 of 20 columns": kstream("python", "wide", twenty),
+                             "empty 6-task Spark job (floor)": lambda: spark.range(0, 6, 1, 6)}, args.repeats)
         spark.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -119,6 +121,9 @@ def main() -> None:
         "jvm / python": rows["jvm reader"]["records_per_s"] / rows["python reader"]["records_per_s"],
         "jvm: 2 of 20 columns cost, of 20": rows["jvm, 2 of 20 columns"]["seconds"]
         / rows["jvm, 20 of 20 columns"]["seconds"],
+        "jvm: 2 of 20 columns cost, of 20, net of the empty-job floor":
+        (rows["jvm, 2 of 20 columns"]["seconds"] - rows["empty 6-task Spark job (floor)"]["seconds"])
+        / (rows["jvm, 20 of 20 columns"]["seconds"] - rows["empty 6-task Spark job (floor)"]["seconds"]),
         "python: 2 of 20 columns cost, of 20": rows["python, 2 of 20 columns"]["seconds"]
         / rows["python, 20 of 20 columns"]["seconds"],
     }

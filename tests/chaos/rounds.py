@@ -75,7 +75,7 @@ def sigkill_round(ctx: Ctx) -> None:
     setup(ctx, rf=3, min_isr=2)
     child = produce_child(ctx, "w", 100000)
     stop = threading.Event()
-    reader = threading.Thread(target=_reader, args=(ctx, stop), daemon=True)
+    reader = threading.Thread(target=read_committed_loop, args=(ctx, stop), daemon=True)
     reader.start()
     for _ in range(3):
         wait_for_acks(child, ctx.rng.uniform(0.05, 0.5))
@@ -88,7 +88,8 @@ def sigkill_round(ctx: Ctx) -> None:
     read_back(ctx)
 
 
-def _reader(ctx: Ctx, stop: threading.Event) -> None:
+def read_committed_loop(ctx: Ctx, stop: threading.Event) -> None:
+    """A read_committed consumer recording every record it sees, until ``stop`` is set."""
     consumer = Consumer({"cluster": ctx.cluster, "isolation.level": "read_committed"})
     consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(ctx.partitions)])
     try:

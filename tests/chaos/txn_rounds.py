@@ -34,7 +34,7 @@ from chaos.harness import (
     write_after,
 )
 from chaos.power_cut import power_cut
-from kstream import Consumer, TopicPartition
+from chaos.rounds import read_committed_loop
 
 _TIMEOUT_S = 1.3  # past the rounds' transaction.timeout.ms=1000: a killed writer's transaction expires
 
@@ -46,7 +46,7 @@ def power_cut_txn_round(ctx: Ctx) -> None:
                          "0") for i in range(2)]
     plain = produce_child(ctx, "w", 100000, rate=1000)
     stop = threading.Event()
-    reader = threading.Thread(target=_reader, args=(ctx, stop), daemon=True)
+    reader = threading.Thread(target=read_committed_loop, args=(ctx, stop), daemon=True)
     reader.start()
     wait_for_acks(plain, ctx.rng.uniform(0.1, 1.5))
     for child in (*writers, plain):
@@ -87,15 +87,3 @@ def power_cut_txn_round(ctx: Ctx) -> None:
                                  f"records, e.g. {missing[0]!r}")
     for tp, samples in first.hw_samples.items():
         h.hw_samples[tp] = [*samples, *h.hw_samples.get(tp, [])]
-
-
-def _reader(ctx: Ctx, stop: threading.Event) -> None:
-    consumer = Consumer({"cluster": ctx.cluster, "isolation.level": "read_committed"})
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(ctx.partitions)])
-    try:
-        while not stop.is_set():
-            message = consumer.poll(0.05)
-            if message is not None and message.error() is None:
-                ctx.history.reads.append((TOPIC, message.partition(), message.offset(), message.value()))
-    finally:
-        consumer.close()

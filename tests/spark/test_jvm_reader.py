@@ -14,7 +14,7 @@ import time
 
 import pyarrow as pa
 import pytest
-from tests.spark.jvm_support import JAR, NO_JAR_REASON, ReadBoth, load, write_snapshot, write_txn_indexes
+from tests.spark.jvm_support import JAR, NO_JAR_REASON, ReadBoth, load, write_txn_indexes
 
 from kstream import Producer
 
@@ -235,7 +235,6 @@ def test_a_column_type_the_jvm_reader_does_not_convert_goes_to_python(spark, clu
 
 def test_writes_still_go_to_the_python_sink(spark, cluster_path, make_topic):
     make_topic("out", 1)
-    write_snapshot(cluster_path)
     (spark.createDataFrame([(b"k", b"v")], "key binary, value binary").write.format("kstream")
      .option("cluster", cluster_path).option("topic", "out").mode("append").save())
     assert [r.value for r in load(spark, cluster_path, "jvm", subscribe="out").collect()] == [b"v"]
@@ -243,7 +242,6 @@ def test_writes_still_go_to_the_python_sink(spark, cluster_path, make_topic):
 
 def test_micro_batches_with_max_offsets_per_trigger(spark, cluster_path, make_topic, tmp_path):
     fill(cluster_path, make_topic, n=90)
-    write_snapshot(cluster_path)
     name = f"jvm_stream_{int(time.time() * 1000)}"
     query = (spark.readStream.format("kstream").option("cluster", cluster_path).option("reader", "jvm")
              .option("subscribe", "t").option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "30")
@@ -260,7 +258,6 @@ def test_micro_batches_with_max_offsets_per_trigger(spark, cluster_path, make_to
 
 def test_min_offsets_per_trigger_waits_for_records_or_max_trigger_delay(spark, cluster_path, make_topic, tmp_path):
     fill(cluster_path, make_topic, partitions=1, n=10)
-    write_snapshot(cluster_path)
     name = f"jvm_min_{int(time.time() * 1000)}"
     started = time.monotonic()
     query = (spark.readStream.format("kstream").option("cluster", cluster_path).option("reader", "jvm")
@@ -278,7 +275,6 @@ def test_min_offsets_per_trigger_waits_for_records_or_max_trigger_delay(spark, c
 
 def _real_time_query(spark, cluster_path, tmp_path, sink_dir, batch="5 seconds", **options):
     """A Real-time Mode query (Update mode) from the kstream topic 't' into the JVM LatencyWriter."""
-    write_snapshot(cluster_path)
     reader = (spark.readStream.format("kstream").option("cluster", cluster_path).option("subscribe", "t")
               .option("startingOffsets", "earliest"))
     for key, value in options.items():

@@ -20,6 +20,7 @@ import textwrap
 
 import pyarrow as pa
 import pytest
+from tests.spark.jvm_support import load
 
 from kstream import Admin, NewTopic, Producer, TopicPartition
 
@@ -119,7 +120,7 @@ def _write_transactions(path: str) -> None:
     script = textwrap.dedent(f"""
         import os
         from kstream import Producer
-        p = Producer({{"cluster": {path!r}, "transactional.id": "tx-open", "transaction.timeout.ms": 3600000}})
+        p = Producer({{"cluster": {path!r}, "transactional.id": "tx-open", "transaction.timeout.ms": 900000}})
         p.init_transactions()
         p.begin_transaction()
         p.produce("txn", b"open-0", partition=0)
@@ -153,12 +154,9 @@ def _write_torn(path: str) -> None:
 # -- reading ---------------------------------------------------------------------------------------
 
 def _read(spark, cluster, reader, **options):
-    frame = spark.read.format("kstream").option("cluster", cluster).option("reader", reader)
-    for name, value in options.items():
-        frame = frame.option(name, value)
-    df = frame.load()
-    return df.columns, sorted(df.collect(), key=lambda r: (r["topic"], r["partition"], r["offset"])
-                              if "offset" in df.columns else tuple(r))
+    df = load(spark, cluster, reader, **options)
+    order = [c for c in ("topic", "partition", "offset") if c in df.columns] or df.columns
+    return df.columns, sorted(df.collect(), key=lambda r: tuple(r[c] for c in order))
 
 
 def _both(spark, cluster, **options):
@@ -220,7 +218,7 @@ def test_columns_option_prunes(spark, cluster):
 
 def test_typed_topic_with_an_evolved_schema(spark, cluster):
     columns, rows = _both(spark, cluster, subscribe="typed")
-    assert columns[:3] == ["id", "name", "score"]
+    assert [c for c in columns if c in ("id", "name", "score")] == ["id", "name", "score"]
     assert [(r["id"], r["name"], r["score"]) for r in rows] == [
         (1, "a", None), (2, "b", None), (3, None, None), (4, "d", 0.5), (5, "e", None), (6, "f", 1.5)]
     columns, rows = _both(spark, cluster, subscribe="typed", columns="score,id")
@@ -232,7 +230,7 @@ def test_read_committed_hides_aborted_and_open_transactions(spark, cluster):
     _, rows = _both(spark, cluster, subscribe="txn")  # read_committed is the default
     assert _values(rows) == ["plain-0", "plain-1", "committed-0", "committed-1", "committed-2", "plain-2",
                              "plain-3"]  # the open transaction holds the LSO: plain-after-open waits
-    _, rows = _both(spark, cluster, subscribe="txn", **{"kafka.isolation.level": "read_uncommitted"})
+    _, rows = _both(spark, cluster, subscribe="txn", kafka__isolation__level="read_uncommitted")
     assert _values(rows) == ["plain-0", "plain-1", "committed-0", "committed-1", "committed-2", "plain-2",
                              "aborted-0", "aborted-1", "plain-3", "open-0", "plain-after-open"]
     offsets = [r["offset"] for r in rows]
@@ -249,7 +247,7 @@ def test_deleted_records_and_fail_on_data_loss(spark, cluster):
     for name in READERS:
         if name == "jvm" and _jar_missing():
             continue
-        with pytest.raises(Exception, match="(?i)offset 0 .*(deleted|no longer|out of range)|data loss"):
+        with pytest.raises(Exception, match="(?i)offsets? 0\\b.*deleted"):
             _read(spark, cluster, name, subscribe="deleted", startingOffsets=json.dumps({"deleted": {"0": 0}}))
 
 

@@ -1,6 +1,6 @@
 """Real-time Mode latency: kstream source (JVM reader) -> JVM ForeachWriter, produce() return -> sink.
 
-    PYSPARK_PYTHON=.venv/bin/python .venv/bin/python jvm/bench/rtm_latency.py --rate 1000 --seconds 20
+    PYSPARK_PYTHON=.venv/bin/python .venv/bin/python -m bench.rtm_latency --rate 1000 --seconds 20
 
 Starts a local[2] session with the kstream jar, a Real-time Mode query (trigger realTime,
 Update mode) reading a topic into io.kstream.spark.bench.LatencyWriter (it logs each record's
