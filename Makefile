@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install run run-cli test test-slow bench lint clean chaos compat jar
+.PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar
 JAR := src/kstream/jars/kstream-spark.jar
 JAVA_SOURCES := $(shell find jvm/src jvm/resources -type f 2>/dev/null)
 
@@ -56,6 +56,12 @@ compat: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m bench.issue2
+
+# The JVM reader vs Parquet vs the Python reader, and Real-time Mode latency (docs/BENCHMARKS.md, issue 14).
+bench-jvm: install
+	$(PY) -m bench.issue14 --repeats 5
+	$(PY) -m bench.rtm_latency --rate 1000 --seconds 30
+	$(PY) -m bench.rtm_latency --rate 10000 --seconds 30 --linger-ms 1
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
