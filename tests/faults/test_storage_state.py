@@ -334,3 +334,52 @@ def _frame_start_before(path: str, end_position: int) -> int:
         if position + header.frame_size == end_position:
             return position
     raise AssertionError(f"no frame ends at {end_position} in {path}")
+
+
+def _writer_killed_before_the_point_was_synced(cluster_path: str) -> tuple[str, int]:
+    """10 acknowledged records (HW 10), then 2 more appended, fdatasynced and the recovery
+    point moved to 12, but the HW not published: what a writer killed before its publish
+    leaves (whether its point slot was synced is what a reader cannot tell)."""
+    with Admin({"cluster": cluster_path}) as admin:
+        admin.create_topics([NewTopic("t", 1)])["t"].result()
+    produce_range(cluster_path, "t", 0, 10, partitions=1, config={"acks": "all", "linger.ms": 0})
+    with Admin({"cluster": cluster_path}) as admin:
+        handle = admin.cluster.partition("t", 0)
+        leader = handle.logs[handle.info.leader]
+        leader.append(encoded([b"a", b"b"]))
+        leader.flush()
+        point = os.path.join(handle.leader_dir, fmt.RECOVERY_POINT_FILE)
+        handle.close()
+    return point, 12
+
+
+def test_a_reader_syncs_the_recovery_point_before_it_raises_the_hw_on_it(cluster_path, monkeypatch):
+    """A writer killed between overwriting a recovery-point slot and fdatasyncing it leaves the
+    point only in the page cache. A reader that raised the HW on it saw records a power cut
+    then hid again (chaos power_cut_readers seed 1): it must make the point durable first."""
+    point, end = _writer_killed_before_the_point_was_synced(cluster_path)
+    from kstream.log import faults
+
+    synced = []
+    real = faults.fdatasync
+    monkeypatch.setattr(faults, "fdatasync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")),
+                                                          real(fd))[1])
+    with Admin({"cluster": cluster_path}) as admin:
+        handle = admin.cluster.partition("t", 0)
+        assert handle.high_watermark() == end
+        handle.close()
+    assert os.path.realpath(point) in [os.path.realpath(p) for p in synced]
+
+
+def test_a_reader_that_cannot_sync_the_recovery_point_does_not_raise_the_hw(cluster_path, monkeypatch):
+    _writer_killed_before_the_point_was_synced(cluster_path)
+    from kstream.log import faults
+
+    def failing(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(faults, "fdatasync", failing)
+    with Admin({"cluster": cluster_path}) as admin:
+        handle = admin.cluster.partition("t", 0)
+        assert handle.high_watermark() == 10  # the published HW stays; nothing raised on an unsynced point
+        handle.close()

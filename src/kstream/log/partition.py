@@ -542,10 +542,15 @@ class Partition:
         # writer between its fsync and its publish) was handed out already: never go back.
         return stored if rebuilt is None else max(stored, rebuilt)
 
-    def _rebuilt_high_watermark(self, stored: int | None) -> int | None:
+    def _rebuilt_high_watermark(self, stored: int | None, synced: bool = False) -> int | None:
         """``stored`` when the replicas' logs agree with it, else the least durable end (the
         recovery point, which is fsynced: never an acks=all record a power loss may still
-        take away) of the in-sync replicas whose dirs are there (read without a lock)."""
+        take away) of the in-sync replicas whose dirs are there (read without a lock).
+
+        Before it uses the recovery points it fdatasyncs them and reads them again: a writer
+        killed between overwriting a slot and fdatasyncing it leaves a point that only the
+        page cache holds, over frames it did fsync. Once synced, a power loss can no longer
+        take back what a reader is about to see (docs/RELIABILITY.md)."""
         ends = {}
         durable = {}
         for replica in self.info.isr:
@@ -584,11 +589,37 @@ class Partition:
         floor = min(durable.values())
         if stored is not None and floor <= stored <= leader_end:
             return stored
+        if not synced:
+            if self._sync_recovery_points(list(durable)):
+                return self._rebuilt_high_watermark(stored, synced=True)
+            if stored is not None and stored <= leader_end:
+                return stored  # the points could not be made durable: do not raise the HW on them
         if floor and (stored is None or stored > leader_end):  # (below: a writer between fsync and publish)
             log.warning("%s-%d: stored high watermark %s does not fit the in-sync replicas' log "
                            "ends %s (lost in a power loss?); using %d", self.topic, self.partition,
                            stored, ends, floor)
         return floor if floor or stored is not None else None
+
+    def _sync_recovery_points(self, replicas: list[int]) -> bool:
+        """fdatasync the in-sync replicas' recovery-point files (read-only descriptors: it flushes
+        what is there, it writes nothing). False when one could not be synced."""
+        for replica in replicas:
+            path = os.path.join(self.replica_dirs[replica], fmt.RECOVERY_POINT_FILE)
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                log.warning("cannot open %s to make it durable: %s", path, err)
+                return False
+            try:
+                faults.fdatasync(fd)
+            except OSError as err:
+                log.warning("cannot fdatasync %s: %s; the high watermark is not raised on it", path, err)
+                return False
+            finally:
+                os.close(fd)
+        return True
 
     def reader(self, check_crcs: bool = True) -> LogReader:
         """A reader of the leader's replica; it reports a missing dir to :meth:`_lost_dir`."""

@@ -17,7 +17,9 @@ import java.util.Map;
  * in-sync replicas' logs with Python's rule (Partition.high_watermark /
  * _rebuilt_high_watermark): a stored value that is missing, below the least durable log end
  * of the ISR or past the leader's log end is replaced by that least durable end. The lock file
- * is never fsynced by design; this rule is what makes reading it safe. Writes nothing.
+ * is never fsynced by design; this rule is what makes reading it safe. Before it uses the
+ * recovery points it fdatasyncs them (read-only channels) and reads them again, as Python does.
+ * Writes nothing.
  */
 public final class HighWatermark {
     private static final int TORN_READS = 100;
@@ -60,6 +62,11 @@ public final class HighWatermark {
      */
     public static long of(String lockPath, Map<Integer, String> replicaDirs, List<Integer> isr, int leader)
             throws IOException {
+        return of(lockPath, replicaDirs, isr, leader, false);
+    }
+
+    private static long of(String lockPath, Map<Integer, String> replicaDirs, List<Integer> isr, int leader,
+                           boolean synced) throws IOException {
         Long stored = stored(lockPath);
         Map<Integer, Long> ends = new HashMap<>();
         Map<Integer, Long> durable = new HashMap<>();
@@ -83,6 +90,27 @@ public final class HighWatermark {
         if (leaderEnd == null) return stored == null ? 0 : stored;
         long floor = durable.values().stream().mapToLong(Long::longValue).min().orElse(0);
         if (stored != null && floor <= stored && stored <= leaderEnd) return stored;
+        if (!synced) {
+            // As Python's rule: make the recovery points durable before using them (a writer killed
+            // between overwriting a slot and fdatasyncing it leaves a point only the page cache holds).
+            if (syncRecoveryPoints(replicaDirs, durable.keySet())) return of(lockPath, replicaDirs, isr, leader, true);
+            if (stored != null && stored <= leaderEnd) return stored;
+        }
         return floor != 0 || stored != null ? floor : 0;
+    }
+
+    /** fdatasync the replicas' recovery-point files through read-only channels; false if one failed. */
+    private static boolean syncRecoveryPoints(Map<Integer, String> replicaDirs, Iterable<Integer> replicas) {
+        for (int replica : replicas) {
+            Path path = Path.of(replicaDirs.get(replica), Format.RECOVERY_POINT_FILE);
+            try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
+                channel.force(false);
+            } catch (NoSuchFileException e) {
+                // nothing flushed yet: nothing to make durable
+            } catch (IOException e) {
+                return false;
+            }
+        }
+        return true;
     }
 }
