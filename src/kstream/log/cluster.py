@@ -41,12 +41,12 @@ from kstream.errors import (
 )
 from kstream.log import format as fmt
 from kstream.log.durable_file import read_properties, write_properties_atomically
+from kstream.log.faults import fsync_dir
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
 from kstream.log.metadata import Metadata, PartitionInfo, TopicInfo
 from kstream.log.partition import Partition
 from kstream.log.records import check_schema_evolution, check_typed_schema
-from kstream.log.segment import fsync_dir
 from kstream.options import CLUSTER_OPTIONS, TOPIC_OPTIONS, parse_options
 
 log = logging.getLogger(__name__)

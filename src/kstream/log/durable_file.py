@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from kstream.log import faults
 from kstream.log import format as fmt
-from kstream.log.segment import fsync_dir
+from kstream.log.faults import fsync_dir
 
 
 def write_atomically(path: str, data: bytes) -> None:

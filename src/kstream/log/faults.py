@@ -118,6 +118,15 @@ def fdatasync(fd: int) -> None:
     os.fdatasync(fd)
 
 
+def fsync_dir(directory: str) -> None:
+    """Make a directory's entries (created, renamed, deleted files) durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _before_sync(fd: int) -> None:
     proc = f"/proc/self/fd/{fd}"
     if ENABLED:

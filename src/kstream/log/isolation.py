@@ -58,6 +58,7 @@ class Isolation:
         self._deadline: tuple[DataVersion, int | None, int] | None = None
         self._expiry_retry_at = 0.0
         self._last_high_watermark: int | None = None
+        self._last_state: TxnState | None = None  # what end_offset() read, for prepare() at that HW
 
     def _state(self, high_watermark: int) -> TxnState:
         directory = self._directory() if callable(self._directory) else self._directory
@@ -74,11 +75,11 @@ class Isolation:
             return high_watermark
         self._last_high_watermark = high_watermark
         state = self._state(high_watermark)
-        if state.first_open is None or self.store is None:
-            return state.last_stable_offset
-        deadline = self._earliest_deadline(high_watermark, version)
-        if deadline is not None and time.time() * 1000 >= deadline and self._expire():
-            state = self._state(high_watermark)
+        if state.first_open is not None and self.store is not None:
+            deadline = self._earliest_deadline(high_watermark, version)
+            if deadline is not None and time.time() * 1000 >= deadline and self._expire():
+                state = self._state(high_watermark)
+        self._last_state = state
         return state.last_stable_offset
 
     def _earliest_deadline(self, high_watermark: int, version: DataVersion | None) -> int | None:
@@ -118,7 +119,10 @@ class Isolation:
         if high_watermark is None:
             high_watermark = self._last_high_watermark
         assert high_watermark is not None, "prepare() needs a high watermark (or an end_offset() first)"
-        state = self._state(high_watermark)
+        state = self._last_state  # the fetch round's end_offset() just read the files at this HW
+        if state is None or state.high_watermark != high_watermark:
+            state = self._state(high_watermark)
+        self._last_state = None  # once: the next round reads the files again
         self._aborted = tuple(a for a in state.aborted if a[2] >= from_offset)
 
     def visible(self, header: fmt.FrameHeader) -> bool:

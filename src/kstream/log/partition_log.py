@@ -48,12 +48,13 @@ from kstream.errors import (
 )
 from kstream.log import faults, txn_index
 from kstream.log import format as fmt
+from kstream.log.faults import fsync_dir
 from kstream.log.leader_epochs import LeaderEpochCache
 from kstream.log.lock import PartitionLock
 from kstream.log.log_config import LogConfig
 from kstream.log.records import Payload
 from kstream.log.retention import delete_expired_segments, list_segment_bases
-from kstream.log.segment import NO_TIMESTAMP, Segment, SegmentReplacedError, fsync_dir
+from kstream.log.segment import NO_TIMESTAMP, Segment, SegmentReplacedError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -21,8 +21,9 @@ import os
 
 from kstream.errors import OffsetOutOfRangeError
 from kstream.log.cluster import Cluster
+from kstream.log.faults import fsync_dir
 from kstream.log.retention import list_segment_bases
-from kstream.log.segment import Segment, fsync_dir
+from kstream.log.segment import Segment
 
 log = logging.getLogger(__name__)
 

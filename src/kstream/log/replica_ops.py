@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 from kstream.errors import ConfigError, KStreamError, ReplicaDivergedError
 from kstream.log.cluster import Cluster
+from kstream.log.faults import fsync_dir
 from kstream.log.log_reader import LogReader
 from kstream.log.metadata import PartitionInfo
 from kstream.log.partition import Partition
 from kstream.log.replica_sync import out_of_sync, sync_followers
-from kstream.log.segment import fsync_dir
 
 _NO_LIMIT = 1 << 62
 

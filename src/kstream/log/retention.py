@@ -13,8 +13,9 @@ import logging
 import os
 
 from kstream.log import format as fmt
+from kstream.log.faults import fsync_dir
 from kstream.log.log_config import LogConfig
-from kstream.log.segment import NO_TIMESTAMP, Segment, fsync_dir
+from kstream.log.segment import NO_TIMESTAMP, Segment
 
 log = logging.getLogger(__name__)
 

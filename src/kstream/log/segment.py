@@ -32,6 +32,7 @@ import pyarrow as pa
 from kstream.errors import CorruptBatchError
 from kstream.log import faults
 from kstream.log import format as fmt
+from kstream.log.faults import fsync_dir
 from kstream.log.frames import FrameWalk, find_frame_after, pread_from
 from kstream.log.index import OffsetIndex, TimeIndex
 from kstream.log.txn_index import TxnIndex
@@ -386,12 +387,3 @@ class Segment:
             yield frame_position, header, None
         if walk.problem is not None:
             yield walk.position, None, walk.problem
-
-
-def fsync_dir(directory: str) -> None:
-    """Make a directory's entries (created, renamed, deleted files) durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        faults.fsync(fd)
-    finally:
-        os.close(fd)

@@ -200,7 +200,7 @@ class TxnIndex:
         before_change()
         self.forget()
         os.rename(tmp, self.path)
-        _fsync_dir(self.directory)
+        faults.fsync_dir(self.directory)
         self._synced = _stat_key(os.fstat(self.fd))
 
     # -- durability
