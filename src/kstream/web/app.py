@@ -1,0 +1,39 @@
+"""The console's FastAPI application: routes, static files, error pages, the write guard.
+
+:func:`create_app` is the one constructor (the ``kstream console`` command and the
+tests call it). The returned ASGI app is the FastAPI app wrapped in
+:class:`~kstream.web.guard.WriteGuard`, so every non-GET request passes the
+read-only / same-origin check before any route sees it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from kstream.web import errors
+from kstream.web.clusters import ClusterRef
+from kstream.web.guard import WriteGuard
+from kstream.web.state import HERE, ConsoleState
+
+
+def create_app(clusters: Mapping[str, ClusterRef], *, read_only: bool = False,
+               samplers: Mapping[str, Any] | None = None) -> WriteGuard:
+    """The console for ``clusters`` (already checked: :func:`kstream.web.clusters.check_clusters`).
+
+    ``samplers``: cluster name -> a running ``kstream.monitor.sampler.Sampler`` (its
+    latest figures feed the pages and ``/metrics``); none: pages show what they read
+    themselves and ``/metrics`` samples on request."""
+    from kstream.web import routes_browser, routes_cluster, routes_groups, routes_reassign, routes_topics
+
+    app = FastAPI(title="kstream console", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.console = ConsoleState(clusters, read_only, dict(samplers or {}))
+    app.mount("/static", StaticFiles(directory=os.path.join(HERE, "static")), name="static")
+    for module in (routes_cluster, routes_topics, routes_reassign, routes_groups, routes_browser):
+        app.include_router(module.router)
+    errors.install(app)
+    return WriteGuard(app, read_only)
