@@ -12,13 +12,20 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from kstream.web import errors
 from kstream.web.clusters import ClusterRef
 from kstream.web.guard import WriteGuard
 from kstream.web.state import HERE, ConsoleState
+
+
+def routers() -> list[APIRouter]:
+    """Every route of the console, by module (the tests walk them to find the write routes)."""
+    from kstream.web import routes_browser, routes_cluster, routes_groups, routes_reassign, routes_topics
+
+    return [m.router for m in (routes_cluster, routes_topics, routes_reassign, routes_groups, routes_browser)]
 
 
 def create_app(clusters: Mapping[str, ClusterRef], *, read_only: bool = False,
@@ -28,12 +35,10 @@ def create_app(clusters: Mapping[str, ClusterRef], *, read_only: bool = False,
     ``samplers``: cluster name -> a running ``kstream.monitor.sampler.Sampler`` (its
     latest figures feed the pages and ``/metrics``); none: pages show what they read
     themselves and ``/metrics`` samples on request."""
-    from kstream.web import routes_browser, routes_cluster, routes_groups, routes_reassign, routes_topics
-
     app = FastAPI(title="kstream console", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.console = ConsoleState(clusters, read_only, dict(samplers or {}))
     app.mount("/static", StaticFiles(directory=os.path.join(HERE, "static")), name="static")
-    for module in (routes_cluster, routes_topics, routes_reassign, routes_groups, routes_browser):
-        app.include_router(module.router)
+    for router in routers():
+        app.include_router(router)
     errors.install(app)
     return WriteGuard(app, read_only)
