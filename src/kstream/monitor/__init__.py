@@ -1,0 +1,19 @@
+"""Monitoring figures for the console: lag and Burrow status, metrics samples, history.
+
+Nothing here serves HTTP (that is :mod:`kstream.web`). Imports are lazy: importing
+``kstream.monitor`` loads neither deltalake, prometheus_client nor pyspark.
+"""
+
+from kstream._lazy import lazy_exports
+
+_NAMES = {
+    "Commit": "kstream.monitor.burrow",
+    "Evaluation": "kstream.monitor.burrow",
+    "PartitionStatus": "kstream.monitor.burrow",
+    "evaluate": "kstream.monitor.burrow",
+    "group_status": "kstream.monitor.burrow",
+}
+
+__all__ = sorted(_NAMES)
+
+__getattr__, __dir__ = lazy_exports(__name__, _NAMES, __all__)
