@@ -12,6 +12,14 @@ _NAMES = {
     "PartitionStatus": "kstream.monitor.burrow",
     "evaluate": "kstream.monitor.burrow",
     "group_status": "kstream.monitor.burrow",
+    "GroupLag": "kstream.monitor.lag",
+    "GroupSummary": "kstream.monitor.lag",
+    "PartitionLagStatus": "kstream.monitor.lag",
+    "group_lag": "kstream.monitor.lag",
+    "groups_summary": "kstream.monitor.lag",
+    "Sample": "kstream.monitor.metrics_topic",
+    "MetricsWriter": "kstream.monitor.metrics_topic",
+    "series": "kstream.monitor.history",
 }
 
 __all__ = sorted(_NAMES)

@@ -40,6 +40,7 @@ see :func:`group_status`.
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -157,7 +158,7 @@ def _status(commits: list[Commit], lag: int, now_ms: int) -> tuple[PartitionStat
     zero = next((c for c in commits if c.lag == 0), None)
     if zero is not None:
         return PartitionStatus.OK, f"the lag was 0 at the commit of offset {zero.offset} in the window"
-    for before, after in zip(commits, commits[1:], strict=False):
+    for before, after in itertools.pairwise(commits):
         if after.offset < before.offset:
             return (PartitionStatus.REWIND,
                     f"the committed offset went back from {before.offset} to {after.offset}")
@@ -170,7 +171,7 @@ def _status(commits: list[Commit], lag: int, now_ms: int) -> tuple[PartitionStat
     if all(c.offset == first.offset for c in commits):
         return (PartitionStatus.STALL,
                 f"{len(commits)} commits all at offset {first.offset}, with lag {lag}")
-    if all(after.lag >= before.lag for before, after in zip(commits, commits[1:], strict=False)):
+    if all(after.lag >= before.lag for before, after in itertools.pairwise(commits)):
         return (PartitionStatus.WARN,
                 f"the offsets move but the lag never decreased ({first.lag} -> {last.lag})")
     return PartitionStatus.OK, f"the consumer is keeping up (lag {lag})"
