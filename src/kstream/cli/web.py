@@ -53,11 +53,17 @@ def serve(clusters: dict, host: str, port: int, read_only: bool, sample_interval
     from kstream.web.app import create_app
     from kstream.web.figures import make_samplers
 
-    samplers = make_samplers(clusters, sample_interval_s, write=not read_only, csv_dir=csv_dir) \
-        if sample_interval_s else {}
+    from kstream.web.figures import DEFAULT_SAMPLE_INTERVAL_S
+
+    running = sample_interval_s > 0
+    # Not running (--sample-interval-s 0): samplers that sample only when /metrics asks, and
+    # then write nothing (a GET must not write).
+    samplers = make_samplers(clusters, sample_interval_s if running else DEFAULT_SAMPLE_INTERVAL_S,
+                             write=running and not read_only, csv_dir=csv_dir if running else None)
     app = create_app(clusters, read_only=read_only, samplers=samplers)
-    for sampler in samplers.values():
-        sampler.start()
+    if running:
+        for sampler in samplers.values():
+            sampler.start()
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"kstream console on http://{shown}:{port}/ serving {', '.join(clusters)}"
                + (" (read-only)" if read_only else ""))

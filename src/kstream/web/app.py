@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from kstream.web import errors
+from kstream.web import errors, figures
 from kstream.web.clusters import ClusterRef
 from kstream.web.guard import WriteGuard
 from kstream.web.state import HERE, ConsoleState
@@ -32,11 +32,14 @@ def create_app(clusters: Mapping[str, ClusterRef], *, read_only: bool = False,
                samplers: Mapping[str, Any] | None = None) -> WriteGuard:
     """The console for ``clusters`` (already checked: :func:`kstream.web.clusters.check_clusters`).
 
-    ``samplers``: cluster name -> a running ``kstream.monitor.sampler.Sampler`` (its
-    latest figures feed the pages and ``/metrics``); none: pages show what they read
-    themselves and ``/metrics`` samples on request."""
+    ``samplers``: cluster name -> a ``kstream.monitor.sampler.Sampler`` (its latest
+    figures feed the pages and ``/metrics``; one that has not sampled yet samples when
+    ``/metrics`` is asked). None: one per cluster that writes nothing and runs only when
+    asked."""
     app = FastAPI(title="kstream console", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.console = ConsoleState(clusters, read_only, dict(samplers or {}))
+    if samplers is None:
+        samplers = figures.make_samplers(clusters, figures.DEFAULT_SAMPLE_INTERVAL_S, write=False)
+    app.state.console = ConsoleState(clusters, read_only, dict(samplers))
     app.mount("/static", StaticFiles(directory=os.path.join(HERE, "static")), name="static")
     for router in routers():
         app.include_router(router)

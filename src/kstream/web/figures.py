@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 CLIENT_LAG_NAME = "client_consumer_lag"
 CLIENT_LAG_WINDOW_MS = 5 * 60 * 1000  # a client's figure older than this is not shown
 MAX_SERIES_POINTS = 2000
+DEFAULT_SAMPLE_INTERVAL_S = 10.0
 SERIES_NAMES_BY_SCOPE = {"group": ("lag", "lag_seconds", "committed_offset", "records_out_per_s"),
                          "topic": ("records_in_per_s", "log_end_offset", "high_watermark",
                                    "partition_bytes")}
@@ -130,6 +131,6 @@ def make_samplers(clusters: Mapping[str, ClusterRef], interval_s: float, write: 
 
     samplers = {}
     for name, ref in clusters.items():
-        reporters = [CsvReporter(os.path.join(csv_dir, name)).write] if csv_dir else []
+        reporters = [CsvReporter(os.path.join(csv_dir, name))] if csv_dir else []
         samplers[name] = Sampler(ref.path, interval_s, write, reporters=reporters)
     return samplers
