@@ -68,3 +68,34 @@ def test_theme_cookie_comes_back_server_rendered(client):
     assert response.status_code == 303 and response.headers["location"] == "/c/main"
     assert 'data-theme="dark"' in client.get("/c/main").text
     assert client.get("/theme", params={"next": "//evil.example"}, follow_redirects=False).headers["location"] == "/"
+
+
+def test_group_page_shows_client_records_lag_beside_committed_lag(client, cluster_dir):
+    import time
+
+    from kstream.monitor.metrics_topic import Sample, write_samples
+
+    assert "client records-lag" not in client.get("/c/main/groups/g").text  # no client reports yet
+    now_ms = int(time.time() * 1000)
+    write_samples(cluster_dir, [Sample(now_ms, "client", "client_consumer_lag", 7.0, topic="t", partition=0,
+                                       group="g", labels={"client_id": "c1", "type": "consumer"})])
+    page = client.get("/c/main/groups/g").text
+    assert "client records-lag" in page and '<td class="n">7</td>' in page
+
+
+def test_group_page_has_a_lag_chart_fed_by_the_series_route(client):
+    page = client.get("/c/main/groups/g").text
+    assert 'class="chart"' in page and "/c/main/api/series?name=lag&group=g&topic=t&partition=0|t-0" in page
+
+
+def test_without_vendored_assets_charts_are_tables(client, cluster_dir):
+    from kstream.monitor.metrics_topic import Sample, write_samples
+
+    import time
+
+    now_ms = int(time.time() * 1000)
+    write_samples(cluster_dir, [Sample(now_ms - 1000, "group", "lag", 42.0, topic="t", partition=0, group="g")])
+    client.app.app.state.console.vendored = False
+    page = client.get("/c/main/groups/g").text
+    assert "htmx.min.js" not in page and "sse-connect" not in page
+    assert '<td class="n">42</td>' in page  # the series as a table

@@ -86,6 +86,21 @@ def series(ref: ClusterRef, name: str, *, topic: str | None, partition: int | No
                           until_ms=until_ms, limit=min(limit, MAX_SERIES_POINTS))
 
 
+CHART_PARTITIONS = 8  # a chart draws at most this many partitions' lines
+TABLE_POINTS = 20
+CHART_WINDOW_MS = 3600_000
+
+
+def lag_tables(ref: ClusterRef, view: GroupView) -> dict[str, list[tuple[int, float]]]:
+    """The chart's data as tables (pages without the vendored uPlot): "topic-partition" ->
+    the last hour's lag points, at most :data:`TABLE_POINTS` each."""
+    since_ms = int(time.time() * 1000) - CHART_WINDOW_MS
+    return {f"{p.topic}-{p.partition}": series(ref, "lag", topic=p.topic, partition=p.partition,
+                                               group=view.lag.group, since_ms=since_ms, until_ms=None,
+                                               limit=TABLE_POINTS)
+            for p in view.lag.partitions[:CHART_PARTITIONS]}
+
+
 def topic_rates(console: ConsoleState, cluster: str) -> dict[str, dict[str, float]]:
     """Topic name -> {"records_in_per_s": v, "records_out_per_s": v} from the cluster's
     sampler's latest set (empty before its first round, or with no sampler)."""

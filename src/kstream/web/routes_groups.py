@@ -48,9 +48,12 @@ def groups_page(request: Request, cluster: str) -> HTMLResponse:
 
 @router.get("/c/{cluster}/groups/{group}", response_class=HTMLResponse)
 def group_page(request: Request, cluster: str, group: str, done: str | None = None) -> HTMLResponse:
-    ref = state_of(request).cluster(cluster)
+    console = state_of(request)
+    ref = console.cluster(cluster)
     view = figures.group_view(ref, check_group_name(group))
-    return render(request, "group.html", ref=ref, group=group, view=view, methods=WEB_METHODS, done=done)
+    tables = {} if console.vendored else figures.lag_tables(ref, view)  # no uPlot: the chart as tables
+    return render(request, "group.html", ref=ref, group=group, view=view, methods=WEB_METHODS, done=done,
+                  chart_tables=tables)
 
 
 @router.get("/c/{cluster}/groups/{group}/live")
