@@ -4,9 +4,9 @@ writes, and no page of a read-only console changes a file of the cluster."""
 from __future__ import annotations
 
 import pytest
-from conftest import ORIGIN, tree
 from test_pages import PAGES
 
+from conftest import ORIGIN, tree
 from kstream.web.app import routers
 from kstream.web.guard import CROSS_ORIGIN_TEXT, READ_ONLY_TEXT, refusal
 
@@ -31,7 +31,7 @@ def test_there_are_write_routes(client):
 def test_read_only_refuses_every_write_route_even_forged(read_only_client, cluster_dir):
     before = tree(cluster_dir)
     routes = write_routes(read_only_client)
-    for method, path in routes + [("POST", "/c/main/nosuch"), ("PUT", "/c/main/topics"), ("DELETE", "/")]:
+    for method, path in [*routes, ("POST", "/c/main/nosuch"), ("PUT", "/c/main/topics"), ("DELETE", "/")]:
         for headers in (ORIGIN, {}, {"Origin": "http://evil.example"}):
             response = read_only_client.request(method, path, headers=headers,
                                                 data={"name": "x", "confirm": "t", "partitions": "9",
@@ -80,8 +80,9 @@ def test_refusal_rule():
 def test_no_page_changes_a_read_only_cluster(read_only_client, cluster_dir):
     read_only_client.get("/c/main/topics/t")  # the first open may write derived files (docs/CLI.md)
     before = tree(cluster_dir)
-    for path in PAGES + ["/c/main/reassign?topics=t&log_dirs=1", "/c/main/groups/g/reset?method=to-earliest&all_topics=true",
-                         "/c/main/topics/tx/messages?decoding=hex", "/metrics",
-                         "/c/main/api/series?name=lag&group=g&topic=t&partition=0"]:
+    for path in [*PAGES, "/c/main/reassign?topics=t&log_dirs=1",
+                 "/c/main/groups/g/reset?method=to-earliest&all_topics=true",
+                 "/c/main/topics/tx/messages?decoding=hex", "/metrics",
+                 "/c/main/api/series?name=lag&group=g&topic=t&partition=0"]:
         assert read_only_client.get(path).status_code == 200, path
     assert tree(cluster_dir) == before

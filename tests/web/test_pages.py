@@ -89,9 +89,9 @@ def test_group_page_has_a_lag_chart_fed_by_the_series_route(client):
 
 
 def test_without_vendored_assets_charts_are_tables(client, cluster_dir):
-    from kstream.monitor.metrics_topic import Sample, write_samples
-
     import time
+
+    from kstream.monitor.metrics_topic import Sample, write_samples
 
     now_ms = int(time.time() * 1000)
     write_samples(cluster_dir, [Sample(now_ms - 1000, "group", "lag", 42.0, topic="t", partition=0, group="g")])

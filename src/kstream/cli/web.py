@@ -51,9 +51,7 @@ def serve(clusters: dict, host: str, port: int, read_only: bool, sample_interval
     import uvicorn
 
     from kstream.web.app import create_app
-    from kstream.web.figures import make_samplers
-
-    from kstream.web.figures import DEFAULT_SAMPLE_INTERVAL_S
+    from kstream.web.figures import DEFAULT_SAMPLE_INTERVAL_S, make_samplers
 
     running = sample_interval_s > 0
     # Not running (--sample-interval-s 0): samplers that sample only when /metrics asks, and

@@ -108,7 +108,8 @@ def show(data: Any, decoding: str, avro_schema: Any = None) -> Shown:
     return Shown(text, "text")
 
 
-def _row(message: Message, decoding: str, avro: Any) -> Row:
+def row_of(message: Message, decoding: str, avro: Any = None) -> Row:
+    """One consumed record as the page shows it (``avro``: a parsed schema for "avro")."""
     headers = tuple((name, show(value, "auto" if decoding == "avro" else decoding))
                     for name, value in (message.headers() or []))
     partition, offset = message.partition(), message.offset()
@@ -139,4 +140,4 @@ def _records(cluster_path: str, request: BrowseRequest, count: int) -> Iterator[
             message = consumer.poll(POLL_TIMEOUT_S)
             if message is None:
                 return
-            yield _row(message, request.decoding, avro)
+            yield row_of(message, request.decoding, avro)

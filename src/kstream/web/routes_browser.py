@@ -23,7 +23,7 @@ from kstream.consumer import Consumer
 from kstream.errors import ConfigError
 from kstream.message import TopicPartition
 from kstream.web import figures
-from kstream.web.browser import DECODINGS, MAX_RECORDS, BrowseRequest, Row, browse, show
+from kstream.web.browser import DECODINGS, MAX_RECORDS, BrowseRequest, Row, browse, row_of
 from kstream.web.sse import event, stream_response
 from kstream.web.state import render, state_of
 
@@ -75,6 +75,8 @@ async def tail(request: Request, cluster: str, topic: str, partition: int = 0, o
     comment when nothing arrived for a while, so proxies keep the stream open."""
     console = state_of(request)
     ref = console.cluster(cluster)
+    if decoding == "avro":
+        raise ConfigError("the live tail decodes as auto, text, json or hex (avro: use the browser above)")
     BrowseRequest(topic, partition, decoding=decoding).check()
     consumer = Consumer({"cluster": ref.path, "enable.partition.eof": False})
     try:
@@ -87,17 +89,13 @@ async def tail(request: Request, cluster: str, topic: str, partition: int = 0, o
 
     def poll() -> Row | None:
         message = consumer.poll(TAIL_POLL_S)
-        if message is None:
-            return None
-        headers = tuple((name, show(value, decoding)) for name, value in (message.headers() or []))
-        return Row(message.partition() or 0, message.offset() or 0, message.timestamp()[1],
-                   show(message.key(), decoding), show(message.value(), decoding), headers)
+        return None if message is None else row_of(message, decoding)
 
     async def events() -> AsyncIterator[str]:
         deadline = time.monotonic() + TAIL_MAX_SECONDS
         sent = idle = 0
         try:
-            yield ": tail of %s-%d\n\n" % (topic, partition)
+            yield f": tail of {topic}-{partition}\n\n"
             while sent < max_events and time.monotonic() < deadline:
                 if await request.is_disconnected():
                     return

@@ -13,7 +13,7 @@ import pyarrow as pa
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from kstream.admin import Admin, NewPartitions, NewTopic
+from kstream.admin import Admin, AdminClient, NewPartitions, NewTopic
 from kstream.cli.common import parse_schema
 from kstream.errors import ConfigError
 from kstream.web import figures, forms
@@ -28,7 +28,7 @@ OptionalText = Annotated[str | None, Form()]
 
 
 @contextmanager
-def open_admin(ref: ClusterRef) -> Iterator[Admin]:
+def open_admin(ref: ClusterRef) -> Iterator[AdminClient]:
     """An Admin on an existing cluster: ``admin.cluster`` is opened first, so a vanished
     cluster is a ClusterNotFoundError here and never re-created by ``create_topics``."""
     with Admin({"cluster": ref.path}) as admin:
