@@ -86,3 +86,17 @@ def test_no_page_changes_a_read_only_cluster(read_only_client, cluster_dir):
                  "/c/main/api/series?name=lag&group=g&topic=t&partition=0"]:
         assert read_only_client.get(path).status_code == 200, path
     assert tree(cluster_dir) == before
+
+
+def test_a_loopback_console_refuses_other_host_names(clusters):
+    from fastapi.testclient import TestClient
+
+    from kstream.web.app import create_app
+
+    app = create_app(clusters, allowed_hosts=["127.0.0.1", "localhost"])
+    with TestClient(app, base_url="http://127.0.0.1:8080") as local:
+        assert local.get("/healthz").status_code == 200
+    with TestClient(app, base_url="http://rebound.example:8080") as rebound:
+        assert rebound.get("/healthz").status_code == 400
+        assert rebound.post("/c/main/topics", data={"name": "x"},
+                            headers={"Origin": "http://rebound.example:8080"}).status_code == 400

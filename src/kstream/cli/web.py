@@ -14,6 +14,9 @@ from kstream.errors import ConfigError
 
 MAX_SAMPLE_INTERVAL_S = 3600.0
 MIN_SAMPLE_INTERVAL_S = 1.0
+# Host names a console on a loopback address answers to (DNS rebinding protection, see
+# kstream.web.app.create_app); a console on another address answers to any name.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 @click.command("console")
@@ -58,7 +61,9 @@ def serve(clusters: dict, host: str, port: int, read_only: bool, sample_interval
     # then write nothing (a GET must not write).
     samplers = make_samplers(clusters, sample_interval_s if running else DEFAULT_SAMPLE_INTERVAL_S,
                              write=running and not read_only, csv_dir=csv_dir if running else None)
-    app = create_app(clusters, read_only=read_only, samplers=samplers)
+    loopback = host in LOOPBACK_HOSTS
+    app = create_app(clusters, read_only=read_only, samplers=samplers,
+                     allowed_hosts=LOOPBACK_HOSTS if loopback else None)
     if running:
         for sampler in samplers.values():
             sampler.start()

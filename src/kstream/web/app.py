@@ -9,11 +9,12 @@ read-only / same-origin check before any route sees it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from kstream.web import errors, figures
 from kstream.web.clusters import ClusterRef
@@ -29,13 +30,18 @@ def routers() -> list[APIRouter]:
 
 
 def create_app(clusters: Mapping[str, ClusterRef], *, read_only: bool = False,
-               samplers: Mapping[str, Any] | None = None) -> WriteGuard:
+               samplers: Mapping[str, Any] | None = None,
+               allowed_hosts: Sequence[str] | None = None) -> WriteGuard:
     """The console for ``clusters`` (already checked: :func:`kstream.web.clusters.check_clusters`).
 
     ``samplers``: cluster name -> a ``kstream.monitor.sampler.Sampler`` (its latest
     figures feed the pages and ``/metrics``; one that has not sampled yet samples when
     ``/metrics`` is asked). None: one per cluster that writes nothing and runs only when
-    asked."""
+    asked.
+
+    ``allowed_hosts``: the only ``Host`` header names served (others get 400). A console
+    on a loopback address passes its loopback names, so a DNS-rebinding page (whose own
+    name resolves to 127.0.0.1, making its requests "same-origin") is refused; None: any."""
     app = FastAPI(title="kstream console", docs_url=None, redoc_url=None, openapi_url=None)
     if samplers is None:
         samplers = figures.make_samplers(clusters, figures.DEFAULT_SAMPLE_INTERVAL_S, write=False)
@@ -44,4 +50,6 @@ def create_app(clusters: Mapping[str, ClusterRef], *, read_only: bool = False,
     for router in routers():
         app.include_router(router)
     errors.install(app)
+    if allowed_hosts is not None:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     return WriteGuard(app, read_only)
