@@ -99,3 +99,11 @@ def test_without_vendored_assets_charts_are_tables(client, cluster_dir):
     page = client.get("/c/main/groups/g").text
     assert "htmx.min.js" not in page and "sse-connect" not in page
     assert '<td class="n">42</td>' in page  # the series as a table
+
+
+def test_the_metrics_topic_is_listed_as_internal(client, cluster_dir):
+    from kstream.monitor.metrics_topic import Sample, write_samples
+
+    assert "internal" not in client.get("/c/main/topics").text
+    write_samples(cluster_dir, [Sample(1, "log", "log_end_offset", 1.0, topic="t", partition=0)])
+    assert "typed, internal" in client.get("/c/main/topics").text

@@ -44,6 +44,11 @@ class TopicRow:
     offline: int
     typed: bool
 
+    @property
+    def internal(self) -> bool:
+        """kstream's own topics (``__kstream_metrics``), as Kafka's ``__consumer_offsets``."""
+        return self.name.startswith("__")
+
 
 @dataclass(frozen=True)
 class ClusterSnapshot:

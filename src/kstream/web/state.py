@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from kstream.errors import KStreamError, TopicNotFoundError
+from kstream.errors import KStreamError
 from kstream.web.clusters import ClusterRef
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,6 +37,7 @@ class ConsoleState:
     read_only: bool
     samplers: Mapping[str, Any] = field(default_factory=dict)
     templates: Jinja2Templates = field(init=False)
+    vendored: bool = field(init=False)  # htmx/uPlot present (scripts/vendor_web_assets.py ran)
 
     def __post_init__(self) -> None:
         env = Environment(loader=FileSystemLoader(os.path.join(HERE, "templates")),
@@ -98,5 +99,3 @@ def when(ms: int | None) -> str:
         return "-"
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
 
-
-NOT_FOUND = (TopicNotFoundError, ClusterNameError)
