@@ -58,7 +58,10 @@ def _extract(data: bytes, files: dict[str, str], what: str) -> dict[str, bytes]:
     found: dict[str, bytes] = {}
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
         for member, target in files.items():
-            handle = archive.extractfile(member)
+            try:
+                handle = archive.extractfile(member)
+            except KeyError:
+                handle = None
             if handle is None:
                 raise ValueError(f"{what}: the tarball has no file {member}")
             found[target] = handle.read()
