@@ -57,7 +57,8 @@ def test_browser_from_timestamp_and_bad_requests(client):
 
 
 def test_missing_things_are_404_boxes(client):
-    for path in ("/c/nosuch", "/c/main/topics/nosuch", "/c/main/topics/t/messages?partition=9"):
+    for path in ("/c/nosuch", "/c/main/topics/nosuch", "/c/main/topics/t/messages?partition=9",
+                 "/c/main/groups/nosuch", "/c/main/groups/nosuch/live"):
         response = client.get(path)
         assert response.status_code == 404, path
         assert 'class="box error"' in response.text

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kstream.errors import GroupNotFoundError
 from kstream.web.clusters import ClusterRef, open_groups
 
 if TYPE_CHECKING:
@@ -50,11 +51,14 @@ def groups_summary(ref: ClusterRef) -> list[GroupSummary]:
 
 
 def group_view(ref: ClusterRef, group: str) -> GroupView:
-    """GroupNotFoundError-like KStreamErrors propagate; a group with neither members nor
-    offsets is shown as the CLI shows it (state Dead, no partitions)."""
+    """GroupNotFoundError (the CLI's message) for a group with neither members nor offsets."""
     from kstream.monitor.lag import group_lag
 
     with open_groups(ref) as service:
+        if group not in service.list_groups():
+            raise GroupNotFoundError(
+                f"Consumer group {group!r} does not exist (it has no members and no committed "
+                "offsets). List groups with `kstream groups list`.")
         description = service.describe(group)
     return GroupView(description, group_lag(ref.path, group), client_lag(ref, group))
 

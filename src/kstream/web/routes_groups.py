@@ -66,14 +66,15 @@ async def group_live(request: Request, cluster: str, group: str,
     ref = console.cluster(cluster)
     name = check_group_name(group)
     templates = console.templates
+    first = await asyncio.to_thread(figures.group_view, ref, name)  # a missing group: 404 before streaming
 
     async def events() -> AsyncIterator[str]:
         for number in range(max_events):
             if number:
                 await asyncio.sleep(interval_s)
-            if await request.is_disconnected():
-                return
-            view = await asyncio.to_thread(figures.group_view, ref, name)
+                if await request.is_disconnected():
+                    return
+            view = first if number == 0 else await asyncio.to_thread(figures.group_view, ref, name)
             html = templates.get_template("group_offsets.html").render(view=view, cluster_name=cluster)
             yield event("lag", html)
 
