@@ -20,6 +20,11 @@ _NAMES = {
     "Sample": "kstream.monitor.metrics_topic",
     "MetricsWriter": "kstream.monitor.metrics_topic",
     "series": "kstream.monitor.history",
+    "Sampler": "kstream.monitor.sampler",
+    "registry": "kstream.monitor.prometheus",
+    "CsvReporter": "kstream.monitor.csv_reporter",
+    "metrics_stats_cb": "kstream.monitor.client_stats",
+    "KStreamQueryListener": "kstream.monitor.spark_listener",
 }
 
 __all__ = sorted(_NAMES)
