@@ -57,3 +57,25 @@ def test_group_live_yields_the_lag_table(client):
 
 def test_tail_of_a_missing_topic_is_404(client):
     assert client.get("/c/main/topics/nosuch/tail").status_code == 404
+
+
+def test_topics_list_shows_the_samplers_rates(clusters, cluster_dir):
+    from fastapi.testclient import TestClient
+    from helpers import produce_range
+
+    from kstream import ConsumerGroups
+    from kstream.log.cluster import Cluster
+    from kstream.web.app import create_app
+    from kstream.web.figures import make_samplers
+
+    samplers = make_samplers(clusters, 10.0, write=False)
+    samplers["main"].sample(now_ms=1_000_000)
+    produce_range(cluster_dir, "t", 0, 8, partitions=2)  # +8 records on t
+    service = ConsumerGroups(Cluster.open(cluster_dir))
+    service.commit("g", {("t", 0): 4, ("t", 1): 7})  # g: +4 records consumed
+    service.close()
+    service.cluster.close()
+    samplers["main"].sample(now_ms=1_004_000)
+    with TestClient(create_app(clusters, samplers=samplers)) as client:
+        row = client.get("/c/main/topics").text.split('href="/c/main/topics/t"')[1].split("</tr>")[0]
+    assert '<td class="n">2.0</td>' in row and '<td class="n">1.0</td>' in row  # 8 in / 4 s, 4 out / 4 s
