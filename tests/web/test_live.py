@@ -61,8 +61,8 @@ def test_tail_of_a_missing_topic_is_404(client):
 
 def test_topics_list_shows_the_samplers_rates(clusters, cluster_dir):
     from fastapi.testclient import TestClient
-    from helpers import produce_range
 
+    from helpers import produce_range
     from kstream import ConsumerGroups
     from kstream.log.cluster import Cluster
     from kstream.web.app import create_app
