@@ -108,3 +108,19 @@ def test_the_metrics_topic_is_listed_as_internal(client, cluster_dir):
     assert "internal" not in client.get("/c/main/topics").text
     write_samples(cluster_dir, [Sample(1, "log", "log_end_offset", 1.0, topic="t", partition=0)])
     assert "typed, internal" in client.get("/c/main/topics").text
+
+
+def test_group_page_lists_active_members(client, cluster_dir):
+    from kstream import ConsumerGroups
+    from kstream.groups import MemberSpec
+    from kstream.log.cluster import Cluster
+
+    assert "No active members." in client.get("/c/main/groups/g").text
+    service = ConsumerGroups(Cluster.open(cluster_dir))
+    try:
+        member_id = service.coordinator.join("g", MemberSpec("web-client", ("t",)))
+        page = client.get("/c/main/groups/g").text
+    finally:
+        service.close()
+        service.cluster.close()
+    assert member_id in page and "web-client" in page and "1 member(s)" in page

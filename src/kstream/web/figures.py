@@ -21,7 +21,7 @@ from kstream.errors import GroupNotFoundError
 from kstream.web.clusters import ClusterRef, open_groups
 
 if TYPE_CHECKING:
-    from kstream.groups.service import GroupDescription
+    from kstream.groups.coordinator import Group
     from kstream.monitor.lag import GroupLag, GroupSummary
     from kstream.web.state import ConsoleState
 
@@ -36,10 +36,11 @@ SERIES_NAMES_BY_SCOPE = {"group": ("lag", "lag_seconds", "committed_offset", "re
 
 @dataclass(frozen=True)
 class GroupView:
-    """The group page: members (the groups service) and per-partition lag and status
+    """The group page: membership (the coordinator's row: generation, assignor, members and
+    their assignments; None when no member is active) and per-partition lag and status
     (:func:`kstream.monitor.lag.group_lag`), plus client records-lag where reported."""
 
-    description: GroupDescription
+    membership: Group | None
     lag: GroupLag
     client_lag: Mapping[tuple[str, int], float]
 
@@ -59,8 +60,8 @@ def group_view(ref: ClusterRef, group: str) -> GroupView:
             raise GroupNotFoundError(
                 f"Consumer group {group!r} does not exist (it has no members and no committed "
                 "offsets). List groups with `kstream groups list`.")
-        description = service.describe(group)
-    return GroupView(description, group_lag(ref.path, group), client_lag(ref, group))
+        membership = service.coordinator.describe(group)  # (group_lag reads the offsets: not twice)
+    return GroupView(membership, group_lag(ref.path, group), client_lag(ref, group))
 
 
 def client_lag(ref: ClusterRef, group: str) -> dict[tuple[str, int], float]:
