@@ -124,3 +124,10 @@ def test_group_page_lists_active_members(client, cluster_dir):
         service.close()
         service.cluster.close()
     assert member_id in page and "web-client" in page and "1 member(s)" in page
+
+
+def test_a_parameter_that_does_not_parse_is_a_400_box(client):
+    response = client.get("/c/main/topics/t/messages", params={"partition": "abc"})
+    assert response.status_code == 400 and 'class="box error"' in response.text and "partition" in response.text
+    form = client.post("/c/main/topics", data={}, headers={"Origin": "http://testserver"})
+    assert form.status_code == 400 and "name" in form.text
