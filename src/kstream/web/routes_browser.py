@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated
@@ -40,8 +41,6 @@ def _timestamp_ms(text: str | None) -> int | None:
     text = text.strip()
     if text.lstrip("-").isdigit():
         return int(text)
-    import datetime as dt
-
     try:
         when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as err:
@@ -78,13 +77,18 @@ async def tail(request: Request, cluster: str, topic: str, partition: int = 0, o
     if decoding == "avro":
         raise ConfigError("the live tail decodes as auto, text, json or hex (avro: use the browser above)")
     BrowseRequest(topic, partition, decoding=decoding).check()
-    consumer = Consumer({"cluster": ref.path, "enable.partition.eof": False})
-    try:
-        consumer.cluster.partition(topic, partition).close()  # TopicNotFound/PartitionNotFound: 404 now
-        consumer.assign([TopicPartition(topic, partition, -1 if offset is None else offset)])
-    except BaseException:
-        consumer.close()
-        raise
+
+    def open_consumer() -> Consumer:
+        consumer = Consumer({"cluster": ref.path, "enable.partition.eof": False})
+        try:
+            consumer.cluster.partition(topic, partition).close()  # TopicNotFound/PartitionNotFound: 404 now
+            consumer.assign([TopicPartition(topic, partition, -1 if offset is None else offset)])
+        except BaseException:
+            consumer.close()
+            raise
+        return consumer
+
+    consumer = await asyncio.to_thread(open_consumer)  # (opening reads files: not on the event loop)
     template = console.templates.get_template("message_row.html")
 
     def poll() -> Row | None:
