@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar
+.PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar web-assets
 JAR := src/kstream/jars/kstream-spark.jar
 JAVA_SOURCES := $(shell find jvm/src jvm/resources -type f 2>/dev/null)
 
@@ -25,7 +25,12 @@ $(JAR): $(STAMP) $(JAVA_SOURCES) jvm/build.sh
 
 jar: $(JAR)
 
-install: $(STAMP) $(JAR)
+# The console's htmx / SSE extension / uPlot, from the npm registry, checked against
+# src/kstream/web/assets.lock. Unreachable registry: one line (exit 3), pages still serve.
+web-assets: $(STAMP)
+	@$(PY) scripts/vendor_web_assets.py || test $$? -eq 3
+
+install: $(STAMP) $(JAR) web-assets
 
 # The Spark quick start: events -> streaming aggregation -> topic, exactly once (cluster ./data).
 run: install

@@ -16,6 +16,7 @@ from kstream.cli.perf import perf
 from kstream.cli.reassign import reassign
 from kstream.cli.replication import elect_leaders, log_dirs, replicator, verify_replicas
 from kstream.cli.topics import topics
+from kstream.cli.web import console_command
 from kstream.errors import KStreamError
 
 
@@ -32,7 +33,7 @@ def cli(ctx: click.Context, cluster: str, verbose: bool) -> None:
 
 
 for command in (topics, groups, produce, consume, get_offsets, delete_records, dump_log, perf, log_dirs,
-                replicator, elect_leaders, reassign, verify_replicas, jar_path):
+                replicator, elect_leaders, reassign, verify_replicas, jar_path, console_command):
     cli.add_command(command)
 
 

@@ -59,9 +59,25 @@ def _read_topics(path: str) -> list[str]:
 
 
 def read_plan(path: str, cluster: Cluster) -> Plan:
-    """A reassignment plan, checked whole against the cluster: topics and partitions exist,
-    replicas are distinct log dir ids, log_dirs (if given) agree, no partition twice."""
-    document = _load(path, "reassignment plan")
+    """A reassignment plan from a file, checked whole against the cluster (:func:`check_plan`)."""
+    return check_plan(_load(path, "reassignment plan"), cluster, path)
+
+
+def parse_plan(text: str, cluster: Cluster, source: str = "the plan") -> Plan:
+    """A reassignment plan from JSON text (the console's form), checked as :func:`read_plan` does."""
+    try:
+        document = json.loads(text)
+    except ValueError as err:
+        raise ConfigError(f"{source}: not JSON ({err})") from err
+    if not isinstance(document, dict) or document.get("version", 1) != 1:
+        raise ConfigError(f"{source}: not a version 1 reassignment plan")
+    return check_plan(document, cluster, source)
+
+
+def check_plan(document: dict[str, Any], cluster: Cluster, path: str) -> Plan:
+    """A plan document checked whole against the cluster: topics and partitions exist,
+    replicas are distinct log dir ids, log_dirs (if given) agree, no partition twice
+    (``path`` names the plan in messages)."""
     paths = cluster.log_dir_paths()
     plan: Plan = []
     try:
@@ -96,7 +112,7 @@ def read_plan(path: str, cluster: Cluster) -> Plan:
     return plan
 
 
-def _document(cluster: Cluster, plan: Plan) -> str:
+def plan_document(cluster: Cluster, plan: Plan) -> str:
     """A plan as Kafka prints it: one line of JSON, log_dirs filled in with the log dir paths."""
     paths = cluster.log_dir_paths()
     return json.dumps({"version": 1, "partitions": [
@@ -104,7 +120,7 @@ def _document(cluster: Cluster, plan: Plan) -> str:
         for t, p, r in plan]}, separators=(",", ":"))
 
 
-def _current(cluster: Cluster, keys: list[tuple[str, int]]) -> Plan:
+def current_plan(cluster: Cluster, keys: list[tuple[str, int]]) -> Plan:
     return [(t, p, list(cluster.topic(t).partitions[p].replicas)) for t, p in keys]
 
 
@@ -168,10 +184,10 @@ def reassign(ctx: click.Context, mode: str | None, topics_to_move_json_file: str
                                          param_hint="--broker-list") from err
             proposed = propose(cluster, _read_topics(topics_to_move_json_file), brokers)
             click.echo("Current partition replica assignment")
-            click.echo(_document(cluster, _current(cluster, [(t, p) for t, p, _ in proposed])))
+            click.echo(plan_document(cluster, current_plan(cluster, [(t, p) for t, p, _ in proposed])))
             click.echo("")
             click.echo("Proposed partition reassignment configuration")
-            click.echo(_document(cluster, proposed))
+            click.echo(plan_document(cluster, proposed))
             return
         if reassignment_json_file is None:
             raise click.UsageError(f"--{mode} needs --reassignment-json-file")
@@ -181,7 +197,7 @@ def reassign(ctx: click.Context, mode: str | None, topics_to_move_json_file: str
             return
         click.echo("Current partition replica assignment")
         click.echo("")
-        click.echo(_document(cluster, _current(cluster, [(t, p) for t, p, _ in plan])))
+        click.echo(plan_document(cluster, current_plan(cluster, [(t, p) for t, p, _ in plan])))
         click.echo("")
         click.echo("Save this to use as the --reassignment-json-file option during rollback")
     finally:
@@ -202,11 +218,15 @@ def _move(ctx: click.Context, plan: Plan) -> None:
         cluster.close()
 
 
+def differences(cluster: Cluster, plan: Plan) -> list[tuple[str, int, list[int], list[int]]]:
+    """Per planned partition: (topic, partition, current replicas, planned replicas)."""
+    return [(t, p, list(cluster.topic(t).partitions[p].replicas), r) for t, p, r in plan]
+
+
 def _verify(cluster: Cluster, plan: Plan) -> None:
     click.echo("Status of partition reassignment:")
     differ = 0
-    for topic, partition, replicas in plan:
-        current = list(cluster.topic(topic).partitions[partition].replicas)
+    for topic, partition, current, replicas in differences(cluster, plan):
         if current == replicas:
             click.echo(f"Reassignment of partition {topic}-{partition} is completed.")
         else:

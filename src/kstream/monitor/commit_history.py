@@ -1,0 +1,129 @@
+"""A group's recent commits, from the Delta history of the group offsets table.
+
+Every commit of a group is one Delta version that replaces the group's
+partition with one new Parquet file holding all its offsets
+(:mod:`kstream.groups.offsets_table`). So "the group's last N commits" is:
+walk the commit files ``_delta_log/<version>.json`` from the newest back
+(newline-delimited JSON actions, the Delta protocol), keep the versions whose
+``commitInfo`` names the group (``kstream.group``) and that ``add`` a file for
+it, and read the ``topic``/``partition``/``offset`` columns of those files.
+One walk serves any number of groups (:func:`recent_commits`), which is what
+the groups page needs; delta-rs's ``history()`` has no ``add`` paths and a
+time-travel load per version costs a log replay each.
+
+Skipped: fence commits (``kstream.operation=fence``: the offsets rewritten
+unchanged to make a stale commit conflict; not the consumer's commit) and
+deletes (no ``add``). Bounds: at most ``max_versions`` commit files are read
+(:data:`MAX_VERSIONS` at most) and ``per_group`` commits kept per group. History
+ends where retention removed the commit files or the data files
+(``offsets.history.retention.ms``): the walk stops there, quietly, since that
+is the history's start, not an error.
+
+Reads only; safe from any thread (no shared state).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+import pyarrow.parquet as pq
+
+from kstream.errors import ConfigError
+from kstream.groups.offsets_table import TABLE_DIR
+
+MAX_VERSIONS = 100_000
+DEFAULT_VERSIONS = 2_000
+_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+
+
+@dataclass(frozen=True)
+class GroupCommit:
+    """One commit of a group: the Delta version, its time and every offset it stored."""
+
+    version: int
+    ts_ms: int
+    offsets: dict[tuple[str, int], int]
+
+
+def recent_commits(cluster_path: str, groups: Collection[str] | None = None, *,
+                   per_group: int, max_versions: int = DEFAULT_VERSIONS
+                   ) -> dict[str, list[GroupCommit]]:
+    """The last ``per_group`` commits of each group (of ``groups``; None: every group met),
+    oldest first, found among the newest ``max_versions`` table versions."""
+    if not 1 <= max_versions <= MAX_VERSIONS:
+        raise ConfigError(f"max_versions={max_versions}: must be from 1 to {MAX_VERSIONS}")
+    if per_group < 1:
+        raise ConfigError(f"per_group={per_group}: must be 1 or more")
+    table = os.path.join(cluster_path, TABLE_DIR)
+    log_dir = os.path.join(table, "_delta_log")
+    try:
+        versions = sorted((int(m.group(1)) for name in os.listdir(log_dir)
+                           if (m := _COMMIT_FILE.match(name))), reverse=True)
+    except FileNotFoundError:
+        return {}  # no group ever committed in this cluster
+    found: dict[str, list[tuple[int, int, str]]] = {}
+    wanted = None if groups is None else set(groups)
+    for version in versions[:max_versions]:
+        entry = _read_commit(os.path.join(log_dir, f"{version:020d}.json"))
+        if entry is None:
+            break  # removed by log retention: older history is gone
+        group, ts_ms, path = entry
+        if group is None or path is None or (wanted is not None and group not in wanted):
+            continue
+        kept = found.setdefault(group, [])
+        if len(kept) < per_group:
+            kept.append((version, ts_ms, path))
+        if wanted is not None and all(len(found.get(g, ())) >= per_group for g in wanted):
+            break
+    result: dict[str, list[GroupCommit]] = {}
+    for group, entries in found.items():
+        commits = []
+        for version, ts_ms, path in entries:  # newest first
+            offsets = _read_offsets(os.path.join(table, path))
+            if offsets is None:
+                break  # vacuumed: history starts after it
+            commits.append(GroupCommit(version, ts_ms, offsets))
+        result[group] = commits[::-1]
+    return result
+
+
+def _read_commit(path: str) -> tuple[str | None, int, str | None] | None:
+    """(group, commit time, path of the group's added file) of one commit file; None when
+    the file is gone. Group or path is None for commits that are not a group's commit."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return None
+    group, ts_ms, added = None, 0, None
+    fence = False
+    for line in lines:
+        if not line.strip():
+            continue
+        action = json.loads(line)
+        info = action.get("commitInfo")
+        if info is not None:
+            group = info.get("kstream.group")
+            ts_ms = int(info.get("timestamp", 0))
+            fence = info.get("kstream.operation") == "fence"
+        add = action.get("add")
+        if add is not None:
+            added = add["path"]
+    if fence:
+        return None, ts_ms, None
+    return group, ts_ms, None if added is None else unquote(added)
+
+
+def _read_offsets(path: str) -> dict[tuple[str, int], int] | None:
+    try:
+        table = pq.read_table(path, columns=["topic", "partition", "offset"], use_threads=False)
+    except FileNotFoundError:
+        return None
+    rows = table.to_pydict()
+    return {(t, int(p)): int(o) for t, p, o in zip(rows["topic"], rows["partition"], rows["offset"],
+                                                   strict=True)}

@@ -1,0 +1,130 @@
+"""The message browser, its live tail (SSE) and the chart data route.
+
+* ``GET /c/C/topics/T/messages?partition=&offset=|timestamp=&count=&decoding=``: a bounded
+  read (:mod:`kstream.web.browser`), server-rendered.
+* ``GET /c/C/topics/T/tail?partition=``: SSE, event ``record`` per new record (a table
+  row), from the log end at connect (or ``offset``); bounded by ``max_events`` and
+  :data:`TAIL_MAX_SECONDS`.
+* ``GET /c/C/api/series?name=&topic=&partition=&group=&since_ms=&limit=``: JSON
+  ``{"name":..., "points": [[ts_ms, value], ...]}`` for uPlot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
+
+from kstream.consumer import Consumer
+from kstream.errors import ConfigError
+from kstream.message import TopicPartition
+from kstream.web import figures
+from kstream.web.browser import DECODINGS, MAX_RECORDS, BrowseRequest, Row, browse, row_of
+from kstream.web.sse import event, stream_response
+from kstream.web.state import render, state_of
+
+router = APIRouter()
+TAIL_MAX_EVENTS = 10_000
+TAIL_MAX_SECONDS = 3600.0
+TAIL_POLL_S = 0.5
+
+
+def _timestamp_ms(text: str | None) -> int | None:
+    """Milliseconds, or an ISO-8601 time (UTC when it names no zone)."""
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as err:
+        raise ConfigError(f"timestamp {text!r}: give milliseconds or an ISO-8601 time") from err
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return int(when.timestamp() * 1000)
+
+
+@router.get("/c/{cluster}/topics/{topic}/messages", response_class=HTMLResponse)
+def messages_page(request: Request, cluster: str, topic: str, partition: int = 0, offset: str | None = None,
+                  timestamp: str | None = None, count: int = 50, decoding: str = "auto",
+                  avro_schema: str | None = None) -> HTMLResponse:
+    ref = state_of(request).cluster(cluster)
+    start = int(offset) if offset is not None and offset.strip().lstrip("-").isdigit() else None
+    if offset is not None and offset.strip() and start is None:
+        raise ConfigError(f"offset {offset!r} is not an integer")
+    wanted = BrowseRequest(topic, partition, start, _timestamp_ms(timestamp), count, decoding,
+                           avro_schema or None)
+    rows = browse(ref.path, wanted)
+    return render(request, "messages.html", ref=ref, topic=topic, request_=wanted, rows=rows,
+                  decodings=DECODINGS, max_records=MAX_RECORDS, offset=offset or "", timestamp=timestamp or "")
+
+
+@router.get("/c/{cluster}/topics/{topic}/tail")
+async def tail(request: Request, cluster: str, topic: str, partition: int = 0, offset: int | None = None,
+               decoding: str = "auto",
+               max_events: Annotated[int, Query(ge=1, le=TAIL_MAX_EVENTS)] = TAIL_MAX_EVENTS
+               ) -> StreamingResponse:
+    """SSE: new records of one partition as table rows (event ``record``); a ``: waiting``
+    comment when nothing arrived for a while, so proxies keep the stream open."""
+    console = state_of(request)
+    ref = console.cluster(cluster)
+    if decoding == "avro":
+        raise ConfigError("the live tail decodes as auto, text, json or hex (avro: use the browser above)")
+    BrowseRequest(topic, partition, decoding=decoding).check()
+
+    def open_consumer() -> Consumer:
+        consumer = Consumer({"cluster": ref.path, "enable.partition.eof": False})
+        try:
+            consumer.cluster.partition(topic, partition).close()  # TopicNotFound/PartitionNotFound: 404 now
+            consumer.assign([TopicPartition(topic, partition, -1 if offset is None else offset)])
+        except BaseException:
+            consumer.close()
+            raise
+        return consumer
+
+    consumer = await asyncio.to_thread(open_consumer)  # (opening reads files: not on the event loop)
+    template = console.templates.get_template("message_row.html")
+
+    def poll() -> Row | None:
+        message = consumer.poll(TAIL_POLL_S)
+        return None if message is None else row_of(message, decoding)
+
+    async def events() -> AsyncIterator[str]:
+        deadline = time.monotonic() + TAIL_MAX_SECONDS
+        sent = idle = 0
+        try:
+            yield f": tail of {topic}-{partition}\n\n"
+            while sent < max_events and time.monotonic() < deadline:
+                if await request.is_disconnected():
+                    return
+                row = await asyncio.to_thread(poll)
+                if row is None:
+                    idle += 1
+                    if idle % 30 == 0:
+                        yield ": waiting\n\n"
+                    continue
+                idle = 0
+                sent += 1
+                yield event("record", template.render(row=row))
+        finally:
+            consumer.close()
+
+    return stream_response(events())
+
+
+@router.get("/c/{cluster}/api/series")
+def api_series(request: Request, cluster: str, name: str, topic: str | None = None, partition: int | None = None,
+               group: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
+               limit: Annotated[int, Query(ge=1, le=figures.MAX_SERIES_POINTS)] = 500) -> JSONResponse:
+    ref = state_of(request).cluster(cluster)
+    since = since_ms if since_ms is not None else int(time.time() * 1000) - 3600_000
+    points = figures.series(ref, name, topic=topic, partition=partition, group=group, since_ms=since,
+                            until_ms=until_ms, limit=limit)
+    return JSONResponse({"name": name, "topic": topic, "partition": partition, "group": group,
+                         "points": [[ts, value] for ts, value in points]})

@@ -1,0 +1,45 @@
+// kstream console: charts. Pages work without this file; it only draws uPlot charts
+// into <div class="chart" data-series="URL|LABEL;URL|LABEL"> from /c/C/api/series JSON.
+(function () {
+  "use strict";
+  function css(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
+  var COLOURS = ["#0b5cad", "#cf222e", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#1b7c83", "#57606a"];
+
+  function merge(results) {  // [{label, points: [[ts, v]]}] -> uPlot's [xs, ys1, ys2, ...]
+    var stamps = {};
+    results.forEach(function (r) { r.points.forEach(function (p) { stamps[p[0]] = true; }); });
+    var xs = Object.keys(stamps).map(Number).sort(function (a, b) { return a - b; });
+    var data = [xs.map(function (t) { return t / 1000; })];
+    results.forEach(function (r) {
+      var byTs = {};
+      r.points.forEach(function (p) { byTs[p[0]] = p[1]; });
+      data.push(xs.map(function (t) { return t in byTs ? byTs[t] : null; }));
+    });
+    return data;
+  }
+
+  function draw(div) {
+    if (typeof uPlot === "undefined" || !div.dataset.series) { return; }
+    var parts = div.dataset.series.split(";").filter(Boolean).map(function (s) {
+      var i = s.lastIndexOf("|"); return { url: s.slice(0, i), label: s.slice(i + 1) };
+    });
+    Promise.all(parts.map(function (p) {
+      return fetch(p.url).then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.json(); })
+        .then(function (j) { return { label: p.label, points: j.points }; });
+    })).then(function (results) {
+      var data = merge(results);
+      if (data[0].length === 0) { div.textContent = "No history yet (the sampler writes it; see docs/CONSOLE.md)."; return; }
+      div.textContent = "";
+      var series = [{}].concat(results.map(function (r, i) {
+        return { label: r.label, stroke: COLOURS[i % COLOURS.length], spanGaps: true };
+      }));
+      var axis = { stroke: css("--muted"), grid: { stroke: css("--line") } };
+      new uPlot({ title: div.dataset.title || "", width: Math.min(div.clientWidth || 900, 1200), height: 260,
+                  series: series, axes: [axis, axis] }, data, div);
+    }).catch(function (err) { div.textContent = "Chart data failed: " + err; });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll(".chart[data-series]").forEach(draw);
+  });
+})();

@@ -1,0 +1,64 @@
+"""The topic page's figures: per partition what `kstream topics describe` prints, plus segments.
+
+Built on :func:`kstream.admin.topics.details` (the CLI's describe), so the page
+and the CLI agree: leader, replicas, ISR, log start, LEO, HW, per-replica log
+ends and bytes; then the LSO from the leader's transaction index and the open
+transactions holding it (read-only: an expired one is shown, not aborted, as in
+the CLI), and the segment count from the leader directory's listing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from kstream.admin import topics as topic_ops
+from kstream.log import format as fmt
+from kstream.log.cluster import Cluster
+from kstream.log.transactions import Holder, TransactionStore
+from kstream.log.txn_index_reader import TxnIndexReader
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    details: topic_ops.PartitionDetails
+    last_stable_offset: int
+    holders: tuple[Holder, ...]
+    segments: int
+
+
+@dataclass(frozen=True)
+class TopicView:
+    name: str
+    topic_id: str
+    config: dict[str, str]
+    schema: pa.Schema | None
+    partitions: tuple[PartitionRow, ...]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(row.details.size_bytes for row in self.partitions)
+
+
+def _segments(directory: str) -> int:
+    try:
+        return sum(1 for name in os.listdir(directory) if fmt.parse_segment_file_name(name) is not None)
+    except FileNotFoundError:
+        return 0  # an offline log dir's replica: the page shows the leader as offline
+
+
+def topic_view(cluster: Cluster, name: str) -> TopicView:
+    """TopicNotFoundError (a KStreamError) if there is no such topic."""
+    described = topic_ops.details(cluster, name)
+    info = cluster.topic(name)
+    store = TransactionStore.for_cluster(cluster)
+    paths = cluster.log_dir_paths()
+    rows = []
+    for p in described.partitions:
+        directory = os.path.join(paths[p.leader], fmt.replica_dir_name(name, p.id))
+        lso = TxnIndexReader(directory).state(p.high_watermark).last_stable_offset
+        rows.append(PartitionRow(p, lso, tuple(store.holders(name, p.id)), _segments(directory)))
+    assert len(rows) == info.num_partitions
+    return TopicView(name, described.topic_id, dict(described.config), described.schema, tuple(rows))
