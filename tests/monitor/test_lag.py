@@ -116,3 +116,27 @@ def test_missing_cluster_is_an_error_and_creates_nothing(tmp_path):
     with pytest.raises(ClusterNotFoundError):
         groups_summary(missing)
     assert not os.path.exists(missing)
+
+
+def test_fence_rewrites_and_vacuumed_files_are_not_commits(cluster):
+    from kstream.groups.offsets_table import CommittedOffset, OffsetsTable
+
+    commit(cluster, "g", {("events", 0): 3})
+    commit(cluster, "g", {("events", 0): 7})
+    table = OffsetsTable(cluster, 7 * 24 * 3600 * 1000)
+    table.write("g", [CommittedOffset("events", 0, 7)], custom_metadata={"kstream.operation": "fence"})
+    assert [c.offsets[("events", 0)] for c in recent_commits(cluster, ["g"], per_group=10)["g"]] == [3, 7]
+    oldest = recent_commits(cluster, ["g"], per_group=10)["g"][0]
+    os.remove(next(p for p in listing(os.path.join(cluster, "__consumer_offsets"))
+                   if p.endswith(".parquet") and "group=g" in p
+                   and _offsets_in(p) == {("events", 0): 3}))
+    after = recent_commits(cluster, ["g"], per_group=10)["g"]
+    assert [c.offsets[("events", 0)] for c in after] == [7]
+    assert oldest.version not in [c.version for c in after]  # history starts after the vacuumed file
+
+
+def _offsets_in(path):
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(path, columns=["topic", "partition", "offset"]).to_pydict()
+    return {(t, p): o for t, p, o in zip(rows["topic"], rows["partition"], rows["offset"], strict=True)}
