@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kstream.errors import KStreamError, OffsetOutOfRangeError
+from kstream.groups.coordinator import Member
 from kstream.groups.service import ConsumerGroups, GroupDescription
 from kstream.log.cluster import Cluster
 from kstream.log.log_reader import LogReader
@@ -86,6 +87,8 @@ class GroupLag:
     status: PartitionStatus
     total_lag: int
     now_ms: int
+    generation: int = -1
+    member_list: tuple[Member, ...] = ()  # ids, hosts, assignments: the page needs no 2nd read
 
 
 @dataclass(frozen=True)
@@ -177,7 +180,7 @@ def _group_lag(times: RecordTimes, description: GroupDescription, commits: Seque
             result.status, result.reason, result.window, sampled, p.owner))
     return GroupLag(description.group_id, description.state, len(description.members),
                     tuple(partitions), group_status(p.status for p in partitions),
-                    description.total_lag, now_ms)
+                    description.total_lag, now_ms, description.generation, description.members)
 
 
 def _lag_seconds(times: RecordTimes, topic: str, partition: int, committed: int | None,
