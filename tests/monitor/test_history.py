@@ -80,3 +80,16 @@ def test_thin_keeps_the_ends_and_the_count():
     assert thin(points, 10) == points
     assert thin(points, 1) == [(9, 9.0)]
     assert [p[0] for p in thin(points, 4)] == [0, 3, 6, 9]
+
+
+def test_a_scan_past_the_row_limit_is_refused_not_cut(cluster, monkeypatch):
+    from kstream.errors import ResourceExhaustedError
+    from kstream.monitor import history
+
+    write_samples(cluster, [lag(1000 + i, float(i)) for i in range(50)])
+    monkeypatch.setattr(history, "MAX_SCAN_ROWS", 20)
+    monkeypatch.setattr(history, "_POLL_RECORDS", 10)
+    with pytest.raises(ResourceExhaustedError, match="shorter range"):
+        series(cluster, "lag", topic="events", partition=0, group="g", since_ms=0, limit=100)
+    assert len(series(cluster, "lag", topic="events", partition=0, group="g", since_ms=1040,
+                      limit=100)) == 10  # a later start scans less

@@ -49,6 +49,7 @@ def test_lag_and_lag_seconds_per_partition(cluster):
     assert p0.lag_seconds == pytest.approx((now - (T0 + 5000)) / 1000)  # the record at offset 5
     assert (p1.lag, p1.lag_seconds, p1.status) == (0, 0.0, S.OK)
     assert result.total_lag == 15 and result.state == "Empty" and result.members == 0
+    assert result.member_list == ()
     assert len(p0.commits) == 1
 
 
@@ -116,3 +117,46 @@ def test_missing_cluster_is_an_error_and_creates_nothing(tmp_path):
     with pytest.raises(ClusterNotFoundError):
         groups_summary(missing)
     assert not os.path.exists(missing)
+
+
+def test_fence_rewrites_and_vacuumed_files_are_not_commits(cluster):
+    from kstream.groups.offsets_table import CommittedOffset, OffsetsTable
+
+    commit(cluster, "g", {("events", 0): 3})
+    commit(cluster, "g", {("events", 0): 7})
+    table = OffsetsTable(cluster, 7 * 24 * 3600 * 1000)
+    table.write("g", [CommittedOffset("events", 0, 7)], custom_metadata={"kstream.operation": "fence"})
+    assert [c.offsets[("events", 0)] for c in recent_commits(cluster, ["g"], per_group=10)["g"]] == [3, 7]
+    oldest = recent_commits(cluster, ["g"], per_group=10)["g"][0]
+    os.remove(next(p for p in listing(os.path.join(cluster, "__consumer_offsets"))
+                   if p.endswith(".parquet") and "group=g" in p
+                   and _offsets_in(p) == {("events", 0): 3}))
+    after = recent_commits(cluster, ["g"], per_group=10)["g"]
+    assert [c.offsets[("events", 0)] for c in after] == [7]
+    assert oldest.version not in [c.version for c in after]  # history starts after the vacuumed file
+
+
+def _offsets_in(path):
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(path, columns=["topic", "partition", "offset"]).to_pydict()
+    return {(t, p): o for t, p, o in zip(rows["topic"], rows["partition"], rows["offset"], strict=True)}
+
+
+def test_a_live_member_shows_with_its_partitions(cluster):
+    from kstream.consumer import Consumer
+
+    consumer = Consumer({"cluster": cluster, "group.id": "live", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    try:
+        consumer.subscribe(["events"])
+        for _ in range(100):  # bounded: the join completes on poll
+            if consumer.poll(0.05) is not None:
+                break
+        consumer.commit(asynchronous=False)
+        result = group_lag(cluster, "live")
+        assert (result.state, result.members, len(result.member_list)) == ("Stable", 1, 1)
+        assert result.member_list[0].member_id == consumer.memberid()
+        assert {p.owner for p in result.partitions} == {consumer.memberid()}
+    finally:
+        consumer.close()

@@ -34,9 +34,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kstream.errors import KStreamError, OffsetOutOfRangeError
+from kstream.groups.coordinator import Member
 from kstream.groups.service import ConsumerGroups, GroupDescription
 from kstream.log.cluster import Cluster
 from kstream.log.log_reader import LogReader
+from kstream.log.metadata import TopicInfo
 from kstream.log.output import decode_frame
 from kstream.log.records import PayloadCodec
 from kstream.monitor import history
@@ -85,6 +87,8 @@ class GroupLag:
     status: PartitionStatus
     total_lag: int
     now_ms: int
+    generation: int = -1
+    member_list: tuple[Member, ...] = ()  # ids, hosts, assignments: the page needs no 2nd read
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,7 @@ def group_lag(cluster_path: str, group: str, now_ms: int | None = None, *,
         description = service.describe(group)
         commits = recent_commits(cluster_path, [group], per_group=window).get(group, [])
         ends = _sampled_ends(cluster_path, commits, now_ms)
-        return _group_lag(cluster, description, commits, ends, now_ms, window, min_distance_ms)
+        return _group_lag(RecordTimes(cluster), description, commits, ends, now_ms, window, min_distance_ms)
     finally:
         service.close()
         cluster.close()
@@ -136,8 +140,9 @@ def groups_summary(cluster_path: str, now_ms: int | None = None, *,
         ends = _sampled_ends(cluster_path, [c for cs in history_by_group.values() for c in cs],
                              now_ms)
         result = []
+        times = RecordTimes(cluster)
         for name in names:
-            lag = _group_lag(cluster, service.describe(name), history_by_group.get(name, []), ends,
+            lag = _group_lag(times, service.describe(name), history_by_group.get(name, []), ends,
                              now_ms, window, min_distance_ms)
             ages = [p.lag_seconds for p in lag.partitions if p.lag_seconds is not None]
             result.append(GroupSummary(name, lag.state, lag.members, len(lag.partitions),
@@ -153,7 +158,7 @@ def groups_summary(cluster_path: str, now_ms: int | None = None, *,
 _Ends = Mapping[tuple[str, int], tuple[list[int], list[float]]]
 
 
-def _group_lag(cluster: Cluster, description: GroupDescription, commits: Sequence[GroupCommit],
+def _group_lag(times: RecordTimes, description: GroupDescription, commits: Sequence[GroupCommit],
                ends: _Ends, now_ms: int, window: int, min_distance_ms: int) -> GroupLag:
     partitions = []
     for p in description.partitions:
@@ -170,46 +175,75 @@ def _group_lag(cluster: Cluster, description: GroupDescription, commits: Sequenc
                           min_distance_ms=min_distance_ms)
         partitions.append(PartitionLagStatus(
             p.topic, p.partition, p.committed, p.log_start_offset, p.high_watermark,
-            p.log_end_offset, p.lag, _lag_seconds(cluster, p.topic, p.partition, p.committed,
+            p.log_end_offset, p.lag, _lag_seconds(times, p.topic, p.partition, p.committed,
                                                   p.lag, now_ms),
             result.status, result.reason, result.window, sampled, p.owner))
     return GroupLag(description.group_id, description.state, len(description.members),
                     tuple(partitions), group_status(p.status for p in partitions),
-                    description.total_lag, now_ms)
+                    description.total_lag, now_ms, description.generation, description.members)
 
 
-def _lag_seconds(cluster: Cluster, topic: str, partition: int, committed: int | None,
+def _lag_seconds(times: RecordTimes, topic: str, partition: int, committed: int | None,
                  lag: int | None, now_ms: int) -> float | None:
     if committed is None or lag is None:
         return None
     if lag == 0:
         return 0.0
-    ts_ms = record_timestamp(cluster, topic, partition, committed)
+    ts_ms = times.get(topic, partition, committed)
     return None if ts_ms is None else max(0.0, (now_ms - ts_ms) / 1000.0)
 
 
+class RecordTimes:
+    """Timestamps of records by (topic, partition, offset) in one open cluster, for one
+    evaluation: topic metadata and answers are cached (groups of one topic often sit at the
+    same offsets), at most :data:`MAX_CACHED` answers. Not thread-safe."""
+
+    MAX_CACHED = 100_000
+
+    def __init__(self, cluster: Cluster):
+        self._cluster = cluster
+        self._infos: dict[str, TopicInfo] = {}
+        self._times: dict[tuple[str, int, int], int | None] = {}
+        self._codec = PayloadCodec()
+
+    def get(self, topic: str, partition: int, offset: int) -> int | None:
+        """The timestamp (ms) of the record at ``offset`` in the partition's leader replica;
+        None when there is none (deleted by retention, or beyond the log end)."""
+        key = (topic, partition, offset)
+        if key in self._times:
+            return self._times[key]
+        if len(self._times) >= self.MAX_CACHED:
+            self._times.clear()
+        info = self._infos.get(topic)
+        if info is None:
+            info = self._infos[topic] = self._cluster.topic(topic)
+        value = self._times[key] = self._read(info, partition, offset)
+        return value
+
+    def _read(self, info: TopicInfo, partition: int, offset: int) -> int | None:
+        placement = info.partitions[partition]
+        reader = LogReader(self._cluster.replica_dirs(info, placement)[placement.leader])
+        try:
+            frames = reader.read(offset, 1)
+        except OffsetOutOfRangeError:
+            return None
+        finally:
+            reader.close()
+        if not frames:
+            return None
+        stored = decode_frame(self._codec, frames[0], frozenset({"timestamp"}))
+        index = offset - stored.base_offset
+        if stored.log_append_time or "timestamp" not in stored.batch.schema.names:
+            return stored.max_timestamp
+        if not 0 <= index < stored.batch.num_rows:
+            return None
+        value = stored.batch.column("timestamp")[index].as_py()
+        return None if value is None else int(value)
+
+
 def record_timestamp(cluster: Cluster, topic: str, partition: int, offset: int) -> int | None:
-    """The timestamp (ms) of the record at ``offset`` in the partition's leader replica;
-    None when there is none (deleted by retention, or beyond the log end)."""
-    info = cluster.topic(topic)
-    placement = info.partitions[partition]
-    reader = LogReader(cluster.replica_dirs(info, placement)[placement.leader])
-    try:
-        frames = reader.read(offset, 1)
-    except OffsetOutOfRangeError:
-        return None
-    finally:
-        reader.close()
-    if not frames:
-        return None
-    stored = decode_frame(PayloadCodec(), frames[0], frozenset({"timestamp"}))
-    index = offset - stored.base_offset
-    if stored.log_append_time or "timestamp" not in stored.batch.schema.names:
-        return stored.max_timestamp
-    if not 0 <= index < stored.batch.num_rows:
-        return None
-    value = stored.batch.column("timestamp")[index].as_py()
-    return None if value is None else int(value)
+    """The timestamp (ms) of the record at ``offset`` (see :meth:`RecordTimes.get`)."""
+    return RecordTimes(cluster).get(topic, partition, offset)
 
 
 # -- log ends at past commits ---------------------------------------------------------

@@ -239,9 +239,10 @@ def _bytes(directory: str) -> int:
 
 def _group_samples(cluster: Cluster, now_ms: int) -> list[Sample]:
     from kstream.groups.service import ConsumerGroups
-    from kstream.monitor.lag import record_timestamp
+    from kstream.monitor.lag import RecordTimes
 
     service = ConsumerGroups(cluster)
+    times = RecordTimes(cluster)
     samples: list[Sample] = []
     try:
         names = service.list_groups()
@@ -259,8 +260,7 @@ def _group_samples(cluster: Cluster, now_ms: int) -> list[Sample]:
 
                 figure("committed_offset", p.committed)
                 figure("lag", p.lag)
-                ts_ms = None if p.lag == 0 else record_timestamp(cluster, p.topic, p.partition,
-                                                                  p.committed)
+                ts_ms = None if p.lag == 0 else times.get(p.topic, p.partition, p.committed)
                 if p.lag == 0 or ts_ms is not None:
                     age = 0.0 if ts_ms is None else max(0.0, (now_ms - ts_ms) / 1000.0)
                     figure("lag_seconds", age)
