@@ -17,10 +17,12 @@ def run(path, *args):
 
 
 def produce(path, n, topic="t", partitions=(0,)):
+    """One frame per record (flushed one by one: acks=all batches records while fsyncs run)."""
     with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer:
         for i in range(n):
             for p in partitions:
                 producer.produce(topic, f"{i}".encode() * 30, partition=p)
+            producer.flush()
 
 
 def test_controlled_shutdown_replicator_and_preferred_election(replicated):

@@ -51,6 +51,7 @@ class ChangeNotifier:
         self._directories: list[str] = []
         self._polling = _LIBC is None
         self._sleep_s = _POLL_START_S
+        self._poller: select.poll | None = None
 
     def watch(self, directory: str) -> None:
         if directory in self._directories:
@@ -67,6 +68,9 @@ class ChangeNotifier:
     def _start(self) -> None:
         assert _LIBC is not None
         self._fd = _LIBC.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+        if self._fd >= 0:
+            self._poller = select.poll()
+            self._poller.register(self._fd, select.POLLIN)
         if self._fd < 0:
             self._polling = True
             return
@@ -84,8 +88,10 @@ class ChangeNotifier:
             time.sleep(min(timeout_s, self._sleep_s))
             self._sleep_s = min(self.max_sleep_s, self._sleep_s * 2)
             return
-        ready, _, _ = select.select([self._fd], [], [], timeout_s)
-        if ready:
+        # poll(), not select(): select() refuses descriptors past FD_SETSIZE (1024) with a
+        # ValueError, and a process with many partitions open has that many.
+        assert self._poller is not None
+        if self._poller.poll(timeout_s * 1000):
             self.drain()
 
     def drain(self) -> None:
@@ -103,4 +109,5 @@ class ChangeNotifier:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+            self._poller = None
         self._directories.clear()
