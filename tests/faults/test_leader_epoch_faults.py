@@ -14,9 +14,9 @@ import random
 import shutil
 
 import pytest
+
 from chaos.power_cut import CutReport, Journal, build, key_of, sync_all
 from helpers import encoded, open_log
-
 from kstream.log import faults
 from kstream.log.leader_epochs import FILE_NAME, LeaderEpochCache, scan_epochs
 
