@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar web-assets
+.PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar web-assets study study-quick
 JAR := src/kstream/jars/kstream-spark.jar
 JAVA_SOURCES := $(shell find jvm/src jvm/resources -type f 2>/dev/null)
 
@@ -61,6 +61,19 @@ compat: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m bench.issue2
+
+# The benchmark study (docs/STUDY.md): every scenario of conf/study.toml side by side with the peer
+# (confluent-kafka -> Tansu) and the machine's ceiling; JSON, CSV, tables and plots in docs/study/.
+study: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	rm -rf docs/study/work
+	$(VENV)/bin/kstream perf study conf/study.toml --out docs/study
+
+# The whole study in a few minutes (CI smoke; figures too small to quote): into study-results/quick.
+study-quick: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	rm -rf study-results/quick
+	$(VENV)/bin/kstream perf study conf/study.toml --quick --out study-results/quick
 
 # The JVM reader vs Parquet vs the Python reader, and Real-time Mode latency (docs/BENCHMARKS.md, issue 14).
 bench-jvm: install

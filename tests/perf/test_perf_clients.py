@@ -101,3 +101,12 @@ def test_payload_kinds():
         payload.values("x", 1)
     with pytest.raises(Exception, match="record size"):
         payload.values("random", payload.MAX_RECORD_SIZE + 1)
+
+
+def test_warm_up_writes_one_record_per_partition_outside_the_count(cluster_path, make_topic):
+    from kstream.perf import runs
+
+    make_topic("w", partitions=4)
+    result = runs.produce("w", 1000, 10, {"cluster": cluster_path, "acks": "1"}, warm_up=True)
+    assert result.records == 1000 and result.config["warm_up"] is True
+    assert sum(_offsets(cluster_path, "w", 4)) == 1004

@@ -83,6 +83,10 @@ def test_quick_applies_the_quick_table(tmp_path):
     assert chosen.defaults["records"] == 1000 and chosen.defaults["repeats"] == 1
     assert chosen.scenarios[0].values == (10,)
     assert [len(s.points()) for s in chosen.scenarios] == [1, 4, 2]
+    own = plan.parse(_toml(TINY + '\n[[scenario]]\nname = "big"\nrun = "produce"\nvary = "acks"\n'
+                           'values = ["1"]\nrecords = 5000\nrepeats = 3\n'), quick=True)
+    assert own.scenarios[-1].points()[0]["records"] == 1000  # [quick] caps a scenario's own numbers
+    assert own.scenarios[-1].points()[0]["repeats"] == 1
 
 
 @pytest.mark.parametrize(("change", "message"), [

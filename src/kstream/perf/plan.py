@@ -1,7 +1,8 @@
 """A benchmark study plan (conf/study.toml): scenarios of points to run side by side.
 
 A plan has ``[defaults]`` (the settings of every point), ``[quick]`` (what
-``--quick`` changes, to run the whole study in minutes), and one
+``--quick`` changes, to run the whole study in minutes: its numbers cap the
+settings of every scenario, its other values replace them), and one
 ``[[scenario]]`` table per sweep: the setting it varies (``vary`` over
 ``values``), optionally a second one drawn as separate lines (``series`` over
 ``series_values``), and any default it overrides. ``quick_values`` and
@@ -68,6 +69,7 @@ SETTINGS: dict[str, Setting] = {
     "fetch_max_bytes": Setting(int, 1, 2**31 - 1),
     "check_crcs": Setting(bool),
     "throughput": Setting(float, -1, 10_000_000),
+    "warm_up": Setting(bool),
     "repeats": Setting(int, 1, MAX_REPEATS),
     "peer": Setting(bool),
     "log_dirs": Setting(int, 1, 16),
@@ -135,12 +137,12 @@ def parse(document: Mapping[str, Any], quick: bool = False, where: str = "plan")
         raise ConfigError(f"{where}: unknown table(s) {', '.join(unknown)}; a plan has [defaults], [quick] "
                           "and [[scenario]]")
     defaults = _settings(f"{where} [defaults]", document.get("defaults", {}))
-    if quick:
-        defaults.update(_settings(f"{where} [quick]", document.get("quick", {})))
+    caps = _settings(f"{where} [quick]", document.get("quick", {})) if quick else {}
+    defaults = _capped(defaults, caps)
     tables = document.get("scenario", [])
     if not 1 <= len(tables) <= MAX_SCENARIOS:
         raise ConfigError(f"{where}: {len(tables)} scenarios; a plan has 1-{MAX_SCENARIOS}")
-    scenarios = tuple(_scenario(f"{where} scenario #{i + 1}", table, defaults, quick)
+    scenarios = tuple(_scenario(f"{where} scenario #{i + 1}", table, defaults, caps, quick)
                       for i, table in enumerate(tables))
     names = [s.name for s in scenarios]
     if len(set(names)) != len(names):
@@ -157,7 +159,17 @@ def _settings(where: str, table: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _scenario(where: str, table: Mapping[str, Any], defaults: Mapping[str, Any], quick: bool) -> Scenario:
+def _capped(settings: Mapping[str, Any], caps: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` with each ``[quick]`` value applied: numbers as upper bounds, others as set."""
+    out = dict(settings)
+    for name, cap in caps.items():
+        number = isinstance(cap, (int, float)) and not isinstance(cap, bool)
+        out[name] = min(out[name], cap) if number and name in out else cap
+    return out
+
+
+def _scenario(where: str, table: Mapping[str, Any], defaults: Mapping[str, Any], caps: Mapping[str, Any],
+              quick: bool) -> Scenario:
     name = table.get("name")
     if not isinstance(name, str) or not name.replace("_", "").isalnum() or len(name) > 64:
         raise ConfigError(f"{where}: name = {name!r} must be 1-64 letters, digits and '_'")
@@ -167,6 +179,7 @@ def _scenario(where: str, table: Mapping[str, Any], defaults: Mapping[str, Any],
         raise ConfigError(f"{where}: run = {run!r} must be one of {', '.join(RUNS)}")
     settings = dict(defaults)
     settings.update(_settings(where, {k: v for k, v in table.items() if k not in _SCENARIO_KEYS}))
+    settings = _capped(settings, caps)
     vary = table.get("vary")
     if vary not in SETTINGS:
         raise ConfigError(f"{where}: vary = {vary!r} must name a setting ({', '.join(sorted(SETTINGS))})")

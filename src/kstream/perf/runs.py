@@ -36,9 +36,14 @@ def _no_gate() -> None:
 
 def produce(topic: str, num_records: int, record_size: int, producer_config: dict[str, Any],
             throughput: float = -1, api: str = "record", batch_records: int = 10_000,
-            progress: Progress | None = None, payload_kind: str = "random",
+            progress: Progress | None = None, payload_kind: str = "random", warm_up: bool = False,
             start_gate: StartGate = _no_gate) -> PerfResult:
     """Produce ``num_records`` values of ``record_size`` bytes; latency = send to ack.
+
+    ``warm_up``: before the clock starts, send one record to every partition
+    and flush (not counted), as a producer that has run a while has every
+    partition open; otherwise the run includes the first write to each
+    partition in this process (opening and recovering its files).
 
     ``api="record"``: one ``produce()`` per record (a sample of them timed to
     their delivery callback); ``api="batch"``: ``produce_batch()`` of Arrow
@@ -57,6 +62,11 @@ def produce(topic: str, num_records: int, record_size: int, producer_config: dic
         if api == "batch":
             column = pa.array([pool[i % len(pool)] for i in range(batch_records)], pa.binary())
             table = pa.table({"value": column})
+        if warm_up:
+            for partition in range(len(producer.list_topics(topic).topics[topic].partitions)):
+                producer.produce(topic, pool[0], partition=partition)
+            producer.flush()
+            config["warm_up"] = True
         start_gate()
         throttle = Throttle(throughput)
         started_at = time.monotonic()

@@ -41,6 +41,10 @@ Progress = Callable[[str], None]
 def run(plan: Plan, out_dir: str, work_dir: str, command: str, progress: Progress = print,
         keep: bool = False) -> dict[str, Any]:
     """Run ``plan``; write the outputs; return the study document (what study.json holds)."""
+    try:
+        import matplotlib  # noqa: F401 - checked before a long run, not after it
+    except ImportError as err:
+        raise KStreamError("the study draws its plots with matplotlib: pip install 'kstream[bench]'") from err
     os.makedirs(out_dir, exist_ok=True)
     if os.path.exists(work_dir) and os.listdir(work_dir):
         raise KStreamError(f"study work dir {work_dir} is not empty: name a new one or remove it")

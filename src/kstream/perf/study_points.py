@@ -77,6 +77,7 @@ def _kstream_run(run: str, point: dict[str, Any], base: dict[str, Any], topic: s
                    "producer_config": dict(base, **producer_config(point)),
                    "payload_kind": point.get("payload", "random")}
     if run == "produce":
+        produce_job["warm_up"] = point.get("warm_up", False)
         jobs = [(runs.produce, produce_job)] * point.get("producers", 1)
         threads = point.get("threads", 1)
         if threads > 1:
@@ -157,7 +158,8 @@ def ceiling_point(run: str, point: dict[str, Any], log_dirs: Sequence[str]) -> P
     if run == "end_to_end":
         raise NotApplicableError("latency has no throughput ceiling")
     clients = point.get("producers", 1) * point.get("threads", 1) if run == "produce" else 1
-    batches = ceiling.make_batches(records(point) * clients, point["record_size"])
+    batches = ceiling.make_batches(records(point) * clients, point["record_size"],
+                                   point.get("batch_size", ceiling.BATCH_BYTES))
     scratch = [os.path.join(d, "study-ceiling") for d in log_dirs]
     for d in scratch:
         os.makedirs(d, exist_ok=True)
