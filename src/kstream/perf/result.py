@@ -82,9 +82,17 @@ class PerfResult:
 
 
 def timed_result(name: str, records: int, record_size: int, started_at: float,
-                 latencies_ms: Sequence[float] | np.ndarray, config: dict[str, Any]) -> PerfResult:
-    """A result for a run that began at ``started_at`` (monotonic) and ends now."""
+                 latencies_ms: Sequence[float] | np.ndarray, config: dict[str, Any],
+                 cpu_started: float | None = None) -> PerfResult:
+    """A result for a run that began at ``started_at`` (monotonic) and ends now.
+
+    With ``cpu_started`` (``time.process_time()`` at the start), the process's
+    CPU seconds over the run go into ``config["cpu_s"]``: CPU per record tells
+    whether several clients can scale on the cores there are.
+    """
     ended_at = time.monotonic()
+    if cpu_started is not None:
+        config = dict(config, cpu_s=round(time.process_time() - cpu_started, 3))
     result = PerfResult(name, records, ended_at - started_at, record_size, config=config,
                         started_at=started_at, ended_at=ended_at)
     return result.finish(latencies_ms)
@@ -105,6 +113,9 @@ def combine(results: Sequence[PerfResult]) -> PerfResult:
                           clients=len(results), config=dict(results[0].config),
                           started_at=started_at, ended_at=ended_at)
     combined.config["per_client_records_per_s"] = [round(r.records_per_s, 1) for r in results]
+    cpu = [r.config["cpu_s"] for r in results if "cpu_s" in r.config]
+    if len(cpu) == len(results):
+        combined.config["cpu_s"] = round(sum(cpu), 3)
     return combined.finish(np.concatenate(samples) if samples else [])
 
 

@@ -69,6 +69,7 @@ def produce(topic: str, num_records: int, record_size: int, producer_config: dic
             config["warm_up"] = True
         start_gate()
         throttle = Throttle(throughput)
+        cpu_started = time.process_time()
         started_at = time.monotonic()
         if api == "batch":
             sent = 0
@@ -86,7 +87,8 @@ def produce(topic: str, num_records: int, record_size: int, producer_config: dic
         else:
             _produce_records(producer, topic, num_records, pool, sample_every, latencies, window,
                              reporter, throttle)
-        result = timed_result(f"sent ({api} API)", num_records, record_size, started_at, latencies, config)
+        result = timed_result(f"sent ({api} API)", num_records, record_size, started_at, latencies, config,
+                              cpu_started)
     return result
 
 
@@ -136,6 +138,7 @@ def consume(topic: str, num_records: int | None, consumer_config: dict[str, Any]
             num_records = sum(high - low for low, high in
                               (consumer.get_watermark_offsets(tp) for tp in consumer.assignment()))
         start_gate()
+        cpu_started = time.process_time()
         started_at = time.monotonic()
         if api == "batch":
             while received < num_records:
@@ -155,7 +158,7 @@ def consume(topic: str, num_records: int | None, consumer_config: dict[str, Any]
                 received += 1
         size = bytes_seen // received if received else 0
         config = dict(consumer_config, api=api)
-        return timed_result(f"consumed ({api} API)", received, size, started_at, [], config)
+        return timed_result(f"consumed ({api} API)", received, size, started_at, [], config, cpu_started)
 
 
 class assigned_consumer:  # noqa: N801 - used as a context manager
