@@ -64,14 +64,7 @@ VALUE_SCHEMA = pa.schema([pa.field("value", pa.binary(), nullable=False)])
 
 PEER_MEMORY_NOTE = "peer broker keeps data in memory only (no disk, no fsync): flatters the peer"
 
-MOCK_CONSUMER_CONFIG: dict[str, Any] = {
-    # Without these the mock cluster / librdkafka fetcher backs off ~1 s
-    # between fetches and consume throughput collapses.
-    "fetch.queue.backoff.ms": 0,
-    "queued.min.messages": 1_000_000,
-    "queued.max.messages.kbytes": 1_048_576,
-    "fetch.wait.max.ms": 10,
-}
+MOCK_CONSUMER_CONFIG: dict[str, Any] = dict(peer.CONSUMER_CONFIG)
 """Consumer settings applied by :func:`confluent_consume` (any broker)."""
 
 DEFAULT_PRODUCER_CONFIG: dict[str, Any] = {

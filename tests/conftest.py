@@ -30,3 +30,15 @@ def make_topic(admin):
         return name
 
     return make
+
+
+@pytest.fixture
+def journal(tmp_path, monkeypatch):
+    """The power-cut journal (kstream.log.faults) for this test: what each fsync made durable."""
+    from kstream.log import faults
+
+    path = str(tmp_path / "journal")
+    monkeypatch.setattr(faults, "JOURNAL", None)
+    faults.start_journal(path)
+    yield path
+    monkeypatch.setattr(faults, "JOURNAL", None)

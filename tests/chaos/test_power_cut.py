@@ -6,18 +6,8 @@ import os
 import random
 import shutil
 
-import pytest
-
 from chaos.power_cut import CutReport, Journal, build, cut_content, power_cut, sync_all
 from kstream.log import faults
-
-
-@pytest.fixture
-def journal(tmp_path, monkeypatch):
-    path = str(tmp_path / "journal")
-    monkeypatch.setattr(faults, "JOURNAL", None)
-    faults.start_journal(path)
-    return path
 
 
 def _write(path, data, mode="wb"):

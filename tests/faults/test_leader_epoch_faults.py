@@ -17,17 +17,7 @@ import pytest
 
 from chaos.power_cut import CutReport, Journal, build, key_of, sync_all
 from helpers import encoded, open_log
-from kstream.log import faults
 from kstream.log.leader_epochs import FILE_NAME, LeaderEpochCache, scan_epochs
-
-
-@pytest.fixture
-def journal(tmp_path, monkeypatch):
-    path = str(tmp_path / "journal")
-    monkeypatch.setattr(faults, "JOURNAL", None)
-    faults.start_journal(path)
-    yield path
-    monkeypatch.setattr(faults, "JOURNAL", None)
 
 
 def test_the_first_entry_is_not_synced_and_later_ones_are(tmp_path, journal):

@@ -20,7 +20,6 @@ import pytest
 
 from chaos.power_cut import CutReport, Journal, build, key_of, sync_all
 from helpers import encoded, open_log
-from kstream.log import faults
 from kstream.log import format as fmt
 from kstream.log.frames import FrameWalk, pread_from
 from kstream.log.retention import list_segment_bases
@@ -29,15 +28,6 @@ from kstream.log.txn_index_reader import read_recovery_point
 from txn_helpers import assert_files_match_frames, file_entries, frame_events, marker, oracle, txn_data
 
 _CONFIG = dict(segment_bytes=2500, index_interval_bytes=400)
-
-
-@pytest.fixture
-def journal(tmp_path, monkeypatch):
-    path = str(tmp_path / "journal")
-    monkeypatch.setattr(faults, "JOURNAL", None)
-    faults.start_journal(path)
-    yield path
-    monkeypatch.setattr(faults, "JOURNAL", None)
 
 
 def _history(replica: str, rng: random.Random, steps: int) -> None:

@@ -19,14 +19,19 @@ T0 = 1_700_000_000_000
 def cluster(cluster_path, make_topic):
     make_topic("events", 2)
     produce(cluster_path, 10)
+    commit(cluster_path, 2)
+    return cluster_path
+
+
+def commit(cluster_path, offset):
+    """Group g commits ``offset`` on events-0."""
     opened = Cluster.open(cluster_path)
     service = ConsumerGroups(opened)
     try:
-        service.commit("g", {("events", 0): 2})
+        service.commit("g", {("events", 0): offset})
     finally:
         service.close()
         opened.close()
-    return cluster_path
 
 
 def produce(cluster_path, per_partition):
@@ -68,13 +73,7 @@ def test_rates_come_from_successive_rounds(cluster):
     sampler = Sampler(cluster, interval_s=10, write=False)
     sampler.sample(now_ms=T0)
     produce(cluster, 5)  # 10 more records over both partitions
-    opened = Cluster.open(cluster)
-    service = ConsumerGroups(opened)
-    try:
-        service.commit("g", {("events", 0): 6})
-    finally:
-        service.close()
-        opened.close()
+    commit(cluster, 6)
     samples = sampler.sample(now_ms=T0 + 2000)
     rates = {(s.name, s.topic, s.group): s.value for s in samples if s.name.endswith("_per_s")}
     assert rates == {("records_in_per_s", "events", None): 5.0, ("records_out_per_s", "events", "g"): 2.0}
