@@ -115,6 +115,8 @@ def peer_point(run: str, point: dict[str, Any], topic: str) -> PerfResult:
         raise NotApplicableError("Arrow batches are kstream's own API")
     if run == "end_to_end":
         raise NotApplicableError("end-to-end latency is measured on kstream only")
+    if point.get("warm_up", False):
+        raise NotApplicableError("warming partitions up is kstream's (the peer runs each point once, cold)")
     used = [s for s in _KSTREAM_ONLY if s in point and point[s] not in (1, True)]
     if used:
         raise NotApplicableError(f"kstream-only setting {used[0]}")
