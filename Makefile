@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install run run-cli test test-slow bench bench-jvm bench-console lint clean chaos compat jar web-assets
+.PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar web-assets
 JAR := src/kstream/jars/kstream-spark.jar
 JAVA_SOURCES := $(shell find jvm/src jvm/resources -type f 2>/dev/null)
 
@@ -69,6 +69,7 @@ bench-jvm: install
 	$(PY) -m bench.rtm_latency --rate 10000 --seconds 30 --linger-ms 1
 
 # Console page times on 1,000 partitions and 50 groups, TestClient and uvicorn (docs/BENCHMARKS.md, issue 12).
+.PHONY: bench-console
 bench-console: $(STAMP)
 	$(PY) -m bench.console_pages --repeats 9
 
