@@ -81,6 +81,11 @@ bench-jvm: install
 	$(PY) -m bench.rtm_latency --rate 1000 --seconds 30
 	$(PY) -m bench.rtm_latency --rate 10000 --seconds 30 --linger-ms 1
 
+# Console page times on 1,000 partitions and 50 groups, TestClient and uvicorn (docs/BENCHMARKS.md, issue 12).
+.PHONY: bench-console
+bench-console: $(STAMP)
+	$(PY) -m bench.console_pages --repeats 9
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy

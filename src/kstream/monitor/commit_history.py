@@ -19,7 +19,11 @@ ends where retention removed the commit files or the data files
 (``offsets.history.retention.ms``): the walk stops there, quietly, since that
 is the history's start, not an error.
 
-Reads only; safe from any thread (no shared state).
+Reads only; safe from any thread. Commit files and data files are write-once, so
+what was parsed from them is kept across calls in two bounded
+:class:`~kstream.monitor.file_memo.FileMemo` (keyed on each file's identity: a file
+gone or replaced is read again, never answered from memory), so a console reloading
+the groups page re-reads only the commits made since.
 """
 
 from __future__ import annotations
@@ -27,14 +31,16 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
 from kstream.errors import ConfigError
 from kstream.groups.offsets_table import TABLE_DIR
+from kstream.monitor.file_memo import FileMemo
 
 MAX_VERSIONS = 100_000
 DEFAULT_VERSIONS = 2_000
@@ -47,7 +53,7 @@ class GroupCommit:
 
     version: int
     ts_ms: int
-    offsets: dict[tuple[str, int], int]
+    offsets: Mapping[tuple[str, int], int]  # read-only (shared by every caller of the memo)
 
 
 def recent_commits(cluster_path: str, groups: Collection[str] | None = None, *,
@@ -96,10 +102,14 @@ def _read_commit(path: str) -> tuple[str | None, int, str | None] | None:
     """(group, commit time, path of the group's added file) of one commit file; None when
     the file is gone. Group or path is None for commits that are not a group's commit."""
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        return _COMMITS.get(path)
     except FileNotFoundError:
         return None
+
+
+def _parse_commit(path: str) -> tuple[str | None, int, str | None]:
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
     group, ts_ms, added = None, 0, None
     fence = False
     for line in lines:
@@ -119,11 +129,23 @@ def _read_commit(path: str) -> tuple[str | None, int, str | None] | None:
     return group, ts_ms, None if added is None else unquote(added)
 
 
-def _read_offsets(path: str) -> dict[tuple[str, int], int] | None:
+def _read_offsets(path: str) -> Mapping[tuple[str, int], int] | None:
     try:
-        table = pq.read_table(path, columns=["topic", "partition", "offset"], use_threads=False)
+        return _OFFSETS.get(path)
     except FileNotFoundError:
-        return None
+        return None  # vacuumed
+
+
+def _parse_offsets(path: str) -> Mapping[tuple[str, int], int]:
+    table = pq.read_table(path, columns=["topic", "partition", "offset"], use_threads=False)
     rows = table.to_pydict()
-    return {(t, int(p)): int(o) for t, p, o in zip(rows["topic"], rows["partition"], rows["offset"],
-                                                   strict=True)}
+    return MappingProxyType({(t, int(p)): int(o) for t, p, o in zip(rows["topic"], rows["partition"],
+                                                                     rows["offset"], strict=True)})
+
+
+MAX_MEMO_FILES = 10_000
+"""Commit files and data files whose contents are kept (each memo): 1,000 groups x
+Burrow's window of 10 commits fit. A commit entry is a few hundred bytes; an offsets
+entry is about 100 bytes per partition the group committed."""
+_COMMITS: FileMemo[tuple[str | None, int, str | None]] = FileMemo(_parse_commit, MAX_MEMO_FILES)
+_OFFSETS: FileMemo[Mapping[tuple[str, int], int]] = FileMemo(_parse_offsets, MAX_MEMO_FILES)

@@ -54,6 +54,14 @@ def series(cluster_path: str, name: str, *, topic: str | None = None, partition:
     table = scan(cluster_path, name, since_ms, until_ms)
     if table is None:
         return []
+    return pick(table, name, topic=topic, partition=partition, group=group, labels=labels, limit=limit)
+
+
+def pick(table: pa.Table, name: str, *, topic: str | None = None, partition: int | None = None,
+         group: str | None = None, labels: Mapping[str, str] | None = None, limit: int) -> list[Point]:
+    """One series (as :func:`series` selects it) out of the rows of one :func:`scan`: a page
+    drawing several series of one name scans once and picks each."""
+    assert 1 <= limit <= MAX_LIMIT, limit
     mask = _equals(table, "name", name)
     for column, wanted in (("topic_name", topic), ("partition_number", partition), ("group", group)):
         mask = pc.and_(mask, _equals(table, column, wanted))

@@ -23,7 +23,8 @@ The evaluation reads, and never writes anything the CLI's ``groups describe``
 would not (that settles decided transactions that carry offsets, as every read
 of a group's offsets does). Cost: one metadata read and a few stat/pread calls
 per partition, one walk of the recent Delta commit files for all groups, one
-scan of the high watermark samples.
+scan of the high watermark samples; each partition's log start and end are read once
+per evaluation however many groups consume it (:class:`SharedReadsGroups`).
 """
 
 from __future__ import annotations
@@ -33,14 +34,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kstream.errors import KStreamError, OffsetOutOfRangeError
+import pyarrow as pa
+
+from kstream.errors import KStreamError
 from kstream.groups.coordinator import Member
+from kstream.groups.offsets_table import OffsetsTable, read_data_file
 from kstream.groups.service import ConsumerGroups, GroupDescription
 from kstream.log.cluster import Cluster
-from kstream.log.log_reader import LogReader
-from kstream.log.metadata import TopicInfo
-from kstream.log.output import decode_frame
-from kstream.log.records import PayloadCodec
 from kstream.monitor import history
 from kstream.monitor.burrow import (
     DEFAULT_MIN_DISTANCE_MS,
@@ -51,6 +51,8 @@ from kstream.monitor.burrow import (
     group_status,
 )
 from kstream.monitor.commit_history import GroupCommit, recent_commits
+from kstream.monitor.file_memo import FileMemo
+from kstream.monitor.partition_reads import PartitionReads
 
 NEAREST_SAMPLE_MS = 10 * 60 * 1000
 """A high watermark sample further than this from a commit is not its log end."""
@@ -113,14 +115,16 @@ def group_lag(cluster_path: str, group: str, now_ms: int | None = None, *,
     CLI's errors for a bad group name."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     cluster = Cluster.open(cluster_path)
-    service = ConsumerGroups(cluster)
+    reads = PartitionReads(cluster)
+    service = SharedReadsGroups(cluster, reads)
     try:
         description = service.describe(group)
         commits = recent_commits(cluster_path, [group], per_group=window).get(group, [])
         ends = _sampled_ends(cluster_path, commits, now_ms)
-        return _group_lag(RecordTimes(cluster), description, commits, ends, now_ms, window, min_distance_ms)
+        return _group_lag(reads, description, commits, ends, now_ms, window, min_distance_ms)
     finally:
         service.close()
+        reads.close()
         cluster.close()
 
 
@@ -129,28 +133,39 @@ def groups_summary(cluster_path: str, now_ms: int | None = None, *,
                    ) -> list[GroupSummary]:
     """Every group of the cluster (members or offsets), sorted by name, with its state,
     member count, total lag, worst lag_seconds and Burrow status."""
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     cluster = Cluster.open(cluster_path)
-    service = ConsumerGroups(cluster)
     try:
-        names = service.list_groups()
-        if len(names) > MAX_GROUPS:
-            raise KStreamError(f"{len(names)} groups; the summary handles at most {MAX_GROUPS}")
-        history_by_group = recent_commits(cluster_path, names, per_group=window)
-        ends = _sampled_ends(cluster_path, [c for cs in history_by_group.values() for c in cs],
-                             now_ms)
         result = []
-        times = RecordTimes(cluster)
-        for name in names:
-            lag = _group_lag(times, service.describe(name), history_by_group.get(name, []), ends,
-                             now_ms, window, min_distance_ms)
+        for lag in all_groups_lag(cluster, now_ms, window=window, min_distance_ms=min_distance_ms):
             ages = [p.lag_seconds for p in lag.partitions if p.lag_seconds is not None]
-            result.append(GroupSummary(name, lag.state, lag.members, len(lag.partitions),
+            result.append(GroupSummary(lag.group, lag.state, lag.members, len(lag.partitions),
                                        lag.total_lag, max(ages) if ages else None, lag.status))
         return result
     finally:
-        service.close()
         cluster.close()
+
+
+def all_groups_lag(cluster: Cluster, now_ms: int | None = None, *, window: int = DEFAULT_WINDOW,
+                   min_distance_ms: int = DEFAULT_MIN_DISTANCE_MS) -> list[GroupLag]:
+    """:func:`group_lag` of every group of the open ``cluster``, sorted by name, in one
+    evaluation: one walk of the commit history, one scan of the high watermark samples,
+    each partition's log read once (:class:`SharedReadsGroups`). At most
+    :data:`MAX_GROUPS` groups (more raises, naming the limit)."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    reads = PartitionReads(cluster)
+    service = SharedReadsGroups(cluster, reads)
+    try:
+        names = service.list_groups()
+        if len(names) > MAX_GROUPS:
+            raise KStreamError(f"{len(names)} groups; an evaluation handles at most {MAX_GROUPS}")
+        history_by_group = recent_commits(cluster.path, names, per_group=window)
+        ends = _sampled_ends(cluster.path, [c for cs in history_by_group.values() for c in cs],
+                             now_ms)
+        return [_group_lag(reads, service.describe(name), history_by_group.get(name, []), ends,
+                           now_ms, window, min_distance_ms) for name in names]
+    finally:
+        service.close()
+        reads.close()
 
 
 # -- one group -----------------------------------------------------------------------
@@ -158,7 +173,7 @@ def groups_summary(cluster_path: str, now_ms: int | None = None, *,
 _Ends = Mapping[tuple[str, int], tuple[list[int], list[float]]]
 
 
-def _group_lag(times: RecordTimes, description: GroupDescription, commits: Sequence[GroupCommit],
+def _group_lag(reads: PartitionReads, description: GroupDescription, commits: Sequence[GroupCommit],
                ends: _Ends, now_ms: int, window: int, min_distance_ms: int) -> GroupLag:
     partitions = []
     for p in description.partitions:
@@ -175,7 +190,7 @@ def _group_lag(times: RecordTimes, description: GroupDescription, commits: Seque
                           min_distance_ms=min_distance_ms)
         partitions.append(PartitionLagStatus(
             p.topic, p.partition, p.committed, p.log_start_offset, p.high_watermark,
-            p.log_end_offset, p.lag, _lag_seconds(times, p.topic, p.partition, p.committed,
+            p.log_end_offset, p.lag, _lag_seconds(reads, p.topic, p.partition, p.committed,
                                                   p.lag, now_ms),
             result.status, result.reason, result.window, sampled, p.owner))
     return GroupLag(description.group_id, description.state, len(description.members),
@@ -183,67 +198,60 @@ def _group_lag(times: RecordTimes, description: GroupDescription, commits: Seque
                     description.total_lag, now_ms, description.generation, description.members)
 
 
-def _lag_seconds(times: RecordTimes, topic: str, partition: int, committed: int | None,
+def _lag_seconds(reads: PartitionReads, topic: str, partition: int, committed: int | None,
                  lag: int | None, now_ms: int) -> float | None:
     if committed is None or lag is None:
         return None
     if lag == 0:
         return 0.0
-    ts_ms = times.get(topic, partition, committed)
+    ts_ms = reads.timestamp(topic, partition, committed)
     return None if ts_ms is None else max(0.0, (now_ms - ts_ms) / 1000.0)
 
 
-class RecordTimes:
-    """Timestamps of records by (topic, partition, offset) in one open cluster, for one
-    evaluation: topic metadata and answers are cached (groups of one topic often sit at the
-    same offsets), at most :data:`MAX_CACHED` answers. Not thread-safe."""
+class SharedReadsGroups(ConsumerGroups):
+    """The groups service for one evaluation of many groups: ``ends`` (log start, high
+    watermark, log end; what ``describe`` shows per partition) come from one
+    :class:`~kstream.monitor.partition_reads.PartitionReads`, so a partition's log is read
+    once per page, not once per group that consumes it, and every group of the page is
+    measured against the same high watermark. Same figures as the CLI's ``describe`` (the
+    high watermark is the service's own read of the lock file); a snapshot: make one per
+    evaluation and close it. Offsets data files are read through :data:`DATA_FILES`."""
 
-    MAX_CACHED = 100_000
+    def __init__(self, cluster: Cluster, reads: PartitionReads):
+        super().__init__(cluster)
+        self._reads = reads
+        self._ends: dict[tuple[str, int], tuple[int, int, int]] = {}  # every group sees one HW
+        self.table = MemoOffsetsTable(cluster.path, cluster.config["offsets.history.retention.ms"])
 
-    def __init__(self, cluster: Cluster):
-        self._cluster = cluster
-        self._infos: dict[str, TopicInfo] = {}
-        self._times: dict[tuple[str, int, int], int | None] = {}
-        self._codec = PayloadCodec()
+    def ends(self, topic: str, partition: int) -> tuple[int, int, int]:
+        key = (topic, partition)
+        found = self._ends.get(key)
+        if found is None:
+            start, end = self._reads.offsets(topic, partition)
+            high_watermark = min(self._high_watermark(self._reads.topic(topic), partition), end)
+            found = self._ends[key] = (start, high_watermark, end)
+        return found
 
-    def get(self, topic: str, partition: int, offset: int) -> int | None:
-        """The timestamp (ms) of the record at ``offset`` in the partition's leader replica;
-        None when there is none (deleted by retention, or beyond the log end)."""
-        key = (topic, partition, offset)
-        if key in self._times:
-            return self._times[key]
-        if len(self._times) >= self.MAX_CACHED:
-            self._times.clear()
-        info = self._infos.get(topic)
-        if info is None:
-            info = self._infos[topic] = self._cluster.topic(topic)
-        value = self._times[key] = self._read(info, partition, offset)
-        return value
 
-    def _read(self, info: TopicInfo, partition: int, offset: int) -> int | None:
-        placement = info.partitions[partition]
-        reader = LogReader(self._cluster.replica_dirs(info, placement)[placement.leader])
-        try:
-            frames = reader.read(offset, 1)
-        except OffsetOutOfRangeError:
-            return None
-        finally:
-            reader.close()
-        if not frames:
-            return None
-        stored = decode_frame(self._codec, frames[0], frozenset({"timestamp"}))
-        index = offset - stored.base_offset
-        if stored.log_append_time or "timestamp" not in stored.batch.schema.names:
-            return stored.max_timestamp
-        if not 0 <= index < stored.batch.num_rows:
-            return None
-        value = stored.batch.column("timestamp")[index].as_py()
-        return None if value is None else int(value)
+class MemoOffsetsTable(OffsetsTable):
+    """The offsets table, reading each data file through :data:`DATA_FILES` (data files are
+    written once and named by a UUID, so a file's Arrow table, immutable itself, can be
+    reused while the file is the same: see :mod:`kstream.monitor.file_memo`)."""
+
+    def _read_file(self, path: str) -> pa.Table:
+        return DATA_FILES.get(path)
+
+
+MAX_MEMO_DATA_FILES = 2_000
+"""Offsets data files kept (a group's current file each, so 2,000 groups; one file is
+about 100 bytes per partition the group committed)."""
+DATA_FILES: FileMemo[pa.Table] = FileMemo(read_data_file, MAX_MEMO_DATA_FILES)
 
 
 def record_timestamp(cluster: Cluster, topic: str, partition: int, offset: int) -> int | None:
-    """The timestamp (ms) of the record at ``offset`` (see :meth:`RecordTimes.get`)."""
-    return RecordTimes(cluster).get(topic, partition, offset)
+    """The timestamp (ms) of the record at ``offset`` (see :meth:`PartitionReads.timestamp`)."""
+    with PartitionReads(cluster) as reads:
+        return reads.timestamp(topic, partition, offset)
 
 
 # -- log ends at past commits ---------------------------------------------------------

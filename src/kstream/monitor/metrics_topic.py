@@ -52,7 +52,8 @@ SOURCES = frozenset({"log", "group", "spark", "client"})
 NAMES = frozenset({
     "log_end_offset", "high_watermark", "last_stable_offset", "log_start_offset",
     "partition_bytes", "isr_size", "replicas", "records_in_per_s", "records_out_per_s",
-    "committed_offset", "lag", "lag_seconds", "log_dir_online", "log_dir_bytes",
+    "committed_offset", "lag", "lag_seconds", "group_status", "isr_shrinks", "log_dir_online",
+    "log_dir_bytes",
     "spark_input_rows_per_s", "spark_processed_rows_per_s", "spark_batch_duration_ms",
 })
 CLIENT_PREFIX = "client_"  # client stats fields: client_<field>, any field

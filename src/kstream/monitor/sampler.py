@@ -9,6 +9,12 @@ every group, committed offset, lag and lag_seconds per partition (the numbers
 and two rates derived from the previous sample: ``records_in_per_s`` per topic
 (growth of the summed log end offsets) and ``records_out_per_s`` per topic and
 group (growth of the summed committed offsets). The first sample has no rates.
+Per group also ``group_status``, Burrow's status as its number
+(:attr:`kstream.monitor.burrow.PartitionStatus.severity`: OK 1, WARN 2, ERR 3, STOP 4,
+STALL 5, REWIND 6), from the evaluation the groups page shows; per round
+``isr_shrinks``, the partitions whose ISR is smaller than in the previous round
+(:class:`kstream.monitor.isr_shrinks.IsrShrinkTracker`, which keeps the last hour's
+for the overview page).
 
 What it writes: with ``write=True`` the samples go to the metrics topic (created
 on first use); with ``write=False`` (the console's ``--read-only``) nothing is
@@ -38,6 +44,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from kstream.errors import ConfigError, KStreamError
+from kstream.monitor.isr_shrinks import IsrShrinkTracker
 from kstream.monitor.metrics_topic import MetricsWriter, Sample
 
 if TYPE_CHECKING:
@@ -48,7 +55,7 @@ log = logging.getLogger(__name__)
 MIN_INTERVAL_S = 1.0
 MAX_INTERVAL_S = 3600.0
 MAX_PARTITIONS = 100_000
-MAX_GROUPS = 10_000
+MAX_GROUPS = 10_000  # (kstream.monitor.lag.MAX_GROUPS, which the group round checks)
 
 Reporter = Callable[[Sequence[Sample]], object]
 
@@ -74,6 +81,7 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
         self.rounds = 0
+        self.isr_shrinks = IsrShrinkTracker()  # (the overview page reads it)
 
     @property
     def latest(self) -> tuple[Sample, ...]:
@@ -94,6 +102,7 @@ class Sampler:
         finally:
             cluster.close()
         samples += self._rates(samples, now_ms)
+        samples.append(self._isr_shrinks(samples, now_ms))
         with self._lock:
             self._latest = tuple(samples)
         if self._writer is not None:
@@ -125,6 +134,14 @@ class Sampler:
                 rates.append(Sample(now_ms, source, key[0], per_s, topic=key[1], group=key[2]))
         self._previous = {key: (now_ms, total) for key, total in sums.items()}
         return rates
+
+    def _isr_shrinks(self, samples: Sequence[Sample], now_ms: int) -> Sample:
+        """``isr_shrinks``: partitions whose ISR is smaller than in the previous round (0 in
+        the first round); the tracker keeps which, for the overview."""
+        sizes = {(s.topic, s.partition): int(s.value) for s in samples
+                 if s.name == "isr_size" and s.topic is not None and s.partition is not None}
+        shrunk = self.isr_shrinks.observe(now_ms, sizes)
+        return Sample(now_ms, "log", "isr_shrinks", float(len(shrunk)))
 
     # -- the background thread ------------------------------------------------------------
 
@@ -238,32 +255,26 @@ def _bytes(directory: str) -> int:
 
 
 def _group_samples(cluster: Cluster, now_ms: int) -> list[Sample]:
-    from kstream.groups.service import ConsumerGroups
-    from kstream.monitor.lag import RecordTimes
+    """Per group and partition: committed offset, lag, lag_seconds (when the record at the
+    committed offset is still there); per group: ``group_status``, Burrow's status number
+    (:attr:`kstream.monitor.burrow.PartitionStatus.severity`) of the evaluation the groups
+    page shows."""
+    from kstream.monitor.lag import all_groups_lag
 
-    service = ConsumerGroups(cluster)
-    times = RecordTimes(cluster)
     samples: list[Sample] = []
-    try:
-        names = service.list_groups()
-        if len(names) > MAX_GROUPS:
-            raise KStreamError(f"{len(names)} groups; the sampler reads at most {MAX_GROUPS}")
-        for group in names:
-            for p in service.describe(group).partitions:
-                if p.committed is None or p.lag is None:
-                    continue
+    for lag in all_groups_lag(cluster, now_ms):  # (at most lag.MAX_GROUPS == MAX_GROUPS)
+        samples.append(Sample(now_ms, "group", "group_status", float(lag.status.severity), group=lag.group))
+        for p in lag.partitions:
+            if p.committed is None or p.lag is None:
+                continue
 
-                def figure(metric: str, value: float, topic: str = p.topic, partition: int = p.partition,
-                           group: str = group) -> None:
-                    samples.append(Sample(now_ms, "group", metric, value, topic=topic,
-                                          partition=partition, group=group))
+            def figure(metric: str, value: float, topic: str = p.topic, partition: int = p.partition,
+                       group: str = lag.group) -> None:
+                samples.append(Sample(now_ms, "group", metric, value, topic=topic,
+                                      partition=partition, group=group))
 
-                figure("committed_offset", p.committed)
-                figure("lag", p.lag)
-                ts_ms = None if p.lag == 0 else times.get(p.topic, p.partition, p.committed)
-                if p.lag == 0 or ts_ms is not None:
-                    age = 0.0 if ts_ms is None else max(0.0, (now_ms - ts_ms) / 1000.0)
-                    figure("lag_seconds", age)
-    finally:
-        service.close()
+            figure("committed_offset", p.committed)
+            figure("lag", p.lag)
+            if p.lag_seconds is not None:
+                figure("lag_seconds", p.lag_seconds)
     return samples

@@ -3,8 +3,9 @@
 Reads with the same :class:`kstream.Consumer` as `kstream consume` (no group:
 assigned partitions, nothing committed, nothing written), from an offset or from
 the first offset at or after a timestamp (``offsets_for_times``), at most
-``count`` records (capped at :data:`MAX_RECORDS`) and stopping when the log has no
-more within :data:`POLL_TIMEOUT_S`. Keys, values and header values are shown as
+``count`` records (capped at :data:`MAX_RECORDS`) and stopping at the partition's end
+(the consumer's partition-EOF event, so a short partition costs no poll timeout) or when
+the log has no more within :data:`POLL_TIMEOUT_S`. Keys, values and header values are shown as
 text, JSON, hex or Avro (a schema given on the page, schemaless binary as
 fastavro writes it); a typed topic's value is its columns. A value that does not
 decode the chosen way shows why in its cell: the record is never dropped.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kstream.consumer import Consumer
+from kstream.error import KafkaError
 from kstream.errors import ConfigError
 from kstream.message import Message, TopicPartition
 
@@ -125,10 +127,15 @@ def browse(cluster_path: str, request: BrowseRequest) -> list[Row]:
     return list(_records(cluster_path, request, request.count))
 
 
+def _is_partition_eof(message: Message) -> bool:
+    error = message.error()
+    return error is not None and error.code() == KafkaError._PARTITION_EOF
+
+
 def _records(cluster_path: str, request: BrowseRequest, count: int) -> Iterator[Row]:
     request.check()
     avro = _avro_reader(request.avro_schema) if request.decoding == "avro" and request.avro_schema else None
-    with Consumer({"cluster": cluster_path, "enable.partition.eof": False}) as consumer:
+    with Consumer({"cluster": cluster_path, "enable.partition.eof": True}) as consumer:
         consumer.cluster.partition(request.topic, request.partition).close()  # the not-found errors
         start = request.offset if request.offset is not None else -2  # -2: the log start (OFFSET_BEGINNING)
         if request.timestamp_ms is not None:
@@ -138,6 +145,6 @@ def _records(cluster_path: str, request: BrowseRequest, count: int) -> Iterator[
         consumer.assign([TopicPartition(request.topic, request.partition, start)])
         for _ in range(count):
             message = consumer.poll(POLL_TIMEOUT_S)
-            if message is None:
+            if message is None or _is_partition_eof(message):
                 return
             yield row_of(message, request.decoding, avro)

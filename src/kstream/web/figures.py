@@ -22,6 +22,7 @@ from kstream.web.clusters import ClusterRef, open_groups
 
 if TYPE_CHECKING:
     from kstream.groups.coordinator import Group
+    from kstream.monitor.isr_shrinks import IsrShrinks
     from kstream.monitor.lag import GroupLag, GroupSummary
     from kstream.web.state import ConsoleState
 
@@ -99,10 +100,12 @@ CHART_WINDOW_MS = 3600_000
 def lag_tables(ref: ClusterRef, view: GroupView) -> dict[str, list[tuple[int, float]]]:
     """The chart's data as tables (pages without the vendored uPlot): "topic-partition" ->
     the last hour's lag points, at most :data:`TABLE_POINTS` each."""
+    from kstream.monitor import history
+
     since_ms = int(time.time() * 1000) - CHART_WINDOW_MS
-    return {f"{p.topic}-{p.partition}": series(ref, "lag", topic=p.topic, partition=p.partition,
-                                               group=view.lag.group, since_ms=since_ms, until_ms=None,
-                                               limit=TABLE_POINTS)
+    table = history.scan(ref.path, "lag", since_ms, None)  # one scan for every partition's line
+    return {f"{p.topic}-{p.partition}": [] if table is None else history.pick(
+                table, "lag", topic=p.topic, partition=p.partition, group=view.lag.group, limit=TABLE_POINTS)
             for p in view.lag.partitions[:CHART_PARTITIONS]}
 
 
@@ -117,6 +120,17 @@ def topic_rates(console: ConsoleState, cluster: str) -> dict[str, dict[str, floa
             per_topic = rates.setdefault(sample.topic, {})
             per_topic[sample.name] = per_topic.get(sample.name, 0.0) + sample.value
     return rates
+
+
+SHOWN_SHRINKS = 50  # partitions listed on the overview (the most shrinks first)
+
+
+def isr_shrinks(console: ConsoleState, cluster: str) -> IsrShrinks | None:
+    """The last hour's ISR shrinks the cluster's sampler saw (memory only, see
+    :mod:`kstream.monitor.isr_shrinks`); None without a sampler."""
+    sampler = console.samplers.get(cluster)
+    tracker = getattr(sampler, "isr_shrinks", None)
+    return None if tracker is None else tracker.shrinks(int(time.time() * 1000))
 
 
 def sampling_note(console: ConsoleState, cluster: str) -> str:

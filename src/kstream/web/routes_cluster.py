@@ -38,8 +38,10 @@ def overview_page(request: Request, cluster: str) -> HTMLResponse:
         snapshot = ClusterSnapshot.read(opened)
     online = snapshot.online()
     partitions = snapshot.partitions()
+    shrinks = figures.isr_shrinks(state_of(request), cluster)
+    shrunk = [] if shrinks is None else sorted(shrinks.by_partition.items(), key=lambda kv: (-kv[1], kv[0]))
     return render(request, "overview.html", ref=ref, snapshot=snapshot, log_dirs=log_dir_rows(snapshot),
-                  partitions=len(partitions),
+                  partitions=len(partitions), shrinks=shrinks, shrunk=shrunk[:figures.SHOWN_SHRINKS],
                   under_replicated=[p for p in partitions if is_under_replicated(p)],
                   offline=[p for p in partitions if is_offline(p, online)],
                   sampling=figures.sampling_note(state_of(request), cluster))
