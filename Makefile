@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar web-assets study study-quick
+.PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar web-assets study study-quick browser screenshots
 JAR := src/kstream/jars/kstream-spark.jar
 JAVA_SOURCES := $(shell find jvm/src jvm/resources -type f 2>/dev/null)
 
@@ -30,7 +30,16 @@ jar: $(JAR)
 web-assets: $(STAMP)
 	@$(PY) scripts/vendor_web_assets.py || test $$? -eq 3
 
-install: $(STAMP) $(JAR) web-assets
+# Debian's chromium for the console's browser tests (tests/browser, playwright from the dev extra).
+# Cannot install it (not root, no apt-get): one line, and those tests skip with one line.
+browser:
+	@bash scripts/ensure-browser.sh
+
+install: $(STAMP) $(JAR) web-assets browser
+
+# The console's screenshots in docs/console/ (every page, light and dark, from a demo cluster).
+screenshots: web-assets browser
+	$(PY) scripts/console_screenshots.py --out docs/console
 
 # The Spark quick start: events -> streaming aggregation -> topic, exactly once (cluster ./data).
 run: install
@@ -87,7 +96,7 @@ bench-console: $(STAMP)
 	$(PY) -m bench.console_pages --repeats 9
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench scripts
 	$(VENV)/bin/mypy
 
 clean:

@@ -1,5 +1,8 @@
 // kstream console: charts. Pages work without this file; it only draws uPlot charts
 // into <div class="chart" data-series="URL|LABEL;URL|LABEL"> from /c/C/api/series JSON.
+// A page with a live part (htmx's SSE extension) redraws its charts on each SSE message,
+// so the lag chart moves with the live offsets table. The drawn uPlot is kept on the div
+// as div.kstreamPlot (its .data is what the browser tests read).
 (function () {
   "use strict";
   function css(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
@@ -19,7 +22,8 @@
   }
 
   function draw(div) {
-    if (typeof uPlot === "undefined" || !div.dataset.series) { return; }
+    if (typeof uPlot === "undefined" || !div.dataset.series || div.kstreamBusy) { return; }
+    div.kstreamBusy = true;  // one fetch per chart at a time (SSE messages may come faster)
     var parts = div.dataset.series.split(";").filter(Boolean).map(function (s) {
       var i = s.lastIndexOf("|"); return { url: s.slice(0, i), label: s.slice(i + 1) };
     });
@@ -28,18 +32,24 @@
         .then(function (j) { return { label: p.label, points: j.points }; });
     })).then(function (results) {
       var data = merge(results);
-      if (data[0].length === 0) { div.textContent = "No history yet (the sampler writes it; see docs/CONSOLE.md)."; return; }
+      if (data[0].length === 0) {
+        if (!div.kstreamPlot) { div.textContent = "No history yet (the sampler writes it; see docs/CONSOLE.md)."; }
+        return;
+      }
+      if (div.kstreamPlot) { div.kstreamPlot.setData(data); return; }
       div.textContent = "";
       var series = [{}].concat(results.map(function (r, i) {
         return { label: r.label, stroke: COLOURS[i % COLOURS.length], spanGaps: true };
       }));
       var axis = { stroke: css("--muted"), grid: { stroke: css("--line") } };
-      new uPlot({ title: div.dataset.title || "", width: Math.min(div.clientWidth || 900, 1200), height: 260,
+      div.kstreamPlot = new uPlot({ title: div.dataset.title || "", width: Math.min(div.clientWidth || 900, 1200), height: 260,
                   series: series, axes: [axis, axis] }, data, div);
-    }).catch(function (err) { div.textContent = "Chart data failed: " + err; });
+    }).catch(function (err) { div.textContent = "Chart data failed: " + err; div.kstreamPlot = null; })
+      .finally(function () { div.kstreamBusy = false; });
   }
 
-  document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll(".chart[data-series]").forEach(draw);
-  });
+  function drawAll() { document.querySelectorAll(".chart[data-series]").forEach(draw); }
+
+  document.addEventListener("DOMContentLoaded", drawAll);
+  document.addEventListener("htmx:sseMessage", drawAll);  // a live part changed: so may the history
 })();
