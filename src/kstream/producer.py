@@ -170,6 +170,7 @@ class _TopicState:
         "partitions",
         "schema",
         "sticky",
+        "sticky_bytes",
         "typed",
     )
 
@@ -181,6 +182,7 @@ class _TopicState:
         self.partitions: list[Partition | None] = [None] * info.num_partitions
         self.batches: list[_OpenBatch | None] = [None] * info.num_partitions
         self.sticky = 0
+        self.sticky_bytes = 0  # sent to the sticky partition since it was chosen
         self.max_frame_bytes = max_frame_bytes
 
 
@@ -727,7 +729,13 @@ class Producer:
         batch = self._take_batch(state, partition)
         del self._lingering[(state.info.name, partition)]
         if partition == state.sticky:
-            self._next_sticky(state)
+            # KIP-794: move on once batch.size bytes went to the sticky partition, not after
+            # every batch: a small batch (linger.ms=0, or one sent while an fsync ran) would
+            # otherwise send the next records to another partition, in small batches too.
+            state.sticky_bytes += batch.size
+            if state.sticky_bytes >= self._batch_size:
+                state.sticky_bytes = 0
+                self._next_sticky(state)
         seconds = pa.array(batch.timestamps, pa.float64()).to_numpy()
         timestamps_ms = np.rint(seconds * 1000).astype(np.int64)
         if state.schema is None:
@@ -845,32 +853,41 @@ class Producer:
         """Send the batches whose linger.ms passed. Open batches are kept in creation order,
         which is deadline order (linger.ms is the same for all), so this is O(expired).
 
-        ``hold_when_full`` (produce()): while ``max.in.flight`` acks=all batches are still
-        being fsynced, a due batch stays open and goes on collecting records, as Kafka's
-        sender leaves a ready batch in its accumulator until a request slot frees up (or
-        the batch reaches batch.size). Without it, linger.ms=0 wrote and fsynced every
-        record alone (about 400 records/s with RF=3). poll() and flush() send regardless,
-        waiting for a slot as before."""
+        ``hold_when_full`` (produce()): a due batch stays open and goes on collecting records
+        while its partition still has an acks=all batch being fsynced, or while
+        ``max.in.flight`` batches are: Kafka's sender leaves a ready batch in its accumulator
+        until it may send, and here a second fsync of the same files could not finish before
+        the first anyway (group commit). It goes when the fsync is done or the batch reaches
+        batch.size. Without this, linger.ms=0 with acks=all wrote and fsynced nearly every
+        record alone. poll() and flush() send regardless, waiting for a slot as before."""
         if now < self._next_deadline:
             return
-        while self._lingering:
-            (_topic, partition), state = next(iter(self._lingering.items()))
+        due: list[tuple[_TopicState, int]] = []
+        next_deadline = float("inf")
+        for (_topic, partition), state in self._lingering.items():
             batch = state.batches[partition]
             assert batch is not None
             if batch.deadline > now:
-                self._next_deadline = batch.deadline
-                return
-            if hold_when_full and self._in_flight_full():
-                return  # (_next_deadline stays due: the next produce() looks again)
+                next_deadline = batch.deadline
+                break
+            due.append((state, partition))
+        held = False
+        for state, partition in due:
+            if hold_when_full and self._must_hold(state.info.name, partition):
+                held = True  # (due still: the next produce() looks again)
+                continue
             self._send(state, partition)
-        self._next_deadline = float("inf")
+        self._next_deadline = now if held else next_deadline
 
-    def _in_flight_full(self) -> bool:
-        """Whether max.in.flight acks=all batches are still unsynced (settling those done)."""
-        if len(self._in_flight) < self._max_in_flight:
+    def _must_hold(self, topic: str, partition: int) -> bool:
+        """Whether a due acks=all batch of ``topic``/``partition`` should wait (see
+        :meth:`_send_expired`), settling the in-flight batches already synced."""
+        if not self._in_flight:
             return False
         self._settle(wait=False)
-        return len(self._in_flight) >= self._max_in_flight
+        if len(self._in_flight) >= self._max_in_flight:
+            return True
+        return any(f.partition == partition and f.topic == topic and not f.done() for f in self._in_flight)
 
     def _serve_reports(self) -> int:
         """Call error_cb, stats_cb and the delivery callbacks queued so far, in this thread and

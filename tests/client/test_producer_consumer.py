@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ from kstream import (
     Producer,
     TopicPartition,
 )
+from kstream.log import format as fmt
 from kstream.partitioner import partition_for_key
 
 
@@ -239,5 +241,42 @@ def test_acks_all_reports_wait_for_background_fsyncs_and_keep_batch_order(cluste
     for p in range(3):
         offsets = [msg.offset() for _, msg in delivered if msg.partition() == p]
         assert offsets == list(range(10))
-    assert [msg.value() for _, msg in delivered] == [f"r{i}".encode() * 20 for i in range(30)]
+        # per partition, reports in the order the records were produced (across partitions
+        # Kafka promises no order: a partition's records wait while its batch is fsynced)
+        assert [msg.value() for _, msg in delivered if msg.partition() == p] == \
+            [f"r{i}".encode() * 20 for i in range(p, 30, 3)]
     producer.close()
+
+
+def test_linger_zero_acks_all_batches_records_while_their_partition_is_fsynced(cluster_path, make_topic,
+                                                                               monkeypatch):
+    """linger.ms=0: the first record goes at once; the ones produced while its fsync runs wait
+    in one batch on the same partition (group commit, and KIP-794: the sticky partition moves
+    on after batch.size bytes, not after every small batch)."""
+    import threading
+
+    from kstream.log.partition import Partition
+    make_topic("t", 3)
+    gate = threading.Event()
+    real_sync = Partition.sync_replica
+    monkeypatch.setattr(Partition, "sync_replica", lambda self, replica: gate.wait(10) and real_sync(self, replica))
+    producer = Producer({"cluster": cluster_path, "acks": "all", "linger.ms": 0, "batch.size": 1_000_000})
+    for i in range(50):
+        producer.produce("t", f"r{i}".encode())
+    gate.set()
+    producer.flush()
+    producer.close()
+    consumer = consumer_for(cluster_path, "t", 3)
+    messages = drain(consumer)
+    consumer.close()
+    assert len(messages) == 50 and len({m.partition() for m in messages}) == 1  # all on the sticky one
+    assert [m.value() for m in messages] == [f"r{i}".encode() for i in range(50)]
+    from kstream.admin import Admin
+    from kstream.log.frames import FrameWalk, pread_from
+    with Admin({"cluster": cluster_path}) as admin:
+        handle = admin.cluster.partition("t", messages[0].partition())
+        segment = os.path.join(handle.leader_dir, fmt.segment_file_name(0))
+        with open(segment, "rb") as f:
+            frames = [h.record_count for _, h in FrameWalk(pread_from(f.fileno()), os.fstat(f.fileno()).st_size)]
+        handle.close()
+    assert frames == [1, 49]  # the first alone, the rest as one batch once its fsync was done

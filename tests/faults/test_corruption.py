@@ -93,6 +93,7 @@ def test_consumer_reports_rather_than_returning_a_corrupt_batch(cluster_path, ma
     with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
         for i in range(3):
             producer.produce("t", f"value-{i}".encode() * 10)
+            producer.flush()  # one frame each (acks=all batches records while an fsync runs)
     consumer = Consumer({"cluster": cluster_path})
     directory = consumer.cluster.partition("t", 0).leader_dir
     path = os.path.join(directory, fmt.segment_file_name(0))

@@ -18,6 +18,7 @@ def test_divergent_old_leader_tail_is_truncated_when_it_rejoins(replicated):
     with Producer({"cluster": path, "acks": "all", "linger.ms": 0}) as producer:
         for i in range(5):
             producer.produce("t", f"r{i}".encode(), partition=0)
+            producer.flush()  # one frame each (acks=all batches records while an fsync runs)
     with Admin({"cluster": path}) as admin:
         handle = admin.cluster.partition("t", 0)
         # The old leader appends a frame and dies before replicating it.

@@ -57,6 +57,7 @@ def test_consumer_with_auto_offset_reset_skips_to_log_start(cluster_path, make_t
     with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
         for _i in range(100):
             producer.produce("t", b"x" * 50)
+            producer.flush()  # one frame each (acks=all batches records while an fsync runs)
         producer.cluster.partition("t", 0).leader_log.apply_retention()
     consumer = Consumer({"cluster": cluster_path, "auto.offset.reset": "earliest"})
     consumer.assign([TopicPartition("t", 0, -1001)])
