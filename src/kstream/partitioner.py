@@ -100,8 +100,9 @@ def partitions_for_keys(keys: pa.Array, num_partitions: int) -> np.ndarray:
 
 
 class StickyPartitioner:
-    """Kafka's sticky partitioning for unkeyed records: stay on one partition until
-    its batch is sent, then move to another at random. Not thread-safe."""
+    """Kafka's sticky partitioning for unkeyed records: stay on one partition, then move
+    to another at random when told (the producer tells it once batch.size bytes went to
+    the partition, KIP-794). Not thread-safe."""
 
     def __init__(self, rng: random.Random | None = None):
         self._rng = rng or random.Random()

@@ -2,7 +2,11 @@
 
 Records collect per partition in an open batch; a batch goes to the log when
 it reaches ``batch.size`` bytes, when ``linger.ms`` has passed (noticed by the
-next produce(), poll() or flush()), or on flush(). Batches are written in the
+next produce(), poll() or flush()), or on flush(). With ``acks=all`` a batch
+whose linger.ms passed still waits while its partition's previous batch is
+being fsynced (a second fsync could not finish first): records produced
+meanwhile join it (group commit). Unkeyed records stick to one partition
+until ``batch.size`` bytes went to it (KIP-794). Batches are written in the
 calling thread; as with confluent-kafka, call poll() regularly and flush()
 before exit. Delivery reports (``on_delivery(err, msg)``) are served by poll()
 and flush(). With ``acks=all`` a record is reported delivered only after its
