@@ -35,7 +35,7 @@ def _no_gate() -> None:
 
 
 def produce(topic: str, num_records: int, record_size: int, producer_config: dict[str, Any],
-            throughput: float = -1, api: str = "record", batch_records: int = 10_000,
+            throughput: float = -1, api: str = "record", batch_records: int | None = None,
             progress: Progress | None = None, payload_kind: str = "random", warm_up: bool = False,
             start_gate: StartGate = _no_gate) -> PerfResult:
     """Produce ``num_records`` values of ``record_size`` bytes; latency = send to ack.
@@ -47,9 +47,12 @@ def produce(topic: str, num_records: int, record_size: int, producer_config: dic
 
     ``api="record"``: one ``produce()`` per record (a sample of them timed to
     their delivery callback); ``api="batch"``: ``produce_batch()`` of Arrow
-    tables of ``batch_records`` rows, each call's duration a latency sample.
+    tables of ``batch_records`` rows (default: about 1 MiB of values, at most
+    10,000 rows, as the ceiling's batches), each call's duration a latency sample.
     The clock runs until ``flush()`` returns: every record acknowledged.
     """
+    if batch_records is None:
+        batch_records = max(1, min(10_000, (1 << 20) // max(1, record_size)))
     if not 1 <= batch_records <= MAX_BATCH_RECORDS:
         raise KStreamError(f"batch records {batch_records} must be 1-{MAX_BATCH_RECORDS}")
     pool = payload.values(payload_kind, record_size)

@@ -146,7 +146,10 @@ def _csv_rows(path: str, scenario: Scenario, entry: dict[str, Any], runs: dict[s
 def _point_line(scenario: Scenario, entry: dict[str, Any]) -> str:
     parts = [f"{scenario.vary}={entry['x']}" + (f" {scenario.series}={entry['line']}" if scenario.series else "")]
     for system in SYSTEMS:
-        if system in entry:
+        if system in entry and scenario.run == "end_to_end":
+            latency = entry[system]["latency_ms"]
+            parts.append(f"{system} latency p50 {latency['p50']:.2f} ms, p99 {latency['p99']:.2f} ms")
+        elif system in entry:
             parts.append(f"{system} {entry[system]['records_per_s'] / 1e6:.3f} M/s "
                          f"{entry[system]['mb_per_s']:.0f} MB/s")
         else:
