@@ -63,3 +63,17 @@ def test_bounded_least_recently_used_first(tmp_path):
         memo.get(path, key, lambda _, k=key: k)
     assert len(memo) == 2
     assert memo.get(path, 1, lambda _: -1) == 1 and memo.get(path, 2, lambda _: -2) == -2
+
+
+def test_an_identity_taken_earlier_answers_as_of_that_stat_and_stores_nothing_newer(tmp_path):
+    """``before``: the caller's own earlier stat (the one its log end came from). A hit is
+    the answer for that file; a miss after the file changed is answered and not kept."""
+    path = str(tmp_path / "00000000000000000000.log")
+    write(path, b"abc")
+    memo: SegmentMemo[int] = SegmentMemo(10)
+    earlier = identity(path)
+    assert memo.get(path, 0, lambda _: 3, earlier) == 3 and len(memo) == 1
+    write(path, b"d")
+    assert memo.get(path, 0, lambda _: -1, earlier) == 3  # as of the earlier stat
+    assert memo.get(path, 1, lambda before: len(before), earlier) == 6 and len(memo) == 1
+    assert memo.get(path, 0, lambda _: 4) == 4 and len(memo) == 2  # a new stat: read again

@@ -43,7 +43,7 @@ from kstream.log.metadata import TopicInfo
 from kstream.log.output import decode_frame
 from kstream.log.records import PayloadCodec
 from kstream.log.retention import list_segment_bases
-from kstream.monitor.segment_memo import Identity, SegmentMemo
+from kstream.monitor.segment_memo import Identity, SegmentMemo, identity
 
 MAX_CACHED_FRAMES = 100_000
 MAX_TOPICS = 100_000
@@ -66,7 +66,9 @@ class PartitionReads:
         self._cluster = cluster
         self._paths: dict[int, str] | None = None
         self._infos: dict[str, TopicInfo] = {}
-        self._listings: dict[_Key, tuple[str, list[int]]] = {}  # offsets(): dir, segment bases
+        # offsets(): the replica dir, its segment bases, and the active segment's identity
+        # (the stat its log end came from; None when there was none).
+        self._listings: dict[_Key, tuple[str, list[int], Identity | None]] = {}
         self._offsets: dict[_Key, tuple[int, int]] = {}
         # (topic, partition) -> frames decoded: their offsets and each record's timestamp, or
         # one int when every record carries the frame's max timestamp (log append time),
@@ -102,12 +104,17 @@ class PartitionReads:
                 bases = list_segment_bases(directory)
             except FileNotFoundError:
                 bases = []  # as LogReader: a missing replica directory reads as no frames
-            found = (bases[0], self._log_end(directory, bases[-1])) if bases else (0, 0)
-            self._listings[key] = (directory, bases)
+            active: Identity | None = None
+            if bases:
+                end, active = self._log_end(directory, bases[-1])
+                found = (bases[0], end)
+            else:
+                found = (0, 0)
+            self._listings[key] = (directory, bases, active)
             self._offsets[key] = found
         return found
 
-    def _log_end(self, directory: str, active_base: int) -> int:
+    def _log_end(self, directory: str, active_base: int) -> tuple[int, Identity | None]:
         def compute(_: Identity) -> int:
             reader = LogReader(directory, check_crcs=False)  # fresh: opened after the stat
             try:
@@ -117,13 +124,14 @@ class PartitionReads:
 
         path = os.path.join(directory, fmt.segment_file_name(active_base))
         try:
-            return LOG_ENDS.get(path, None, compute)
+            before = identity(path)
+            return LOG_ENDS.get(path, None, compute, before), before
         except FileNotFoundError:
             # The segment went between the listing and the read (a topic deleted, a replica
             # moved): read the log as it is now, as without the memo.
             reader = LogReader(directory, check_crcs=False)
             try:
-                return reader.log_end_offset()
+                return reader.log_end_offset(), None
             finally:
                 reader.close()
 
@@ -132,13 +140,17 @@ class PartitionReads:
         by retention, or at or beyond the log end)."""
         key = (topic, partition)
         self.offsets(topic, partition)  # lists the segments
-        directory, bases = self._listings[key]
+        directory, bases, active = self._listings[key]
         if not bases or offset < bases[0]:
             return None  # gone (retention), or nothing written
-        base = bases[bisect.bisect_right(bases, offset) - 1]
+        index = bisect.bisect_right(bases, offset) - 1
+        # In the active segment (the usual place of a committed offset), the stat that gave
+        # the log end names the file: the answer is as of that same snapshot.
+        known = active if index == len(bases) - 1 else None
         try:
-            found = TIMESTAMPS.get(os.path.join(directory, fmt.segment_file_name(base)), offset,
-                                   lambda before: self._read_timestamp(key, before, directory, offset))
+            found = TIMESTAMPS.get(os.path.join(directory, fmt.segment_file_name(bases[index])), offset,
+                                   lambda before: self._read_timestamp(key, before, directory, offset),
+                                   known)
         except FileNotFoundError:  # deleted meanwhile: read the log as it is now
             found = self._read_timestamp(key, None, directory, offset)
         return None if found is None else found[0]
@@ -149,8 +161,8 @@ class PartitionReads:
         From a frame this evaluation decoded out of the same segment file (``before``: its
         identity), else read by a fresh reader and kept for this evaluation: groups sitting
         inside one batch cost one decode."""
-        for identity, frame in self._frames.get(key, ()):
-            if identity == before and frame[0] <= offset < frame[1]:
+        for read_from, frame in self._frames.get(key, ()):
+            if read_from == before and frame[0] <= offset < frame[1]:
                 return (_lookup(frame, offset),)
         reader = LogReader(directory, check_crcs=False)
         try:

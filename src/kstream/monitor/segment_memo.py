@@ -55,11 +55,13 @@ class SegmentMemo(Generic[T]):
         self._pid = os.getpid()
         self.hits = self.misses = 0  # for tests and the benchmark
 
-    def get(self, path: str, key: Hashable, compute: Callable[[Identity], T]) -> T:
+    def get(self, path: str, key: Hashable, compute: Callable[[Identity], T],
+            before: Identity | None = None) -> T:
         """The memoized answer, or ``compute(identity)`` with the identity the file had
         before (stored only if the file did not change meanwhile). FileNotFoundError
-        (nothing computed) when the file is gone."""
-        before = identity(path)
+        (nothing computed) when the file is gone. ``before``: the identity the caller
+        took earlier in the same evaluation (the answer is then as of that ``stat``)."""
+        before = identity(path) if before is None else before
         with self._lock:
             if self._pid != os.getpid():
                 self._entries.clear()
