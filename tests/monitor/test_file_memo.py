@@ -68,3 +68,26 @@ def test_bounded_least_recently_used_first(tmp_path):
     memo.get(paths[0])
     memo.get(paths[1])
     assert calls == [paths[0], paths[1], paths[2], paths[1]]
+
+
+def test_bounded_by_weight_too(tmp_path):
+    """With ``weigh`` (e.g. rows), the total kept stays within ``max_weight``: the least
+    recently used go first, and an answer heavier than the whole budget is not kept."""
+    parse, calls = reader()
+    memo = FileMemo(parse, 10, weigh=len, max_weight=6)
+    paths = {}
+    for name, text in (("a", "aaa"), ("b", "bb"), ("c", "cccc"), ("big", "x" * 7)):
+        (tmp_path / name).write_text(text)
+        paths[name] = str(tmp_path / name)
+    memo.get(paths["a"])
+    memo.get(paths["b"])  # 5 kept
+    memo.get(paths["c"])  # 9 > 6: a goes (b and c weigh 6)
+    assert len(memo) == 2
+    assert memo.get(paths["big"]) == "x" * 7 and len(memo) == 2  # answered, not kept
+    memo.get(paths["c"])
+    memo.get(paths["b"])
+    assert calls == [paths["a"], paths["b"], paths["c"], paths["big"]]
+    memo.clear()
+    memo.get(paths["a"])
+    memo.get(paths["b"])
+    assert len(memo) == 2

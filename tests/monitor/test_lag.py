@@ -160,3 +160,27 @@ def test_a_live_member_shows_with_its_partitions(cluster):
         assert {p.owner for p in result.partitions} == {consumer.memberid()}
     finally:
         consumer.close()
+
+
+def test_nearest_sample_is_the_closer_neighbour_earlier_on_a_tie():
+    """_nearest against the plain formula it replaced (min over both neighbours by distance)."""
+    import bisect
+    import random
+
+    from kstream.monitor.lag import NEAREST_SAMPLE_MS, _nearest
+
+    def oracle(times, values, ts_ms):
+        i = bisect.bisect_left(times, ts_ms)
+        best = min((j for j in (i - 1, i) if 0 <= j < len(times)), key=lambda j: abs(times[j] - ts_ms))
+        return int(values[best]) if abs(times[best] - ts_ms) <= NEAREST_SAMPLE_MS else None
+
+    rng = random.Random(12)
+    for _ in range(2000):
+        times = sorted(rng.sample(range(0, 5 * NEAREST_SAMPLE_MS, 1000), rng.randint(1, 6)))
+        values = [float(rng.randint(0, 100)) for _ in times]
+        ts_ms = rng.choice([*times, *(t + d for t in times for d in (-1, 1, NEAREST_SAMPLE_MS,
+                                                                      NEAREST_SAMPLE_MS + 1))])
+        ts_ms = ts_ms if rng.random() < 0.9 else rng.randint(-NEAREST_SAMPLE_MS, 6 * NEAREST_SAMPLE_MS)
+        assert _nearest((times, values), ts_ms) == oracle(times, values, ts_ms)
+    assert _nearest(None, 5) is None
+    assert _nearest(([0, 2000], [1.0, 2.0]), 1000) == 1  # a tie: the earlier sample

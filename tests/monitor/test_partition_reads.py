@@ -1,6 +1,8 @@
 """PartitionReads against oracles: LogReader's own log ends and each record's timestamp as
 produced; the shared-reads evaluation of every group against one group_lag per group."""
 
+import os
+import shutil
 import time
 
 import pytest
@@ -49,23 +51,83 @@ def expected_ends(cluster, topic, partition):
         reader.close()
 
 
-@pytest.mark.parametrize("max_open", [1, 64])
-def test_offsets_and_timestamps_match_the_log(cluster, monkeypatch, max_open):
-    monkeypatch.setattr(partition_reads, "MAX_OPEN_READERS", max_open)  # 1: every switch re-opens
+@pytest.fixture
+def empty_memos():
+    """The cross-evaluation memos start (and end) empty: tests do not see each other's files."""
+    partition_reads.LOG_ENDS.clear()
+    partition_reads.TIMESTAMPS.clear()
+    yield
+    partition_reads.LOG_ENDS.clear()
+    partition_reads.TIMESTAMPS.clear()
+
+
+def check_reads(reads, opened):
+    for topic, partition in [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("empty", 1)]:
+        assert reads.offsets(topic, partition) == expected_ends(opened, topic, partition)
+    for p in range(3):
+        for offset in (8, 0, 3, 4, 5, 2, 7):  # out of order, inside and across frames
+            assert reads.timestamp("a", p, offset) == T0 + p * 100_000 + offset * 1000
+        assert reads.timestamp("a", p, 9) is None  # the log end: no record
+        assert reads.timestamp("a", p, 50) is None
+    assert [reads.timestamp("b", 0, o) for o in range(4)] == [T0, T0 + 1, T0 + 2, T0 + 3]
+    assert reads.timestamp("empty", 0, 0) is None
+
+
+def test_offsets_and_timestamps_match_the_log(cluster, empty_memos):
     opened = Cluster.open(cluster)
     try:
         with PartitionReads(opened) as reads:
             for _ in range(2):  # the second pass answers from what the first one read
-                for topic, partition in [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("empty", 1)]:
-                    assert reads.offsets(topic, partition) == expected_ends(opened, topic, partition)
-                for p in range(3):
-                    for offset in (8, 0, 3, 4, 5, 2, 7):  # out of order, inside and across frames
-                        assert reads.timestamp("a", p, offset) == T0 + p * 100_000 + offset * 1000
-                    assert reads.timestamp("a", p, 9) is None  # the log end: no record
-                    assert reads.timestamp("a", p, 50) is None
-                assert [reads.timestamp("b", 0, o) for o in range(4)] == [T0, T0 + 1, T0 + 2, T0 + 3]
-                assert reads.timestamp("empty", 0, 0) is None
-            assert len(reads._readers) <= max_open
+                check_reads(reads, opened)
+        ends, stamps = partition_reads.LOG_ENDS, partition_reads.TIMESTAMPS
+        ends_hits, stamps_misses = ends.hits, stamps.misses
+        with PartitionReads(opened) as again:  # a new evaluation: the same figures from the memos
+            check_reads(again, opened)
+        assert ends.hits - ends_hits == 4  # a-0..2, b-0 (empty-1 has no segment)
+        assert stamps.misses == stamps_misses  # nothing decoded again
+    finally:
+        opened.close()
+
+
+def test_a_segment_replaced_by_one_of_the_same_size_is_read_again(cluster, empty_memos):
+    """A writer that cuts a torn tail (or truncates a diverged follower) renames a new file
+    over the segment: same path, maybe the same size, other frames. The memo must not
+    answer for the old file. Here a-0's segment and indexes become copies of a-1's (the same
+    layout, so the same sizes; timestamps 100 s later)."""
+    opened = Cluster.open(cluster)
+    try:
+        with PartitionReads(opened) as reads:
+            assert reads.timestamp("a", 0, 4) == T0 + 4000
+            a0, a1 = reads.leader_dir("a", 0), reads.leader_dir("a", 1)
+        names = sorted(os.listdir(a0))
+        for name in names:
+            source = os.path.join(a1, name)
+            if os.path.isfile(source) and not name.endswith(".lock"):
+                shutil.copyfile(source, os.path.join(a0, name + ".tmp"))
+                os.replace(os.path.join(a0, name + ".tmp"), os.path.join(a0, name))
+        with PartitionReads(opened) as fresh:
+            assert fresh.offsets("a", 0) == expected_ends(opened, "a", 0) == (0, 9)
+            assert [fresh.timestamp("a", 0, o) for o in (4, 0, 8)] == \
+                [T0 + 100_000 + o * 1000 for o in (4, 0, 8)]
+    finally:
+        opened.close()
+
+
+def test_a_rolled_segment_gives_the_new_log_end(cluster_path, make_topic, empty_memos):
+    """Small segments: each produce may roll a new active segment; every evaluation's log end
+    and log start equal a fresh LogReader's, and each record's timestamp stays right."""
+    make_topic("r", 1, config={"segment.bytes": "1024"})
+    opened = Cluster.open(cluster_path)
+    try:
+        with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+            for i in range(12):
+                producer.produce("r", b"x" * 300, timestamp=T0 + i)
+                producer.flush()
+                with PartitionReads(opened) as reads:
+                    assert reads.offsets("r", 0) == expected_ends(opened, "r", 0) == (0, i + 1)
+                    assert [reads.timestamp("r", 0, o) for o in range(i + 1)] == \
+                        [T0 + o for o in range(i + 1)]
+        assert sum(n.endswith(".log") for n in os.listdir(reads.leader_dir("r", 0))) > 2  # it rolled
     finally:
         opened.close()
 
@@ -115,3 +177,26 @@ def test_every_group_at_once_equals_each_group_alone(cluster):
     summary = {s.group: s for s in groups_summary(cluster, now_ms=now)}
     assert summary["g1"].total_lag == 4 + 0 + 5 and summary["g3"].total_lag == 0
     assert summary["g2"].max_lag_seconds == pytest.approx((now - (T0 + 1)) / 1000)  # b-0 at offset 1
+
+
+def test_memo_offsets_table_reads_what_the_table_reads(cluster):
+    """The shared evaluation's offsets table (rows converted once per data file) against the
+    plain one, field by field, before and after a new commit and for a group with none."""
+    from kstream.groups.offsets_table import OffsetsTable
+    from kstream.monitor.lag import MemoOffsetsTable
+
+    opened = Cluster.open(cluster)
+    service = ConsumerGroups(opened)
+    try:
+        service.commit("g1", {("a", 0): 2, ("a", 1): 9})
+        retention = opened.config["offsets.history.retention.ms"]
+        for _ in range(2):
+            memo, plain = MemoOffsetsTable(cluster, retention), OffsetsTable(cluster, retention)
+            assert memo.read("g1") == plain.read("g1") and len(plain.read("g1")) >= 2
+            assert memo.read("nobody") == plain.read("nobody") == {}
+            assert memo.read("g1", version=1) == plain.read("g1", version=1)
+            service.commit("g1", {("a", 0): 5, ("b", 0): 1})
+        assert MemoOffsetsTable(cluster, retention).read("g1")[("a", 0)].offset == 5
+    finally:
+        service.close()
+        opened.close()

@@ -458,7 +458,8 @@ class Cluster:
 
     def lock_path(self, info: TopicInfo, partition: int) -> str:
         directory = os.path.join(self.path, fmt.LOCKS_DIR)
-        os.makedirs(directory, exist_ok=True)
+        if not os.path.isdir(directory):  # (one stat: makedirs costs a failing mkdir and a raise)
+            os.makedirs(directory, exist_ok=True)
         return os.path.join(directory, fmt.lock_file_name(info.name, partition, info.topic_id))
 
     def replica_dirs(self, info: TopicInfo, partition: PartitionInfo) -> dict[int, str]:

@@ -334,12 +334,16 @@ class LogReader:
     def log_end_offset(self) -> int:
         """The next offset after the last whole frame (scans headers of the active tail)."""
         bases = self.refresh()
-        if not bases:
-            return 0
-        view = self._view(bases[-1])
-        offset, position = self._indexed_start(view, *(view.offset_index.last_entry() or (bases[-1], 0)),
+        return self.segment_end_offset(bases[-1]) if bases else 0
+
+    def segment_end_offset(self, base_offset: int) -> int:
+        """The next offset after the last whole frame of the segment at ``base_offset`` (its
+        base offset when it holds none); FileNotFoundError when there is no such segment.
+        For the active segment this is :meth:`log_end_offset`."""
+        view = self._view(base_offset)
+        offset, position = self._indexed_start(view, *(view.offset_index.last_entry() or (base_offset, 0)),
                                                view.size())
-        if self._cursor is not None and self._cursor[1] == bases[-1] and self._cursor[2] > position:
+        if self._cursor is not None and self._cursor[1] == base_offset and self._cursor[2] > position:
             offset, position = self._cursor[0], self._cursor[2]
         headers = self._headers(view, position, offset)
         return headers[-1][1].next_offset if headers else offset

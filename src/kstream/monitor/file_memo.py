@@ -12,9 +12,10 @@ one ``stat`` (device, inode, size, mtime): a file that is gone is a miss (the
 caller then sees FileNotFoundError exactly as without the memo), and a file
 replaced at the same path (which kstream never does; a restored backup might)
 has a new identity and is parsed again. So an answer is never staler than the
-file it came from. Bounded: at most ``max_entries`` answers, the least recently
-used dropped first. Thread-safe (one lock; parsing runs outside it); after a
-fork the child starts empty (``os.getpid`` is checked), as the house style asks.
+file it came from. Bounded: at most ``max_entries`` answers, and with ``weigh``
+at most ``max_weight`` in total (e.g. rows), the least recently used dropped
+first. Thread-safe (one lock; parsing runs outside it); after a fork the child
+starts empty (``os.getpid`` is checked), as the house style asks.
 """
 
 from __future__ import annotations
@@ -35,10 +36,15 @@ class FileMemo(Generic[T]):
     """``memo.get(path)`` = ``parse(path)``, reused while the file at ``path`` is the same.
     FileNotFoundError (not cached) when the file is gone."""
 
-    def __init__(self, parse: Callable[[str], T], max_entries: int):
+    def __init__(self, parse: Callable[[str], T], max_entries: int,
+                 weigh: Callable[[T], int] | None = None, max_weight: int = 0):
         assert 1 <= max_entries <= MAX_ENTRIES_LIMIT, max_entries
+        assert (weigh is None) == (max_weight == 0) and max_weight >= 0, max_weight
         self._parse = parse
         self.max_entries = max_entries
+        self._weigh = weigh
+        self.max_weight = max_weight
+        self._weight = 0
         self._lock = threading.Lock()
         self._entries: OrderedDict[_Identity, T] = OrderedDict()
         self._pid = os.getpid()
@@ -50,22 +56,30 @@ class FileMemo(Generic[T]):
         with self._lock:
             if self._pid != os.getpid():
                 self._entries.clear()
+                self._weight = 0
                 self._pid = os.getpid()
             if key in self._entries:
                 self._entries.move_to_end(key)
                 self.hits += 1
                 return self._entries[key]
         value = self._parse(path)
+        weight = 0 if self._weigh is None else self._weigh(value)
         with self._lock:
             self.misses += 1
-            self._entries[key] = value
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            if weight > self.max_weight:
+                return value  # more than the whole budget: answered, not kept
+            if key not in self._entries:
+                self._entries[key] = value
+                self._weight += weight
+            while len(self._entries) > self.max_entries or self._weight > self.max_weight:
+                _, dropped = self._entries.popitem(last=False)
+                self._weight -= 0 if self._weigh is None else self._weigh(dropped)
         return value
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._weight = 0
 
     def __len__(self) -> int:
         return len(self._entries)
