@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kstream import ConsumerGroups
+from helpers import committed_offsets as committed
 from kstream.admin import Admin, ConfigResource
-from kstream.log.cluster import Cluster
 
 pytestmark = pytest.mark.browser
 
@@ -16,15 +15,6 @@ def topics_of(path: str) -> dict[str, int]:
     """Topic name -> partition count, as the Admin client sees the cluster."""
     with Admin({"cluster": path}) as admin:
         return {name: len(t.partitions) for name, t in admin.list_topics().topics.items()}
-
-
-def committed(path: str, group: str) -> dict[tuple[str, int], int]:
-    service = ConsumerGroups(Cluster.open(path))
-    try:
-        return {key: row.offset for key, row in service.committed(group).items()}
-    finally:
-        service.close()
-        service.cluster.close()
 
 
 def test_create_a_topic_from_the_page(serve):
