@@ -48,6 +48,7 @@ def run(plan: Plan, out_dir: str, work_dir: str, command: str, progress: Progres
     os.makedirs(out_dir, exist_ok=True)
     if os.path.exists(work_dir) and os.listdir(work_dir):
         raise KStreamError(f"study work dir {work_dir} is not empty: name a new one or remove it")
+    created_work_dir = not os.path.exists(work_dir)
     log_dirs = [os.path.join(work_dir, f"disk{i}") for i in range(plan.defaults.get("log_dirs", 3))]
     cluster = os.path.join(work_dir, "cluster")
     with Admin({"cluster": cluster, "log.dirs": ",".join(log_dirs)}) as admin:
@@ -65,8 +66,11 @@ def run(plan: Plan, out_dir: str, work_dir: str, command: str, progress: Progres
             document["scenarios"].append(_scenario(scenario, cluster, log_dirs, csv_path, progress))
             _write(document, out_dir)
     finally:
-        if not keep:
-            shutil.rmtree(work_dir, ignore_errors=True)
+        if not keep:  # what the study made, and the work dir only if it made that too
+            for path in [cluster, *log_dirs]:
+                shutil.rmtree(path, ignore_errors=True)
+            if created_work_dir:
+                shutil.rmtree(work_dir, ignore_errors=True)
     document["seconds"] = round(time.monotonic() - started, 1)
     _write(document, out_dir)
     plots.draw_all(document, out_dir)
