@@ -41,13 +41,13 @@ Progress = Callable[[str], None]
 def run(plan: Plan, out_dir: str, work_dir: str, command: str, progress: Progress = print,
         keep: bool = False) -> dict[str, Any]:
     """Run ``plan``; write the outputs; return the study document (what study.json holds)."""
+    if os.path.exists(work_dir) and os.listdir(work_dir):
+        raise KStreamError(f"study work dir {work_dir} is not empty: name a new one or remove it")
     try:
         import matplotlib  # noqa: F401 - checked before a long run, not after it
     except ImportError as err:
         raise KStreamError("the study draws its plots with matplotlib: pip install 'kstream[bench]'") from err
     os.makedirs(out_dir, exist_ok=True)
-    if os.path.exists(work_dir) and os.listdir(work_dir):
-        raise KStreamError(f"study work dir {work_dir} is not empty: name a new one or remove it")
     created_work_dir = not os.path.exists(work_dir)
     log_dirs = [os.path.join(work_dir, f"disk{i}") for i in range(plan.defaults.get("log_dirs", 3))]
     cluster = os.path.join(work_dir, "cluster")
