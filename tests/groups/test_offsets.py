@@ -190,3 +190,22 @@ def test_a_fenced_query_leaving_does_not_disturb_the_new_owner(groups):
     assert state.state == "Stable" and state.generation == generation and state.member(new)
     groups.commit("q", {("orders", 0): 3}, member_id=new, generation=generation)
     assert groups.committed("q")[("orders", 0)].offset == 3
+
+
+def test_lag_when_the_lock_file_lost_its_high_watermark(groups, cluster_path):
+    """A power loss can zero the lock file's published HW (it is never fsynced): describe
+    rebuilds it from the replicas' durable log ends instead of showing lag 0."""
+    from kstream.log import format as fmt
+
+    groups.commit("g", {("orders", 0): 4})
+    info = groups.cluster.topic("orders")
+    with open(groups.cluster.lock_path(info, 0), "r+b") as f:
+        f.seek(fmt.LOCK_HIGH_WATERMARK_POSITION)
+        f.write(b"\0" * fmt.LOCK_HIGH_WATERMARK.size)
+    fresh = ConsumerGroups(Cluster.open(cluster_path))
+    try:
+        lag = {(p.topic, p.partition): p.lag for p in fresh.lag("g", topics=["orders"])}
+        assert lag[("orders", 0)] == 6  # 10 records (acks=all: durable), committed 4
+    finally:
+        fresh.close()
+        fresh.cluster.close()

@@ -232,7 +232,17 @@ class ConsumerGroups:
         lock = self._hw_locks.get(key)
         if lock is None:
             lock = self._hw_locks[key] = PartitionLock(self.cluster.lock_path(info, partition))
-        hw = lock.read_high_watermark() or 0
+        hw = lock.read_high_watermark()
+        if hw is None:
+            # None published (a power loss lost or zeroed it, or nothing was written yet): the
+            # rule of docs/FORMAT.md rebuilds it from the in-sync replicas' durable log ends,
+            # rather than showing lag 0 for a partition full of records. Reads only.
+            handle = self.cluster.partition(info.name, partition)
+            try:
+                hw = handle.high_watermark()
+            finally:
+                handle.close()
+        hw = hw or 0
         self._seen_hw[key] = hw  # commits at or below it need no re-read
         return hw
 
