@@ -22,14 +22,13 @@ def perf() -> None:
     """Measure throughput and latency (records/s, MB/s, latency percentiles)."""
 
 
-def _ensure_topic(ctx: click.Context, topic: str, partitions: int | None) -> int:
-    """Create ``topic`` if missing (and the cluster, if the path holds none); its partition count."""
+def _ensure_topic(ctx: click.Context, topic: str, partitions: int | None) -> None:
+    """Create ``topic`` if missing (and the cluster, if the path holds none)."""
     with Admin(cluster_options(ctx)) as admin:
         try:
             admin.create_topics([NewTopic(topic, partitions or 1)])[topic].result()
         except TopicExistsError:
             pass
-        return len(admin.list_topics(topic).topics[topic].partitions)
 
 
 def _report(result: PerfResult, as_json: bool, csv_path: str | None, scenario: str) -> None:

@@ -227,13 +227,15 @@ class ConsumerGroups:
                     "end offset)")
         return info.partitions[partition].leader_epoch
 
-    def _high_watermark(self, info: TopicInfo, partition: int) -> int:
+    def _high_watermark(self, info: TopicInfo, partition: int, log_end: int | None = None) -> int:
+        """The partition's HW (``log_end``: the leader's, when the caller has it; an empty log
+        needs no rebuild of a missing HW)."""
         key = (info.name, info.topic_id, partition)
         lock = self._hw_locks.get(key)
         if lock is None:
             lock = self._hw_locks[key] = PartitionLock(self.cluster.lock_path(info, partition))
         hw = lock.read_high_watermark()
-        if hw is None:
+        if hw is None and log_end != 0:
             # None published (a power loss lost or zeroed it, or nothing was written yet): the
             # rule of docs/FORMAT.md rebuilds it from the in-sync replicas' durable log ends,
             # rather than showing lag 0 for a partition full of records. Reads only.
@@ -254,7 +256,7 @@ class ConsumerGroups:
                            check_crcs=False)
         try:
             end = reader.log_end_offset()
-            return reader.log_start_offset(), min(self._high_watermark(info, partition), end), end
+            return reader.log_start_offset(), min(self._high_watermark(info, partition, end), end), end
         finally:
             reader.close()
 

@@ -229,7 +229,7 @@ class SharedReadsGroups(ConsumerGroups):
         found = self._ends.get(key)
         if found is None:
             start, end = self._reads.offsets(topic, partition)
-            high_watermark = min(self._high_watermark(self._reads.topic(topic), partition), end)
+            high_watermark = min(self._high_watermark(self._reads.topic(topic), partition, end), end)
             found = self._ends[key] = (start, high_watermark, end)
         return found
 
