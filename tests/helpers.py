@@ -101,3 +101,17 @@ def open_transaction(cluster_path: str, transactional_id: str, topic: str, value
     producer.produce(topic, value, partition=0)
     producer.flush()
     return producer
+
+
+def spark_checkpoint(path, query_id: str | None = None) -> str:
+    """A streaming checkpoint directory as Spark starts one: ``metadata`` holds the query's id
+    (Spark's StreamMetadata, one JSON line). Returns the id."""
+    import json
+    import os
+    import uuid
+
+    query_id = query_id or str(uuid.uuid4())
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "metadata"), "w") as f:
+        f.write(json.dumps({"id": query_id}) + "\n")
+    return query_id

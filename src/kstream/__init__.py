@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from kstream._lazy import lazy_exports
 from kstream.error import KafkaError, KafkaException
 from kstream.errors import (
+    CheckpointError,
     ClusterError,
     ClusterNotFoundError,
     ConfigError,
@@ -127,6 +128,7 @@ __all__ = [
     "Admin",
     "AdminClient",
     "BatchResult",
+    "CheckpointError",
     "ClusterError",
     "ClusterNotFoundError",
     "ConfigError",

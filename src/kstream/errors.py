@@ -271,3 +271,10 @@ class AvroNotAvailableError(NotSupportedError, ImportError):
     """confluent-kafka's legacy Avro clients (``kstream.avro.AvroProducer``/``AvroConsumer``)
     are not supported: no Schema Registry. An ImportError too, as confluent-kafka reports
     its Avro support missing, so code falling back on ``except ImportError`` does so here."""
+
+
+class CheckpointError(KStreamError):
+    """A Spark streaming checkpoint the sink cannot trust: its ``metadata`` file (the query's id)
+    is missing or not Spark's, or it was rolled back behind a batch the sink already committed."""
+
+    error_name = "_STATE"

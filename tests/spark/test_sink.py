@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pyarrow as pa
 import pytest
 
-from helpers import consume_values, produce_range
+from helpers import consume_values, produce_range, spark_checkpoint
 from kstream import Producer
 from kstream.log.cluster import Cluster
 from kstream.log.sink_transactions import SinkStore
@@ -86,8 +88,33 @@ def test_streaming_etl_is_exactly_once_across_restarts(spark, cluster_path, make
     assert committed_values(cluster_path, "out", 2) == sorted(f"R{i}".encode() for i in range(600))
 
 
+def test_a_fresh_checkpoint_at_a_reused_path_writes_the_new_querys_rows(spark, cluster_path, make_topic, tmp_path):
+    """The issue's repro: in1 -> out with checkpoint ck, rm -rf ck, in2 -> out with ck again
+    (spelled file:// the second time)."""
+    for topic in ("in1", "in2", "out"):
+        make_topic(topic, 2)
+    produce_range(cluster_path, "in1", 0, 200, prefix="a")
+    produce_range(cluster_path, "in2", 0, 200, prefix="b")
+
+    def run(source, checkpoint):
+        query = (spark.readStream.format("kstream").option("cluster", cluster_path).option("subscribe", source)
+                 .option("startingOffsets", "earliest").load().select("key", "value")
+                 .writeStream.format("kstream").option("cluster", cluster_path).option("topic", "out")
+                 .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+        query.awaitTermination()
+        return query.id
+
+    first = run("in1", str(tmp_path / "ck"))
+    shutil.rmtree(tmp_path / "ck")
+    second = run("in2", f"file://{tmp_path / 'ck'}")
+    assert first != second
+    expected = sorted([f"a{i}".encode() for i in range(200)] + [f"b{i}".encode() for i in range(200)])
+    assert committed_values(cluster_path, "out", 2) == expected
+
+
 def test_a_replayed_micro_batch_commits_nothing_twice(spark, cluster_path, make_topic, tmp_path):
     make_topic("out", 1)
+    spark_checkpoint(tmp_path / "cp")
     options = {"cluster": cluster_path, "topic": "out", "checkpointLocation": str(tmp_path / "cp")}
     writer = KStreamStreamWriter(options)
 

@@ -27,7 +27,9 @@ and new partitions alike. Its partitions whose markers are not written yet are
 orphans, aborted by whoever comes next. A commit whose writes were fenced
 (aborted by a timeout) fails instead of committing less than the batch.
 
-A sink is identified by its checkpoint location (streaming) or a job id (batch).
+A sink is identified by its query's id (streaming: the id Spark keeps in the checkpoint, see
+:mod:`kstream.sink.query_identity`) or a job id (batch). Only the newest committed batch of a
+sink is kept (the only one Spark can replay); a commit of an older one is a rolled-back checkpoint.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kstream.errors import FencedError
+from kstream.errors import CheckpointError, FencedError
 from kstream.log.transactions import TransactionStore
 from kstream.log.txn_expiry import abort_orphans
 from kstream.log.txn_writer import write_markers
@@ -102,6 +104,13 @@ class SinkStore:
         if row is None:
             raise _zombie(sink_id, producer_id)
 
+    def last_committed(self, sink_id: str) -> int | None:
+        """The newest batch of the sink that is Committed (older ones are pruned)."""
+        row = self.cluster.metadata.connection.execute(
+            "SELECT MAX(batch_id) FROM sink_batches WHERE sink_id = ? AND state = ?", (sink_id, COMMITTED)
+        ).fetchone()
+        return None if row is None else row[0]
+
     def batch_state(self, sink_id: str, batch_id: int) -> tuple[str, list[TaskWrites]] | None:
         row = self.cluster.metadata.connection.execute(
             "SELECT state, writes FROM sink_batches WHERE sink_id = ? AND batch_id = ?", (sink_id, batch_id)
@@ -111,13 +120,23 @@ class SinkStore:
         return row[0], [TaskWrites(w[0], tuple(tuple(p) for p in w[1]), w[2]) for w in json.loads(row[1])]
 
     def commit(self, sink_id: str, batch_id: int, writes: list[TaskWrites]) -> bool:
-        """Commit a batch exactly once; False when it was already committed (its replay is aborted).
+        """Commit a batch exactly once; False when it is the sink's last committed batch (Spark
+        replays it after a crash before its own commit log recorded it): the replay is aborted.
+        CheckpointError, with nothing committed, for a batch older than the last committed one:
+        Spark replays only its newest batch, so the query's checkpoint was rolled back, and
+        passing the batch as written would drop its rows silently.
         FencedError, with nothing committed, when some of the writes were aborted already
         (they outlived transaction.timeout.ms): run the batch again."""
         self.recover(sink_id)
-        known = self.batch_state(sink_id, batch_id)
-        if known is not None and known[0] == COMMITTED:
+        last = self.last_committed(sink_id)
+        if last is not None and batch_id <= last:
             self._abort(sink_id, {w.producer_id for w in writes})
+            if batch_id < last:
+                raise CheckpointError(
+                    f"sink {sink_id!r} was asked to commit batch {batch_id}, but it committed batch {last} of "
+                    "this query already: the query's checkpoint was rolled back (restored from an older copy, "
+                    "or its offsets/commits logs cut). Its rows are not written twice, nor dropped silently: "
+                    "start the query on a fresh checkpoint location to write them as a new query")
             return False
         payload = json.dumps([[w.producer_id, [list(p) for p in w.partitions], w.records] for w in writes])
         with self.cluster.metadata.transaction() as tx:
@@ -183,6 +202,9 @@ class SinkStore:
         with self.cluster.metadata.transaction() as tx:
             tx.execute("UPDATE sink_batches SET state = ?, updated_ms = ? WHERE sink_id = ? AND batch_id = ?",
                        (COMMITTED, _now(), sink_id, batch_id))
+            # Only the newest committed batch is ever replayed: older rows would grow without bound.
+            tx.execute("DELETE FROM sink_batches WHERE sink_id = ? AND batch_id < ? AND state = ?",
+                       (sink_id, batch_id, COMMITTED))
             for w in writes:
                 tx.execute("DELETE FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
                            (sink_id, w.producer_id))

@@ -15,7 +15,6 @@ murmur2 partition; a ``partition`` column overrides.
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -30,6 +29,7 @@ from kstream.log.cluster import Cluster, resolve_cluster_path
 from kstream.log.sink_transactions import SinkStore, SinkTaskWriter, TaskWrites
 from kstream.log.txn_expiry import try_expire
 from kstream.producer import Producer
+from kstream.sink.query_identity import SINK_ID_PREFIX, query_sink_id
 from kstream.source.option_names import check_sink_options
 
 _log = logging.getLogger(__name__)
@@ -79,7 +79,10 @@ def write_task(options: SinkOptions, sink_id: str, batches: Iterator[pa.RecordBa
                batch_id: int | None = None) -> TaskCommit:
     """Executor side: write one task's rows as one transactional producer. With ``batch_id``
     an attempt of a batch that is already decided is refused before it writes (a zombie)."""
-    producer = Producer({"cluster": options.cluster, "acks": "1", "enable.idempotence": False})
+    # acks=all: the rows are fsynced before the driver's commit decision names them (a power cut
+    # after the decision must not take rows the decision commits), and an append publishes the
+    # HW only over fsynced frames, as every acks=all writer does.
+    producer = Producer({"cluster": options.cluster, "acks": "all", "enable.idempotence": False})
     records = 0
     try:
         store = SinkStore(producer.cluster)
@@ -138,7 +141,8 @@ class KStreamBatchWriter(DataSourceArrowWriter):
 
 class KStreamStreamWriter(DataSourceStreamArrowWriter):
     """Micro-batches, exactly once per query when the sink has ``.option("checkpointLocation")``:
-    batch B of that checkpoint commits at most once, across restarts.
+    batch B of that query commits at most once, across restarts. The query is the id Spark
+    keeps in the checkpoint (:mod:`kstream.sink.query_identity`), not the checkpoint's path.
 
     pyspark does not pass a checkpoint set only by ``spark.sql.streaming.checkpointLocation``
     to a Python sink. Without the option the sink is at least once, as the Kafka connector's
@@ -153,7 +157,8 @@ class KStreamStreamWriter(DataSourceStreamArrowWriter):
         # nothing happens here: leftovers of failed attempts or an earlier run are aborted
         # by the next commit. Tasks name the sink they wrote for in their commit messages.
         if "checkpointlocation" in lower:
-            self.sink_id = f"stream:{os.path.abspath(lower['checkpointlocation'])}"
+            # The query's id from its checkpoint, never the path (a reused path is a new query).
+            self.sink_id = query_sink_id(lower["checkpointlocation"])
         else:
             _log.warning("the kstream sink has no .option('checkpointLocation'): micro-batches are "
                          "written at least once (as with the Kafka connector), not exactly once")
@@ -165,7 +170,9 @@ class KStreamStreamWriter(DataSourceStreamArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         with _store(self.options) as store:
             for sink_id, writes in _by_sink(self.sink_id, messages).items():
-                store.commit(sink_id, batchId, writes)
+                if not store.commit(sink_id, batchId, writes):
+                    _log.info("batch %s of sink %s was committed by an earlier run (Spark replays it after a "
+                              "restart): its rows are not written again", batchId, sink_id)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         with _store(self.options) as store:
@@ -186,7 +193,7 @@ def _store(options: SinkOptions) -> Iterator[SinkStore]:
 def _by_sink(own_id: str, messages: list[WriterCommitMessage | None]) -> dict[str, list[TaskWrites]]:
     """The tasks' writes by the sink id they wrote under; a checkpointed sink's id is the
     writer's own (also when no task wrote), a sink without checkpoint has its tasks' id."""
-    result: dict[str, list[TaskWrites]] = {own_id: []} if own_id.startswith("stream:") else {}
+    result: dict[str, list[TaskWrites]] = {own_id: []} if own_id.startswith(SINK_ID_PREFIX) else {}
     for message in messages:
         if isinstance(message, TaskCommit):
             result.setdefault(message.sink_id or own_id, []).append(message.writes)
