@@ -6,7 +6,9 @@ copies the same bytes to every in-sync follower. Readers read the leader's log
 below the high watermark (HW), published in the lock file: for ``acks=all`` only
 once min.insync.replicas replicas fsynced the batch (:meth:`Partition.publish_high_watermark`),
 so no reader sees a record a power loss can take away; for ``acks=1``/``0`` at
-once (no durability promise: a power loss may remove what a reader saw).
+once (no durability promise: a power loss may remove what a reader saw), unless
+frames of other writers below it still await their fsync: then the acks=1 append
+fsyncs first, so its HW never shows another writer's acks=all record early.
 
 * ``acks=all``: refused up front with :class:`NotEnoughReplicasError` when the
   ISR is smaller than ``min.insync.replicas``; otherwise returns only after
@@ -143,11 +145,13 @@ class Partition:
             if txn is not None:
                 txn.before_append_locked(self)
             duplicate = self.producer_state.check_locked(self, batch)  # an idempotent retry?
+            publish_after_sync = False
             if duplicate is None:
                 result, header = self._append_leader_locked(batch, acks)
                 self._copy_to_followers_locked(header, batch)
-                if acks != "all":  # no durability promise: visible once written (as in Kafka)
-                    self._lock.write_high_watermark(result.base_offset + batch.record_count)
+                if acks != "all":
+                    publish_after_sync = not self._publish_unacked_locked(result.base_offset,
+                                                                          result.base_offset + batch.record_count)
                 self.producer_state.appended_locked(self, batch, result)
             else:
                 result = duplicate  # written before: acknowledge the original (fsynced below)
@@ -159,12 +163,29 @@ class Partition:
             if not defer_fsync:
                 self._require_fsynced(in_sync, f"the batch at offset {result.base_offset}")
                 self.publish_high_watermark(end)
+        elif publish_after_sync:
+            # Frames below this one await their writers' fsync (acks=all): this append's HW
+            # would show them before they are durable. fsync them first, then publish.
+            if len(self.settle_syncs(in_sync, self._sync_all(in_sync))) >= self.config.min_insync_replicas:
+                self.publish_high_watermark(end)
         else:
             for replica in in_sync:
                 self.logs[replica].maybe_flush()
         if len(self.info.isr) < len(self.info.replicas) and self.info.isr:
             self._sync_followers()
         return result
+
+    def _publish_unacked_locked(self, base_offset: int, end: int) -> bool:
+        """An acks=1/0 append is visible once written (no durability promise, as in Kafka), but
+        its HW must not cover other writers' frames that are not fsynced yet: an acks=all frame
+        whose fsync is running, or one deferred for a group commit, would be shown to readers
+        and then lost to a power cut. So the HW moves to ``end`` at once only when everything
+        below this frame is published already; False: the caller fsyncs first, then publishes."""
+        published = self._lock.read_high_watermark()
+        if published is None or published < base_offset:
+            return False
+        self._lock.write_high_watermark(end)
+        return True
 
     def publish_high_watermark(self, end: int) -> None:
         """Let readers see acks=all records below ``end``: call only once at least

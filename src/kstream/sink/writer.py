@@ -79,10 +79,7 @@ def write_task(options: SinkOptions, sink_id: str, batches: Iterator[pa.RecordBa
                batch_id: int | None = None) -> TaskCommit:
     """Executor side: write one task's rows as one transactional producer. With ``batch_id``
     an attempt of a batch that is already decided is refused before it writes (a zombie)."""
-    # acks=all: the rows are fsynced before the driver's commit decision names them (a power cut
-    # after the decision must not take rows the decision commits), and an append publishes the
-    # HW only over fsynced frames, as every acks=all writer does.
-    producer = Producer({"cluster": options.cluster, "acks": "all", "enable.idempotence": False})
+    producer = sink_producer(options)
     records = 0
     try:
         store = SinkStore(producer.cluster)
@@ -99,6 +96,13 @@ def write_task(options: SinkOptions, sink_id: str, batches: Iterator[pa.RecordBa
     finally:
         producer.close()
     return TaskCommit(TaskWrites(writer.producer_id, tuple(sorted(writer.partitions)), records), sink_id)
+
+
+def sink_producer(options: SinkOptions) -> Producer:
+    """The producer of one task attempt. acks=all: its rows are fsynced before the driver's commit
+    decision names them (a power cut after the decision must not take rows it commits), and its
+    appends publish the HW only over fsynced frames, as every acks=all writer's do."""
+    return Producer({"cluster": options.cluster, "acks": "all", "enable.idempotence": False})
 
 
 def _by_topic(batch: pa.RecordBatch, topic_option: str | None) -> Iterator[tuple[str, pa.Table]]:
