@@ -67,10 +67,10 @@ class Ctx:
 
 
 def setup(ctx: Ctx, rf: int, min_isr: int = 1, segment_bytes: int = 8192, journal: bool = False,
-          index_interval: int = 4096) -> None:
+          index_interval: int = 4096, txn_timeout_ms: int = 1000) -> None:
     ctx.cluster = os.path.join(ctx.work, "cluster")
     options: dict = {"cluster": ctx.cluster, "min.insync.replicas": min_isr,
-                     "default.replication.factor": rf, "transaction.timeout.ms": 1000}
+                     "default.replication.factor": rf, "transaction.timeout.ms": txn_timeout_ms}
     if rf > 1:
         ctx.log_dirs = [os.path.join(ctx.work, f"disk{i}") for i in range(3)]
         options["log.dirs"] = ",".join(ctx.log_dirs)

@@ -298,6 +298,11 @@ def two_failovers_round(ctx: Ctx) -> None:
     read_back(ctx)
 
 
+def _sink_rounds():
+    """tests/chaos/sink_rounds.py, loaded when one of its classes runs (it imports pyspark)."""
+    return __import__("chaos.sink_rounds", fromlist=["_"])
+
+
 CLASSES: dict[str, Callable[[Ctx], None]] = {
     "power_cut_rf1": lambda ctx: power_cut_round(ctx, 1),
     "power_cut_rf3": lambda ctx: power_cut_round(ctx, 3),
@@ -321,4 +326,7 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "misdirected_write_index": lambda ctx: disk_rounds.misdirected_write_round(ctx, "index"),
     "power_cut_readers": lambda ctx: __import__("chaos.visibility_rounds", fromlist=["_"]).power_cut_readers_round(ctx),
     "power_cut_txn": lambda ctx: __import__("chaos.txn_rounds", fromlist=["_"]).power_cut_txn_round(ctx),
+    "sink_reused_checkpoint": lambda ctx: _sink_rounds().queries_round(ctx, reuse=True),
+    "sink_checkpoint_spelling": lambda ctx: _sink_rounds().queries_round(ctx, reuse=False),
+    "sink_beside_acks_all_power_cut": lambda ctx: _sink_rounds().beside_acks_all_round(ctx),
 }

@@ -31,7 +31,8 @@ def power_cut_readers_round(ctx: Ctx) -> None:
     setup(ctx, rf=rf, min_isr=2 if rf == 3 else 1, journal=True)
     child = produce_child(ctx, "w", 100000, rate=2000)
     stop = threading.Event()
-    readers = [threading.Thread(target=_reader, args=(ctx, p, stop), daemon=True) for p in range(ctx.partitions)]
+    readers = [threading.Thread(target=read_committed_reader, args=(ctx, p, stop), daemon=True)
+               for p in range(ctx.partitions)]
     for reader in readers:
         reader.start()
     wait_for_acks(child, ctx.rng.uniform(0.05, 1.2))
@@ -65,7 +66,7 @@ def power_cut_readers_round(ctx: Ctx) -> None:
         h.hw_samples[tp] = [*samples, *h.hw_samples.get(tp, [])]
 
 
-def _reader(ctx: Ctx, partition: int, stop: threading.Event) -> None:
+def read_committed_reader(ctx: Ctx, partition: int, stop: threading.Event) -> None:
     """Poll one partition read_committed until ``stop``; every record handed out goes into
     the history (the checker's phantom rule checks each against the final reads)."""
     consumer = Consumer({"cluster": ctx.cluster, "isolation.level": "read_committed"})
