@@ -24,7 +24,7 @@ from kstream.consumer import Consumer
 from kstream.errors import ConfigError
 from kstream.message import TopicPartition
 from kstream.web import figures
-from kstream.web.browser import DECODINGS, MAX_RECORDS, BrowseRequest, Row, browse, row_of
+from kstream.web.browser import DECODINGS, MAX_RECORDS, BrowseRequest, DecodeBudget, Row, browse, row_of
 from kstream.web.sse import event, stream_response
 from kstream.web.state import render, state_of
 
@@ -54,13 +54,14 @@ def _timestamp_ms(text: str | None) -> int | None:
 def messages_page(request: Request, cluster: str, topic: str, partition: int = 0, offset: str | None = None,
                   timestamp: str | None = None, count: int = 50, decoding: str = "auto",
                   avro_schema: str | None = None) -> HTMLResponse:
-    ref = state_of(request).cluster(cluster)
+    console = state_of(request)
+    ref = console.cluster(cluster)
     start = int(offset) if offset is not None and offset.strip().lstrip("-").isdigit() else None
     if offset is not None and offset.strip() and start is None:
         raise ConfigError(f"offset {offset!r} is not an integer")
     wanted = BrowseRequest(topic, partition, start, _timestamp_ms(timestamp), count, decoding,
                            avro_schema or None)
-    rows = browse(ref.path, wanted)
+    rows = browse(ref.path, wanted, console.limits)
     return render(request, "messages.html", ref=ref, topic=topic, request_=wanted, rows=rows,
                   decodings=DECODINGS, max_records=MAX_RECORDS, offset=offset or "", timestamp=timestamp or "")
 
@@ -93,7 +94,7 @@ async def tail(request: Request, cluster: str, topic: str, partition: int = 0, o
 
     def poll() -> Row | None:
         message = consumer.poll(TAIL_POLL_S)
-        return None if message is None else row_of(message, decoding)
+        return None if message is None else row_of(message, decoding, None, DecodeBudget.start(console.limits))
 
     async def events() -> AsyncIterator[str]:
         deadline = time.monotonic() + TAIL_MAX_SECONDS

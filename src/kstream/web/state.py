@@ -22,6 +22,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from kstream.errors import KStreamError
 from kstream.web.clusters import ClusterRef
+from kstream.web.limits import ConsoleLimits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 THEMES = ("auto", "light", "dark")
@@ -31,11 +32,13 @@ THEME_COOKIE = "kstream_theme"
 @dataclass
 class ConsoleState:
     """What every route needs: clusters by name, read-only flag, samplers (cluster name ->
-    kstream.monitor Sampler, empty when none run) and the templates."""
+    kstream.monitor Sampler, empty when none run), the limits on a request's cost and the
+    templates."""
 
     clusters: Mapping[str, ClusterRef]
     read_only: bool
     samplers: Mapping[str, Any] = field(default_factory=dict)
+    limits: ConsoleLimits = field(default_factory=ConsoleLimits)
     templates: Jinja2Templates = field(init=False)
     vendored: bool = field(init=False)  # htmx/uPlot present (scripts/vendor_web_assets.py ran)
 
