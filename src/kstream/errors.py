@@ -271,3 +271,11 @@ class AvroNotAvailableError(NotSupportedError, ImportError):
     """confluent-kafka's legacy Avro clients (``kstream.avro.AvroProducer``/``AvroConsumer``)
     are not supported: no Schema Registry. An ImportError too, as confluent-kafka reports
     its Avro support missing, so code falling back on ``except ImportError`` does so here."""
+
+
+class MetadataStorageError(ClusterError):
+    """The cluster's metadata.db cannot be read or written: its disk is full, an I/O error,
+    a read-only file system, or its WAL file was removed. The message names the file and
+    says what to do; the failed call changed nothing."""
+
+    error_name = "KAFKA_STORAGE_ERROR"

@@ -27,9 +27,11 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from kstream.errors import ClusterError, TopicExistsError, TopicNotFoundError
 from kstream.log import metadata_snapshot
+from kstream.log.metadata_errors import storage_error
 
 DataVersion = tuple[int, int, int]
 """What :meth:`Metadata.data_version` returns; compare for equality only."""
@@ -104,6 +106,32 @@ class TopicInfo:
         return len(self.partitions)
 
 
+class _MetadataConnection(sqlite3.Connection):
+    """A connection whose disk failures (full, I/O error, read-only, a removed WAL) raise
+    :class:`~kstream.errors.MetadataStorageError` naming the database and what to do
+    (:mod:`kstream.log.metadata_errors`), from SQLite's error."""
+
+    database_path = ""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as err:
+            mapped = storage_error(self.database_path, err)
+            if mapped is None:
+                raise
+            raise mapped from err
+
+    def executescript(self, sql_script: str, /) -> sqlite3.Cursor:
+        try:
+            return super().executescript(sql_script)
+        except sqlite3.Error as err:
+            mapped = storage_error(self.database_path, err)
+            if mapped is None:
+                raise
+            raise mapped from err
+
+
 class _ThreadConnection(threading.local):
     """One thread's connection to the metadata DB, and what is known about it."""
 
@@ -171,7 +199,8 @@ class Metadata:
             # check_same_thread=False only so that close() may close another thread's connection
             # (or a finished thread's); no connection is ever used by two threads.
             connection = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None,
-                                         check_same_thread=False)
+                                         check_same_thread=False, factory=_MetadataConnection)
+            connection.database_path = os.path.abspath(self.path)
             if not self._create and connection.execute(_IS_KSTREAM_METADATA).fetchone() is None:
                 raise ClusterError(_lost(self.path, "is not a kstream metadata database (no log_dirs table)"))
             connection.execute("PRAGMA journal_mode=WAL")
@@ -195,9 +224,17 @@ class Metadata:
         try:
             yield connection
         except BaseException:
-            connection.execute("ROLLBACK")
+            # SQLite may have rolled back already (SQLITE_FULL, an I/O error): a ROLLBACK then
+            # fails ("no transaction is active") and would hide the error that says why.
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
             raise
-        connection.execute("COMMIT")
+        try:
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:  # a failed COMMIT leaves it open: end it, keep the error
+                connection.execute("ROLLBACK")
+            raise
         self._local.own_commits += 1
 
     @contextmanager
