@@ -97,9 +97,11 @@ async def tail(request: Request, cluster: str, topic: str, partition: int = 0, o
             raise
         return consumer
 
+    opening = executor.submit(open_consumer)  # (opening reads files: not on the event loop)
     try:
-        consumer = await asyncio.wrap_future(executor.submit(open_consumer))  # (reads files: not on the loop)
+        consumer = await asyncio.wrap_future(opening)
     except BaseException:
+        opening.add_done_callback(_close_opened)  # a client gone mid-open: the open still finishes
         slot.release()
         raise
     template = console.templates.get_template("message_row.html")
@@ -140,6 +142,12 @@ async def tail(request: Request, cluster: str, topic: str, partition: int = 0, o
     # its consumer and slot are given back when the generator is collected.
     weakref.finalize(stream, _close, consumer, slot)
     return stream_response(stream)
+
+
+def _close_opened(opening: concurrent.futures.Future[Consumer]) -> None:
+    """Close the consumer an abandoned open made, if it made one."""
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result().close()
 
 
 def _close(consumer: Consumer, slot: TailSlot) -> None:
