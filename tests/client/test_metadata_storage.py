@@ -142,3 +142,18 @@ def test_a_removed_wal_is_named_and_nothing_is_recreated(cluster_path, make_topi
             assert f.read() == before
     finally:
         holder.close()
+
+
+def test_a_process_whose_wal_was_removed_commits_nothing_more(cluster_path, make_topic):
+    """Its connection still writes to the unlinked WAL: every such commit would be lost."""
+    make_topic("t")
+    holder = Cluster.open(cluster_path)
+    try:
+        first = holder.metadata.next_counter("c")
+        os.remove(os.path.join(cluster_path, "metadata.db-wal"))
+        with pytest.raises(MetadataStorageError, match=r"metadata\.db-wal, was removed"):
+            holder.metadata.next_counter("c")
+        assert holder.metadata.topic_names() == ["t"]  # reads of what it has still answer
+    finally:
+        holder.close()
+    assert first == 1

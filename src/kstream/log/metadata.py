@@ -31,7 +31,7 @@ from typing import Any
 
 from kstream.errors import ClusterError, TopicExistsError, TopicNotFoundError
 from kstream.log import metadata_snapshot
-from kstream.log.metadata_errors import storage_error
+from kstream.log.metadata_errors import check_wal, storage_error, wal_identity
 
 DataVersion = tuple[int, int, int]
 """What :meth:`Metadata.data_version` returns; compare for equality only."""
@@ -112,6 +112,7 @@ class _MetadataConnection(sqlite3.Connection):
     (:mod:`kstream.log.metadata_errors`), from SQLite's error."""
 
     database_path = ""
+    wal_identity: tuple[int, int] | None = None  # the -wal file this connection writes (see transaction)
 
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
         try:
@@ -206,6 +207,7 @@ class Metadata:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
             connection.executescript(_SCHEMA)
+            connection.wal_identity = wal_identity(self.path)  # opened by now: SQLite keeps it open
         except BaseException as err:
             if connection is not None:
                 connection.close()
@@ -220,8 +222,12 @@ class Metadata:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """An immediate (write-locked) transaction on this thread's connection, committed on success."""
         connection = self.connection
+        assert isinstance(connection, _MetadataConnection)
         connection.execute("BEGIN IMMEDIATE")
         try:
+            # SQLite writes on to a -wal file removed under it (its descriptor stays open), so every
+            # commit after would be lost: refuse to write once the file is not the one it opened.
+            check_wal(connection.database_path, connection.wal_identity)
             yield connection
         except BaseException:
             # SQLite may have rolled back already (SQLITE_FULL, an I/O error): a ROLLBACK then

@@ -14,9 +14,12 @@ new connection finds a WAL file (which SQLite just re-created, empty) shorter th
 that index says (SQLITE_IOERR_SHORT_READ). Commits not yet copied into metadata.db
 were in the removed file. :func:`storage_error` recognises it (that short read, the
 -shm file present, the -wal file missing or empty) and says so; nothing here ever
-creates or repairs a database. An I/O error on a file system with (nearly) no free
-space is taken for a full disk: on one, even a reader fails (a new connection cannot
-size its -shm file).
+creates or repairs a database. A process that had the database open when its WAL
+was removed would go on committing to the unlinked file, every commit lost:
+:func:`check_wal`, run at the start of each write transaction, refuses that.
+
+An I/O error on a file system with (nearly) no free space is taken for a full
+disk: on one, even a reader fails (a new connection cannot size its -shm file).
 """
 
 from __future__ import annotations
@@ -36,6 +39,33 @@ SQLITE_IOERR_SHORT_READ = SQLITE_IOERR | (2 << 8)
 _NEARLY_FULL_BYTES = 1 << 20
 
 
+def _wal_removed_error(path: str, how: str) -> MetadataStorageError:
+    return MetadataStorageError(
+        f"the WAL file of the cluster's metadata, {path}-wal, was removed (or emptied) {how}: metadata "
+        "committed since the last checkpoint (topics, placement, producer and transaction state) was in "
+        "that file and may be lost. Stop every process using this cluster; then restore metadata.db "
+        "together with its -wal file from a backup, or, to accept the loss, move metadata.db-shm aside "
+        "so SQLite reads metadata.db as of its last checkpoint (and check the topics with "
+        "`kstream topics describe`)")
+
+
+def wal_identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the -wal file of the database at ``path``, or None if it has none."""
+    try:
+        stat = os.stat(path + "-wal")
+    except FileNotFoundError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def check_wal(path: str, opened: tuple[int, int] | None) -> None:
+    """Raise MetadataStorageError if the -wal file is no longer the one a connection opened
+    (``opened``, from :func:`wal_identity`; None: nothing to check). While any connection is
+    open SQLite never removes or replaces the -wal file, so a different one was removed under it."""
+    if opened is not None and wal_identity(path) != opened:
+        raise _wal_removed_error(path, "while this process had it open")
+
+
 def storage_error(path: str, err: sqlite3.Error) -> MetadataStorageError | None:
     """The MetadataStorageError that ``err`` (from a call on the database at ``path``) stands
     for, or None when it is not a storage failure. The caller raises it ``from err``."""
@@ -48,13 +78,7 @@ def storage_error(path: str, err: sqlite3.Error) -> MetadataStorageError | None:
             f"{', ' + name if name else ''}). Make free space there (`df {os.path.dirname(path) or '.'}`), "
             "then retry; the failed call changed nothing")
     if code == SQLITE_IOERR_SHORT_READ and wal_removed(path):
-        return MetadataStorageError(
-            f"the WAL file of the cluster's metadata, {path}-wal, was removed (or emptied) while "
-            f"{path}-shm still indexes it ({err}): metadata committed since the last checkpoint (topics, "
-            "placement, producer and transaction state) was in that file and may be lost. Stop every "
-            "process using this cluster; then restore metadata.db together with its -wal file from a "
-            "backup, or, to accept the loss, move metadata.db-shm aside so SQLite reads metadata.db "
-            "as of its last checkpoint (and check the topics with `kstream topics describe`)")
+        return _wal_removed_error(path, f"while {path}-shm still indexes it ({err})")
     if primary == SQLITE_IOERR:
         return MetadataStorageError(
             f"the cluster's metadata {path} cannot be read or written: the disk reports an I/O error "
