@@ -144,3 +144,11 @@ def test_values_of_a_rich_schema_pass_the_walk_and_decode():
     assert shown.kind == "avro", shown.text
     assert json.loads(shown.text)["m"] == {"k": None, "l": 2.5, "z": "A"}
     assert show(out.getvalue()[:-1], "avro", parse_avro_schema(json.dumps(schema)), budget()).kind == "error"
+
+
+@pytest.mark.parametrize("schema", ['{"type": "long", "logicalType": "timestamp-millis"}',
+                                    '{"type": "int", "logicalType": "date"}',
+                                    '{"type": "long", "logicalType": "time-micros"}'])
+def test_a_logical_value_out_of_range_says_why(schema):
+    shown = show(b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01", "avro", parse_avro_schema(schema), budget())
+    assert shown.kind == "error" and shown.text.startswith("not Avro of the given schema")

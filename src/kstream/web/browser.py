@@ -138,7 +138,8 @@ def _show_avro(raw: bytes, schema: AvroSchema, budget: DecodeBudget) -> Shown:
         record = fastavro.schemaless_reader(io.BytesIO(raw), schema.parsed, None)
     except AvroBoundsError as err:
         return Shown(f"not decodable: {err}", "error")
-    except (ValueError, EOFError, IndexError, TypeError, KeyError, UnicodeDecodeError) as err:
+    except (ValueError, EOFError, IndexError, TypeError, KeyError, ArithmeticError) as err:
+        # (ArithmeticError: a logical type's value out of range, e.g. a date past year 9999)
         return Shown(f"not Avro of the given schema: {err}", "error")
     return Shown(_capped(json.dumps(record, default=str, ensure_ascii=False)), "avro")
 
