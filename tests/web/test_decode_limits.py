@@ -152,3 +152,29 @@ def test_values_of_a_rich_schema_pass_the_walk_and_decode():
 def test_a_logical_value_out_of_range_says_why(schema):
     shown = show(b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01", "avro", parse_avro_schema(schema), budget())
     assert shown.kind == "error" and shown.text.startswith("not Avro of the given schema")
+
+
+ZERO_WIDTH_SCHEMAS = [
+    NULLS, '{"type": "map", "values": "null"}', '{"type": "array", "items": {"type": "array", "items": "null"}}',
+    '{"type": "array", "items": {"type": "fixed", "name": "Z", "size": 0}}',
+    '{"type": "array", "items": {"type": "record", "name": "Empty", "fields": []}}',
+    '{"type": "record", "name": "L", "fields": [{"name": "n", "type": ["null", "L"]}, '
+    '{"name": "a", "type": {"type": "array", "items": "L"}}]}',
+    '["null", "string", "bytes", {"type": "enum", "name": "E", "symbols": ["A"]}, '
+    '{"type": "fixed", "name": "F", "size": 0}]']
+
+
+@pytest.mark.parametrize("schema", ZERO_WIDTH_SCHEMAS)
+def test_random_bytes_always_show_something_within_the_item_limit(schema):
+    """Seeded random values: each is decoded or refused in its cell, never raises, and a
+    decoded one holds at most decode.max.items items."""
+    import random
+
+    rng = random.Random(26)
+    parsed = parse_avro_schema(schema)
+    for _ in range(300):
+        raw = bytes(rng.randrange(256) for _ in range(rng.randrange(40)))
+        shown = show(raw, "avro", parsed, budget(decode_max_items=1000))
+        assert shown.kind in ("avro", "error")
+        if shown.kind == "avro":
+            assert shown.text.count("null") <= 1000 + 40
