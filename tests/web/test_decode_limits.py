@@ -178,3 +178,40 @@ def test_random_bytes_always_show_something_within_the_item_limit(schema):
         assert shown.kind in ("avro", "error")
         if shown.kind == "avro":
             assert shown.text.count("null") <= 1000 + 40
+
+
+@pytest.fixture
+def zero_width_topic(cluster_dir):
+    """A typed topic whose first record is a list of a million nulls: a few bytes on disk."""
+    import pyarrow as pa
+
+    schema = pa.schema([("id", pa.int64()), ("l", pa.list_(pa.null()))])
+    with Admin({"cluster": cluster_dir}) as admin:
+        admin.create_topics([NewTopic("zw", 1, 1, schema=schema)])["zw"].result()
+    million = pa.ListArray.from_arrays(pa.array([0, 1_000_000, 1_000_002], pa.int32()), pa.nulls(1_000_002))
+    with Producer({"cluster": cluster_dir, "linger.ms": 0}) as producer:
+        producer.produce_batch("zw", pa.table({"id": [1, 2], "l": million}), partition=0)
+        producer.produce("zw", {"id": 3, "l": []}, key=b"k3", headers=[("h", b"x")], partition=0)
+    return "zw"
+
+
+def test_a_typed_row_of_zero_width_values_is_refused_before_conversion(read_only_client, zero_width_topic):
+    page = read_only_client.get(f"/c/main/topics/{zero_width_topic}/messages").text.replace("&#34;", '"')
+    assert page.count("not decodable: its columns hold more than 100000 values") == 1
+    assert '"id": 2, "l": [null, null]' in page and '"id": 3, "l": []' in page and "k3" in page
+
+
+def test_count_elements_counts_every_nested_level():
+    import pyarrow as pa
+
+    from kstream.web.typed_rows import count_elements
+
+    assert count_elements(pa.array([[1, 2], [3]]), 100) == 2 + 3
+    assert count_elements(pa.array([[1, 2], [3]]).slice(1, 1), 100) == 1 + 1
+    nested = pa.array([{"a": [1, 2, 3], "b": {"c": [None]}}])
+    assert count_elements(nested, 100) == 1 + 1 + 3 + 1 + 1 + 1
+    assert count_elements(pa.array([[(1, "x")]], pa.map_(pa.int8(), pa.string())), 100) == 1 + 1 + 1 + 1
+    words = pa.array(["x", "y", "x"]).dictionary_encode()
+    assert count_elements(words, 100) == 3 + 3
+    bomb = pa.ListArray.from_arrays(pa.array([0, 10**9], pa.int32()), pa.nulls(10**9))
+    assert count_elements(bomb, 1000) > 1000

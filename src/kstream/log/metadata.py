@@ -27,11 +27,10 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from kstream.errors import ClusterError, TopicExistsError, TopicNotFoundError
 from kstream.log import metadata_snapshot
-from kstream.log.metadata_errors import check_wal, storage_error, wal_identity
+from kstream.log.metadata_errors import MetadataConnection, check_wal, wal_identity
 
 DataVersion = tuple[int, int, int]
 """What :meth:`Metadata.data_version` returns; compare for equality only."""
@@ -106,33 +105,6 @@ class TopicInfo:
         return len(self.partitions)
 
 
-class _MetadataConnection(sqlite3.Connection):
-    """A connection whose disk failures (full, I/O error, read-only, a removed WAL) raise
-    :class:`~kstream.errors.MetadataStorageError` naming the database and what to do
-    (:mod:`kstream.log.metadata_errors`), from SQLite's error."""
-
-    database_path = ""
-    wal_identity: tuple[int, int] | None = None  # the -wal file this connection writes (see transaction)
-
-    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
-        try:
-            return super().execute(sql, parameters)
-        except sqlite3.Error as err:
-            mapped = storage_error(self.database_path, err)
-            if mapped is None:
-                raise
-            raise mapped from err
-
-    def executescript(self, sql_script: str, /) -> sqlite3.Cursor:
-        try:
-            return super().executescript(sql_script)
-        except sqlite3.Error as err:
-            mapped = storage_error(self.database_path, err)
-            if mapped is None:
-                raise
-            raise mapped from err
-
-
 class _ThreadConnection(threading.local):
     """One thread's connection to the metadata DB, and what is known about it."""
 
@@ -200,7 +172,7 @@ class Metadata:
             # check_same_thread=False only so that close() may close another thread's connection
             # (or a finished thread's); no connection is ever used by two threads.
             connection = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None,
-                                         check_same_thread=False, factory=_MetadataConnection)
+                                         check_same_thread=False, factory=MetadataConnection)
             connection.database_path = os.path.abspath(self.path)
             if not self._create and connection.execute(_IS_KSTREAM_METADATA).fetchone() is None:
                 raise ClusterError(_lost(self.path, "is not a kstream metadata database (no log_dirs table)"))
@@ -222,7 +194,7 @@ class Metadata:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """An immediate (write-locked) transaction on this thread's connection, committed on success."""
         connection = self.connection
-        assert isinstance(connection, _MetadataConnection)
+        assert isinstance(connection, MetadataConnection)
         connection.execute("BEGIN IMMEDIATE")
         try:
             # SQLite writes on to a -wal file removed under it (its descriptor stays open), so every

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from typing import Any
 
 from kstream.errors import MetadataStorageError
 
@@ -112,3 +113,30 @@ def wal_removed(path: str) -> bool:
         return os.stat(path + "-wal").st_size == 0
     except FileNotFoundError:
         return True
+
+
+class MetadataConnection(sqlite3.Connection):
+    """The connection :class:`kstream.log.metadata.Metadata` opens (``sqlite3.connect``'s
+    ``factory``): its disk failures raise the MetadataStorageError of :func:`storage_error`,
+    from SQLite's error; ``wal_identity`` is the -wal file it opened (:func:`check_wal`)."""
+
+    database_path = ""
+    wal_identity: tuple[int, int] | None = None
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as err:
+            mapped = storage_error(self.database_path, err)
+            if mapped is None:
+                raise
+            raise mapped from err
+
+    def executescript(self, sql_script: str, /) -> sqlite3.Cursor:
+        try:
+            return super().executescript(sql_script)
+        except sqlite3.Error as err:
+            mapped = storage_error(self.database_path, err)
+            if mapped is None:
+                raise
+            raise mapped from err

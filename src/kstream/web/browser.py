@@ -28,12 +28,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from kstream.consumer import Consumer
 from kstream.error import KafkaError
 from kstream.errors import ConfigError
 from kstream.message import Message, TopicPartition
 from kstream.web.avro_bounds import AvroBoundsError, check_avro
 from kstream.web.limits import ConsoleLimits
+from kstream.web.typed_rows import row_elements
 
 MAX_RECORDS = 500
 POLL_TIMEOUT_S = 0.2
@@ -218,8 +221,46 @@ def _records(cluster_path: str, request: BrowseRequest, count: int, limits: Cons
             start = found[0].offset if found[0].offset >= 0 else -1  # -1: past the end
         consumer.assign([TopicPartition(request.topic, request.partition, start)])
         budget = DecodeBudget.start(limits)  # after the opening: the budget is for decoding
+        if consumer.cluster.topic(request.topic).schemas:
+            yield from _typed_rows(consumer, request, count, budget)
+            return
         for _ in range(count):
             message = consumer.poll(POLL_TIMEOUT_S)
             if message is None or _is_partition_eof(message):
                 return
             yield row_of(message, request.decoding, avro, budget)
+
+
+_NOT_VALUE_COLUMNS = frozenset(("key", "topic", "partition", "offset", "timestamp", "timestampType", "headers"))
+
+
+def _typed_rows(consumer: Consumer, request: BrowseRequest, count: int, budget: DecodeBudget) -> Iterator[Row]:
+    """A typed topic's records, read as Arrow (``poll_batch``) and converted to Python one row
+    at a time, each only once :func:`~kstream.web.typed_rows.row_elements` finds it within
+    ``decode.max.items`` (``Consumer.poll`` would convert a whole batch first, however many
+    values its zero-width columns hold). Stops at the high watermark read at the start."""
+    end = consumer.get_watermark_offsets(TopicPartition(request.topic, request.partition))[1]
+    plain = "auto" if request.decoding == "avro" else request.decoding  # keys and headers are not Avro
+    limit = budget.limits.decode_max_items
+    left = count
+    while left > 0:
+        batch = consumer.poll_batch(left, POLL_TIMEOUT_S)
+        if batch is None:
+            return
+        values = batch.select([name for name in batch.schema.names if name not in _NOT_VALUE_COLUMNS])
+        offsets = batch.column("offset").to_pylist()
+        timestamps = batch.column("timestamp").cast(pa.int64()).to_pylist()
+        for i, offset in enumerate(offsets):
+            one = values.slice(i, 1)
+            if (value := budget.spent()) is None:
+                items = row_elements(one, limit)
+                value = show(one.to_pylist()[0], request.decoding, None, budget) if items <= limit else Shown(
+                    f"not decodable: its columns hold more than {limit} values (nested lists, maps, "
+                    "structs); raise --decode-max-items to see larger values", "error")
+            headers = batch.column("headers")[i].as_py() if "headers" in batch.schema.names else None
+            key = batch.column("key")[i].as_py() if "key" in batch.schema.names else None
+            yield Row(request.partition, offset, timestamps[i], show(key, plain, None, budget), value,
+                      tuple((h["key"], show(h["value"], plain, None, budget)) for h in headers or ()))
+        left -= len(offsets)
+        if offsets and offsets[-1] + 1 >= end:
+            return
