@@ -129,3 +129,36 @@ def test_kstream_console_takes_the_tail_caps_as_options(monkeypatch, cluster_dir
     bad = CliRunner().invoke(cli, ["console", "--cluster", cluster_dir, "--max-tails", "2",
                                    "--max-tails-per-client", "3"])
     assert bad.exit_code != 0 and "--max-tails-per-client" in str(bad.exception)
+
+
+def test_a_tail_whose_client_left_before_the_response_gives_back_its_slot(clusters, fast_polls):
+    """The stream never starts (sending the response start fails), so no finally of it runs:
+    the slot and the consumer are given back when the stream is collected."""
+    import gc
+
+    app = create_app(clusters, limits=ConsoleLimits(tail_max=1, tail_max_per_client=1))
+    slots = app.app.state.console.tails
+
+    async def scenario():
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+                 "scheme": "http", "path": "/c/main/topics/t/tail", "raw_path": b"/c/main/topics/t/tail",
+                 "query_string": b"partition=0", "headers": [(b"host", b"testserver")],
+                 "client": ("10.0.0.1", 50000), "server": ("testserver", 80), "root_path": ""}
+        gone = asyncio.Event()
+
+        async def receive():
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message):
+            raise OSError("the client is gone")
+
+        try:
+            await app(scope, receive, send)
+        except OSError:
+            pass
+        gone.set()
+
+    asyncio.run(scenario())
+    gc.collect()
+    assert slots.open == 0
