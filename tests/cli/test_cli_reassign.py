@@ -160,3 +160,8 @@ def test_a_topics_file_of_the_wrong_types_names_the_field(four_dirs, tmp_path, d
     result = run(four_dirs, "reassign", "--generate", "--topics-to-move-json-file", str(topics),
                  "--broker-list", "3,4")
     assert isinstance(result.exception, ConfigError) and message in str(result.exception), result.exception
+
+
+def test_replicas_that_are_not_ids_are_a_usage_error(four_dirs):
+    result = run(four_dirs, "reassign", "--topic", "t", "--partition", "0", "--replicas", "a,1")
+    assert result.exit_code == 2 and "expected log dir ids like 1,2" in result.output

@@ -144,7 +144,11 @@ def reassign(ctx: click.Context, mode: str | None, topics_to_move_json_file: str
         if topic is None or partition is None or replicas is None:
             raise click.UsageError("give --generate, --execute or --verify (Kafka's way), or --topic, "
                                    "--partition and --replicas")
-        _move(ctx, [(topic, partition, [int(r) for r in replicas.split(",") if r.strip()])])
+        try:
+            ids = [int(r) for r in replicas.split(",") if r.strip()]
+        except ValueError as err:
+            raise click.BadParameter(f"{replicas!r}: expected log dir ids like 1,2", param_hint="--replicas") from err
+        _move(ctx, [(topic, partition, ids)])
         return
     cluster = _open(ctx)
     try:
