@@ -50,6 +50,8 @@ def test_a_recursive_schema_is_bounded_by_depth():
     schema = '{"type": "record", "name": "L", "fields": [{"name": "next", "type": ["null", "L"]}]}'
     shallow = show(b"\x02\x02\x00", "avro", parse_avro_schema(schema), budget())
     assert json.loads(shallow.text) == {"next": {"next": {"next": None}}}
+    fifty = show(b"\x02" * 50 + b"\x00", "avro", parse_avro_schema(schema), budget())
+    assert fifty.kind == "avro" and fifty.text.count("next") == 51  # a list of 50: within 64 levels
     deep = show(b"\x02" * 5000 + b"\x00", "avro", parse_avro_schema(schema), budget())
     assert deep.kind == "error" and "deeper than" in deep.text
 

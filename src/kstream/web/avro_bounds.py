@@ -11,7 +11,7 @@ before the decode would:
 * hold more than ``max_items`` array and map items in all (a block's count is
   added, and checked, before any of its items is read);
 * read a length, a fixed, a float or a block past the end of the bytes;
-* nest deeper than :data:`MAX_DEPTH` (a recursive named type with a union);
+* nest records, arrays and maps deeper than :data:`MAX_DEPTH` (a recursive named type);
 * run past ``deadline`` (a ``time.monotonic()`` value).
 
 A value that passes decodes in time and memory proportional to its size plus
@@ -28,7 +28,7 @@ from typing import Any
 
 from kstream.errors import KStreamError
 
-MAX_DEPTH = 64  # nesting of the walk (and of fastavro's decode and the page's JSON after it)
+MAX_DEPTH = 64  # records, arrays and maps inside each other (fastavro's recursion and the page's JSON)
 _FIXED_WIDTH = {"null": 0, "boolean": 1, "float": 4, "double": 8}
 _VARINT = ("int", "long")
 _LENGTH_PREFIXED = ("bytes", "string")
@@ -55,8 +55,6 @@ class _Walk:
         self.position = self.items = self.steps = 0
 
     def value(self, schema: Any, depth: int) -> None:
-        if depth > MAX_DEPTH:
-            raise AvroBoundsError(f"nested deeper than {MAX_DEPTH} levels at byte {self.position}")
         self.steps += 1
         if self.steps % _CLOCK_EVERY == 0 and time.monotonic() > self.deadline:
             raise AvroBoundsError(f"the page's decode time ran out at byte {self.position}")
@@ -64,11 +62,11 @@ class _Walk:
             branch = self.long()
             if not 0 <= branch < len(schema):
                 raise AvroBoundsError(f"union branch {branch} at byte {self.position} of {len(schema)} branches")
-            self.value(schema[branch], depth + 1)
+            self.value(schema[branch], depth)
             return
         kind = schema["type"] if isinstance(schema, dict) else schema
         if not isinstance(kind, str):  # {"type": {...}} or {"type": [...]}
-            self.value(kind, depth + 1)
+            self.value(kind, depth)
         elif kind in _FIXED_WIDTH:
             self.skip(_FIXED_WIDTH[kind])
         elif kind in _VARINT:
@@ -82,20 +80,22 @@ class _Walk:
             if not 0 <= symbol < symbols:
                 raise AvroBoundsError(f"enum index {symbol} at byte {self.position} of {symbols} symbols")
         elif kind in ("record", "error"):
+            self.nest(depth)
             for field in schema["fields"]:
                 self.value(field["type"], depth + 1)
         elif kind == "array":
             self.blocks(schema["items"], depth, keyed=False)
         elif kind == "map":
             self.blocks(schema["values"], depth, keyed=True)
-        elif kind in self.named:
-            self.value(self.named[kind], depth + 1)
+        elif kind in self.named:  # a name is defined by a record, enum or fixed: no loop without a record
+            self.value(self.named[kind], depth)
         else:
             raise AvroBoundsError(f"the schema names a type {kind!r} it does not define")
 
     def blocks(self, items: Any, depth: int, *, keyed: bool) -> None:
         """An array's or map's blocks: a count (negative: a byte size follows), its items, ...,
         then a count of 0."""
+        self.nest(depth)
         count = self.long()
         while count != 0:
             self.items += abs(count)
@@ -113,6 +113,12 @@ class _Walk:
                     self.skip(self.long())
                 self.value(items, depth + 1)
             count = self.long()
+
+    def nest(self, depth: int) -> None:
+        """Refuse a record, array or map nested deeper than :data:`MAX_DEPTH` (the only way a
+        recursive schema recurses: through a record)."""
+        if depth >= MAX_DEPTH:
+            raise AvroBoundsError(f"nested deeper than {MAX_DEPTH} records/arrays/maps at byte {self.position}")
 
     def long(self) -> int:
         """A zig-zag varint (Avro's int and long)."""
