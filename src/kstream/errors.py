@@ -278,3 +278,11 @@ class CheckpointError(KStreamError):
     is missing or not Spark's, or it was rolled back behind a batch the sink already committed."""
 
     error_name = "_STATE"
+
+
+class MetadataStorageError(ClusterError):
+    """The cluster's metadata.db cannot be read or written: its disk is full, an I/O error,
+    a read-only file system, or its WAL file was removed. The message names the file and
+    says what to do; the failed call changed nothing."""
+
+    error_name = "KAFKA_STORAGE_ERROR"

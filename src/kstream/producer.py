@@ -17,7 +17,8 @@ batches (a transactional producer waits for each); reports keep the order
 of the batches.
 
 With ``enable.idempotence`` (the default) every batch carries the producer's
-id, epoch and a per-partition sequence. A batch that fails with
+id, epoch and a per-partition sequence; the id is taken from the cluster's
+metadata at the first send (so creating a Producer writes nothing). A batch that fails with
 NotEnoughReplicas or a failed log dir, written or not, is sent again with
 the same sequence, up to ``retries`` times, ``retry.backoff.ms`` apart,
 within ``delivery.timeout.ms``; the log recognises a batch it already has
@@ -273,9 +274,9 @@ class Producer:
         self._lock = threading.RLock()
         if options["transactional.id"]:
             self._transactions = ProducerTransactions(self._cluster, options["transactional.id"])
-        elif options["enable.idempotence"]:
-            self._producer_id = self._cluster.metadata.next_counter("producer_id")
-            self._producer_epoch = 0
+        # An idempotent producer takes its producer id at its first send (_append), as Kafka's
+        # client does: creating a Producer reads the metadata and writes nothing to it.
+        self._idempotent = bool(options["enable.idempotence"]) and self._transactions is None
 
     @property
     def cluster(self) -> Cluster:
@@ -671,7 +672,10 @@ class Producer:
                                           producer_id=txn.producer_id, producer_epoch=txn.epoch)
             return self._partition(state, partition).append(encoded, self._acks, txn=txn,
                                                             defer_fsync=defer_fsync).base_offset
-        if self._producer_id != fmt.NO_PRODUCER_ID:
+        if self._idempotent:
+            if self._producer_id == fmt.NO_PRODUCER_ID:
+                self._producer_id = self._cluster.metadata.next_counter("producer_id")
+                self._producer_epoch = 0
             key = (state.info.name, partition)
             sequence = self._sequences.get(key, 0)
             encoded = dataclasses.replace(encoded, producer_id=self._producer_id,

@@ -81,7 +81,7 @@ def test_generate_execute_verify(four_dirs, tmp_path):
     ({"topic": "t", "partition": 7, "replicas": [1, 2]}, "partition 7 does not exist"),
     ({"topic": "nope", "partition": 0, "replicas": [1, 2]}, "nope"),
     ({"topic": "t", "partition": 0, "replicas": [1, 2], "log_dirs": ["/elsewhere", "any"]}, "is not log dir 1"),
-    ({"topic": "t", "partition": 0}, "expected"),
+    ({"topic": "t", "partition": 0}, "partitions[1] has no 'replicas'"),
 ])
 def test_a_bad_plan_moves_nothing(four_dirs, tmp_path, entry, message):
     before = replicas(four_dirs)
@@ -101,3 +101,67 @@ def test_generate_needs_enough_log_dirs_and_modes_need_files(four_dirs, tmp_path
     assert result.exit_code != 0 and "replication factor 2" in str(result.exception)
     assert run(four_dirs, "reassign", "--execute").exit_code == 2
     assert run(four_dirs, "reassign").exit_code == 2
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"topic": "t", "partition": True, "replicas": [1, 2]}, "partitions[1].partition is true: give an integer"),
+    ({"topic": "t", "partition": 0, "replicas": "0"}, 'partitions[1].replicas is "0": give a list'),
+    ({"topic": "t", "partition": 0, "replicas": [True, 2]}, "partitions[1].replicas[0] is true: give an integer"),
+    ({"topic": "t", "partition": 1.0, "replicas": [1, 2]}, "partitions[1].partition is 1.0: give an integer"),
+    ({"topic": 5, "partition": 0, "replicas": [1, 2]}, "partitions[1].topic is 5: give a string"),
+    ({"topic": "t", "partition": 0, "replicas": [1, 2], "log_dirs": "any"}, "partitions[1].log_dirs"),
+    ({"topic": "t", "partition": 0, "replicas": [1, 2], "log_dirs": [1, "any"]}, "partitions[1].log_dirs[0]"),
+    ("t-0", "partitions[1] is \"t-0\": give an object"),
+])
+def test_a_plan_of_the_wrong_types_names_the_field(four_dirs, tmp_path, entry, message):
+    from kstream.errors import ConfigError
+
+    before = replicas(four_dirs)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "t", "partition": 1, "replicas": [3, 4]},
+                                                             entry]}))
+    result = run(four_dirs, "reassign", "--execute", "--reassignment-json-file", str(plan))
+    assert isinstance(result.exception, ConfigError) and message in str(result.exception), result.exception
+    assert replicas(four_dirs) == before
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"version": 1, "partitions": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested deeper"),
+    ('{"version": true, "partitions": []}', "version is true"),
+    ('{"version": 1, "partitions": {"topic": "t"}}', "partitions is"),
+    ("[]", "give an object"),
+])
+def test_a_malformed_plan_is_a_clear_error_from_the_cli_and_the_console(four_dirs, tmp_path, text, message):
+    from kstream.cli.reassign import parse_plan
+    from kstream.errors import ConfigError
+    from kstream.log.cluster import Cluster
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(text)
+    result = run(four_dirs, "reassign", "--verify", "--reassignment-json-file", str(plan))
+    assert isinstance(result.exception, ConfigError) and message in str(result.exception), result.exception
+    cluster = Cluster.open(four_dirs)
+    try:
+        with pytest.raises(ConfigError, match=message):
+            parse_plan(text, cluster)  # the console's form
+    finally:
+        cluster.close()
+
+
+@pytest.mark.parametrize("document, message", [
+    ({"topics": [{"topic": 1}], "version": 1}, "topics[0].topic is 1: give a string"),
+    ({"topics": "t", "version": 1}, 'topics is "t": give a list'),
+])
+def test_a_topics_file_of_the_wrong_types_names_the_field(four_dirs, tmp_path, document, message):
+    from kstream.errors import ConfigError
+
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps(document))
+    result = run(four_dirs, "reassign", "--generate", "--topics-to-move-json-file", str(topics),
+                 "--broker-list", "3,4")
+    assert isinstance(result.exception, ConfigError) and message in str(result.exception), result.exception
+
+
+def test_replicas_that_are_not_ids_are_a_usage_error(four_dirs):
+    result = run(four_dirs, "reassign", "--topic", "t", "--partition", "0", "--replicas", "a,1")
+    assert result.exit_code == 2 and "expected log dir ids like 1,2" in result.output

@@ -9,7 +9,7 @@ import fastavro
 import pytest
 
 from kstream.errors import ConfigError
-from kstream.web.browser import BrowseRequest, Shown, show
+from kstream.web.browser import BrowseRequest, Shown, parse_avro_schema, show
 
 SCHEMA = {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}, {"name": "s", "type": "string"}]}
 
@@ -34,7 +34,7 @@ def test_a_field_that_does_not_decode_says_why():
 
 
 def test_avro_with_the_writers_schema():
-    parsed = fastavro.parse_schema(SCHEMA)
+    parsed = parse_avro_schema(json.dumps(SCHEMA))
     assert json.loads(show(avro_bytes({"id": 7, "s": "x"}), "avro", parsed).text) == {"id": 7, "s": "x"}
     assert show(b"\x01", "avro", parsed).kind == "error"
 

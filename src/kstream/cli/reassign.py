@@ -19,7 +19,8 @@ same position (kstream has one log dir per "broker", so it can only confirm).
   replicas are the plan's; exit status 1 if any is not.
 
 ``--topic T --partition P --replicas 1,2`` moves one partition (kstream's
-shorthand for a one-entry plan).
+shorthand for a one-entry plan). The JSON documents are read strictly
+(:mod:`kstream.cli.plan_json`): a wrong type is an error naming the field.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 
 import click
 
+from kstream.cli import plan_json
 from kstream.cli.common import cluster_options
 from kstream.errors import ConfigError
 from kstream.log import replica_ops
@@ -38,68 +40,40 @@ from kstream.log.cluster import Cluster
 Plan = list[tuple[str, int, list[int]]]
 
 
-def _load(path: str, what: str) -> dict[str, Any]:
-    try:
-        with open(path) as f:
-            document = json.load(f)
-    except (OSError, ValueError) as err:
-        raise ConfigError(f"{path}: cannot read the {what} ({err})") from err
-    if not isinstance(document, dict) or document.get("version", 1) != 1:
-        raise ConfigError(f"{path}: not a version 1 {what}")
-    return document
-
-
 def _read_topics(path: str) -> list[str]:
     """kafka-reassign-partitions' topics-to-move file: {"topics": [{"topic": "t"}], "version": 1}."""
-    document = _load(path, "topics-to-move file")
-    try:
-        return [str(entry["topic"]) for entry in document["topics"]]
-    except (KeyError, TypeError) as err:
-        raise ConfigError(f'{path}: expected {{"topics": [{{"topic": "t"}}], "version": 1}} ({err})') from err
+    return plan_json.topics_to_move(plan_json.load_file(path, "topics-to-move file"), path)
 
 
 def read_plan(path: str, cluster: Cluster) -> Plan:
     """A reassignment plan from a file, checked whole against the cluster (:func:`check_plan`)."""
-    return check_plan(_load(path, "reassignment plan"), cluster, path)
+    return check_plan(plan_json.load_file(path, "reassignment plan"), cluster, path)
 
 
 def parse_plan(text: str, cluster: Cluster, source: str = "the plan") -> Plan:
     """A reassignment plan from JSON text (the console's form), checked as :func:`read_plan` does."""
-    try:
-        document = json.loads(text)
-    except ValueError as err:
-        raise ConfigError(f"{source}: not JSON ({err})") from err
-    if not isinstance(document, dict) or document.get("version", 1) != 1:
-        raise ConfigError(f"{source}: not a version 1 reassignment plan")
-    return check_plan(document, cluster, source)
+    return check_plan(plan_json.parse_text(text, source, "reassignment plan"), cluster, source)
 
 
 def check_plan(document: dict[str, Any], cluster: Cluster, path: str) -> Plan:
-    """A plan document checked whole against the cluster: topics and partitions exist,
-    replicas are distinct log dir ids, log_dirs (if given) agree, no partition twice
-    (``path`` names the plan in messages)."""
+    """A plan document checked whole against the cluster: its fields of the right types
+    (:func:`kstream.cli.plan_json.plan_entries`), topics and partitions exist, replicas are
+    distinct log dir ids, log_dirs (if given) agree, no partition twice (``path`` names the
+    plan in messages)."""
     paths = cluster.log_dir_paths()
     plan: Plan = []
-    try:
-        entries = document["partitions"]
-        for entry in entries:
-            topic, partition = str(entry["topic"]), int(entry["partition"])
-            replicas = [int(r) for r in entry["replicas"]]
-            log_dirs = entry.get("log_dirs", ["any"] * len(replicas))
-            if len(log_dirs) != len(replicas):
-                raise ConfigError(f"{topic}-{partition}: log_dirs has {len(log_dirs)} entries, replicas "
-                                  f"{len(replicas)}")
-            for replica, log_dir in zip(replicas, log_dirs, strict=True):
-                if replica in paths and log_dir != "any" and os.path.abspath(log_dir) != paths[replica]:
-                    raise ConfigError(f"{topic}-{partition}: log dir {log_dir!r} is not log dir {replica} "
-                                      f"({paths[replica]}); in kstream a log dir is a broker: give "
-                                      '"any" or its path')
-            plan.append((topic, partition, replicas))
-    except (KeyError, TypeError, ValueError) as err:
-        if isinstance(err, ConfigError):
-            raise
-        raise ConfigError(f'{path}: expected {{"version": 1, "partitions": [{{"topic": "t", "partition": 0, '
-                          f'"replicas": [1, 2]}}]}} ({err!r})') from err
+    for topic, partition, replicas, log_dirs in plan_json.plan_entries(document, path):
+        if log_dirs is None:
+            log_dirs = ["any"] * len(replicas)
+        if len(log_dirs) != len(replicas):
+            raise ConfigError(f"{topic}-{partition}: log_dirs has {len(log_dirs)} entries, replicas "
+                              f"{len(replicas)}")
+        for replica, log_dir in zip(replicas, log_dirs, strict=True):
+            if replica in paths and log_dir != "any" and os.path.abspath(log_dir) != paths[replica]:
+                raise ConfigError(f"{topic}-{partition}: log dir {log_dir!r} is not log dir {replica} "
+                                  f"({paths[replica]}); in kstream a log dir is a broker: give "
+                                  '"any" or its path')
+        plan.append((topic, partition, replicas))
     seen: set[tuple[str, int]] = set()
     for topic, partition, replicas in plan:
         if (topic, partition) in seen:
@@ -170,7 +144,11 @@ def reassign(ctx: click.Context, mode: str | None, topics_to_move_json_file: str
         if topic is None or partition is None or replicas is None:
             raise click.UsageError("give --generate, --execute or --verify (Kafka's way), or --topic, "
                                    "--partition and --replicas")
-        _move(ctx, [(topic, partition, [int(r) for r in replicas.split(",") if r.strip()])])
+        try:
+            ids = [int(r) for r in replicas.split(",") if r.strip()]
+        except ValueError as err:
+            raise click.BadParameter(f"{replicas!r}: expected log dir ids like 1,2", param_hint="--replicas") from err
+        _move(ctx, [(topic, partition, ids)])
         return
     cluster = _open(ctx)
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import click
 
 from kstream.errors import ConfigError
+from kstream.web.limits import ConsoleLimits
 
 MAX_SAMPLE_INTERVAL_S = 3600.0
 MIN_SAMPLE_INTERVAL_S = 1.0
@@ -31,11 +32,27 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 @click.option("--sample-interval-s", type=float, default=10.0, show_default=True,
               help="Seconds between metric samples (0: no sampler).")
 @click.option("--csv-dir", type=click.Path(file_okay=False), help="Also write each sample round as CSV here.")
+@click.option("--decode-max-bytes", type=int, default=ConsoleLimits.decode_max_bytes, show_default=True,
+              help="The largest value the message browser decodes as Avro.")
+@click.option("--decode-max-items", type=int, default=ConsoleLimits.decode_max_items, show_default=True,
+              help="Array/map items one Avro value may hold to be decoded.")
+@click.option("--decode-budget-ms", type=int, default=ConsoleLimits.decode_budget_ms, show_default=True,
+              help="Time one page of the message browser may spend decoding.")
+@click.option("--max-tails", type=int, default=ConsoleLimits.tail_max, show_default=True,
+              help="Live tails open at once on the console (more are refused with 429).")
+@click.option("--max-tails-per-client", type=int, default=ConsoleLimits.tail_max_per_client, show_default=True,
+              help="Live tails open at once per client address.")
 @click.pass_context
 def console_command(ctx: click.Context, cluster_options: tuple[str, ...], clusters_file: str | None, host: str,
-                    port: int, read_only: bool, sample_interval_s: float, csv_dir: str | None) -> None:
+                    port: int, read_only: bool, sample_interval_s: float, csv_dir: str | None,
+                    decode_max_bytes: int, decode_max_items: int, decode_budget_ms: int, max_tails: int,
+                    max_tails_per_client: int) -> None:
     """Serve the web console: topics, groups and lag, messages, reassignment, /metrics."""
     from kstream.web.clusters import check_clusters, parse_cluster_option, read_clusters_file
+
+    limits = ConsoleLimits(decode_max_bytes=decode_max_bytes, decode_max_items=decode_max_items,
+                           decode_budget_ms=decode_budget_ms, tail_max=max_tails,
+                           tail_max_per_client=max_tails_per_client)  # checked before anything is opened
 
     refs = [parse_cluster_option(v) for v in cluster_options]
     if clusters_file:
@@ -46,11 +63,11 @@ def console_command(ctx: click.Context, cluster_options: tuple[str, ...], cluste
     if sample_interval_s != 0 and not MIN_SAMPLE_INTERVAL_S <= sample_interval_s <= MAX_SAMPLE_INTERVAL_S:
         raise ConfigError(f"--sample-interval-s {sample_interval_s}: give 0 (no sampler) or "
                           f"{MIN_SAMPLE_INTERVAL_S:g}..{MAX_SAMPLE_INTERVAL_S:g}")
-    serve(clusters, host, port, read_only, sample_interval_s, csv_dir)
+    serve(clusters, host, port, read_only, sample_interval_s, csv_dir, limits)
 
 
 def serve(clusters: dict, host: str, port: int, read_only: bool, sample_interval_s: float,
-          csv_dir: str | None) -> None:
+          csv_dir: str | None, limits: ConsoleLimits | None = None) -> None:
     import uvicorn
 
     from kstream.web.app import create_app
@@ -63,7 +80,7 @@ def serve(clusters: dict, host: str, port: int, read_only: bool, sample_interval
                              write=running and not read_only, csv_dir=csv_dir if running else None)
     loopback = host in LOOPBACK_HOSTS
     app = create_app(clusters, read_only=read_only, samplers=samplers,
-                     allowed_hosts=LOOPBACK_HOSTS if loopback else None)
+                     allowed_hosts=LOOPBACK_HOSTS if loopback else None, limits=limits)
     if running:
         for sampler in samplers.values():
             sampler.start()

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from kstream.errors import ClusterError, TopicExistsError, TopicNotFoundError
 from kstream.log import metadata_snapshot
+from kstream.log.metadata_errors import MetadataConnection, check_wal, wal_identity
 
 DataVersion = tuple[int, int, int]
 """What :meth:`Metadata.data_version` returns; compare for equality only."""
@@ -171,12 +172,14 @@ class Metadata:
             # check_same_thread=False only so that close() may close another thread's connection
             # (or a finished thread's); no connection is ever used by two threads.
             connection = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None,
-                                         check_same_thread=False)
+                                         check_same_thread=False, factory=MetadataConnection)
+            connection.database_path = os.path.abspath(self.path)
             if not self._create and connection.execute(_IS_KSTREAM_METADATA).fetchone() is None:
                 raise ClusterError(_lost(self.path, "is not a kstream metadata database (no log_dirs table)"))
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
             connection.executescript(_SCHEMA)
+            connection.wal_identity = wal_identity(self.path)  # opened by now: SQLite keeps it open
         except BaseException as err:
             if connection is not None:
                 connection.close()
@@ -191,13 +194,25 @@ class Metadata:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """An immediate (write-locked) transaction on this thread's connection, committed on success."""
         connection = self.connection
+        assert isinstance(connection, MetadataConnection)
         connection.execute("BEGIN IMMEDIATE")
         try:
+            # SQLite writes on to a -wal file removed under it (its descriptor stays open), so every
+            # commit after would be lost: refuse to write once the file is not the one it opened.
+            check_wal(connection.database_path, connection.wal_identity)
             yield connection
         except BaseException:
-            connection.execute("ROLLBACK")
+            # SQLite may have rolled back already (SQLITE_FULL, an I/O error): a ROLLBACK then
+            # fails ("no transaction is active") and would hide the error that says why.
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
             raise
-        connection.execute("COMMIT")
+        try:
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:  # a failed COMMIT leaves it open: end it, keep the error
+                connection.execute("ROLLBACK")
+            raise
         self._local.own_commits += 1
 
     @contextmanager

@@ -19,6 +19,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from kstream.web import errors, figures
 from kstream.web.clusters import ClusterRef
 from kstream.web.guard import WriteGuard
+from kstream.web.limits import ConsoleLimits
 from kstream.web.state import HERE, ConsoleState
 
 
@@ -31,7 +32,7 @@ def routers() -> list[APIRouter]:
 
 def create_app(clusters: Mapping[str, ClusterRef], *, read_only: bool = False,
                samplers: Mapping[str, Any] | None = None,
-               allowed_hosts: Sequence[str] | None = None) -> WriteGuard:
+               allowed_hosts: Sequence[str] | None = None, limits: ConsoleLimits | None = None) -> WriteGuard:
     """The console for ``clusters`` (already checked: :func:`kstream.web.clusters.check_clusters`).
 
     ``samplers``: cluster name -> a ``kstream.monitor.sampler.Sampler`` (its latest
@@ -41,11 +42,13 @@ def create_app(clusters: Mapping[str, ClusterRef], *, read_only: bool = False,
 
     ``allowed_hosts``: the only ``Host`` header names served (others get 400). A console
     on a loopback address passes its loopback names, so a DNS-rebinding page (whose own
-    name resolves to 127.0.0.1, making its requests "same-origin") is refused; None: any."""
+    name resolves to 127.0.0.1, making its requests "same-origin") is refused; None: any.
+
+    ``limits``: what one request may cost (decoding, live tails); None: the defaults."""
     app = FastAPI(title="kstream console", docs_url=None, redoc_url=None, openapi_url=None)
     if samplers is None:
         samplers = figures.make_samplers(clusters, figures.DEFAULT_SAMPLE_INTERVAL_S, write=False)
-    app.state.console = ConsoleState(clusters, read_only, dict(samplers))
+    app.state.console = ConsoleState(clusters, read_only, dict(samplers), limits or ConsoleLimits())
     app.mount("/static", StaticFiles(directory=os.path.join(HERE, "static")), name="static")
     for router in routers():
         app.include_router(router)

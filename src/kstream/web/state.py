@@ -2,8 +2,9 @@
 
 :class:`ConsoleState` is built once by :func:`kstream.web.app.create_app` and
 kept on ``app.state.console``; routes reach it with :func:`state_of`. It holds
-configuration only (cluster refs, flags, the samplers the console runs), never
-an open cluster: each request opens what it reads and closes it.
+configuration (cluster refs, flags, limits, the samplers the console runs) and the
+live tails' slots and threads, never an open cluster: each request opens what it
+reads and closes it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from kstream.errors import KStreamError
 from kstream.web.clusters import ClusterRef
+from kstream.web.limits import ConsoleLimits
+from kstream.web.tails import TailSlots
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 THEMES = ("auto", "light", "dark")
@@ -31,11 +34,14 @@ THEME_COOKIE = "kstream_theme"
 @dataclass
 class ConsoleState:
     """What every route needs: clusters by name, read-only flag, samplers (cluster name ->
-    kstream.monitor Sampler, empty when none run) and the templates."""
+    kstream.monitor Sampler, empty when none run), the limits on a request's cost and the
+    templates."""
 
     clusters: Mapping[str, ClusterRef]
     read_only: bool
     samplers: Mapping[str, Any] = field(default_factory=dict)
+    limits: ConsoleLimits = field(default_factory=ConsoleLimits)
+    tails: TailSlots = field(init=False)
     templates: Jinja2Templates = field(init=False)
     vendored: bool = field(init=False)  # htmx/uPlot present (scripts/vendor_web_assets.py ran)
 
@@ -46,6 +52,7 @@ class ConsoleState:
         env.filters["when"] = when
         env.filters["tojson_compact"] = lambda value: json.dumps(value, separators=(",", ":"))
         self.templates = Jinja2Templates(env=env)
+        self.tails = TailSlots(self.limits)
         self.vendored = os.path.isfile(os.path.join(HERE, "static", "vendor", "htmx.min.js"))
 
     def cluster(self, name: str) -> ClusterRef:
