@@ -227,7 +227,8 @@ PRODUCER_OPTIONS = _table(
            choices=_CODECS, refused=_REFUSED_CODECS),
     Option("enable.idempotence", "bool", True,
            "Producer id + sequence: a batch is retried with its sequence (retries) and the log "
-           "writes it once."),
+           "writes it once. The id is taken from the cluster's metadata at the first send (creating "
+           "a Producer writes nothing)."),
     Option("retries", "int", 3,
            "Times a batch that failed with NotEnoughReplicas or a failed log dir is sent again "
            "(idempotent producers only: others would duplicate it).", minimum=0, maximum=INT_MAX),
