@@ -99,7 +99,8 @@ class ConsumerGroups:
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
         self.coordinator = Coordinator(cluster)
-        self.table = OffsetsTable(cluster.path, cluster.config["offsets.history.retention.ms"])
+        self.table = OffsetsTable(cluster.path, cluster.config["offsets.history.retention.ms"],
+                                  cluster.metadata)
         self._hw_locks: dict[tuple[str, str, int], PartitionLock] = {}
         self._seen_hw: dict[tuple[str, str, int], int] = {}
         self._topics: dict[str, tuple[DataVersion, TopicInfo]] = {}
@@ -339,6 +340,13 @@ class ConsumerGroups:
         if group in self.table.groups():
             with self.coordinator.lock(group):
                 self.table.write(group, [], custom_metadata={"kstream.operation": "delete-group"})
+
+    def recreate_offsets_table(self) -> str:
+        """Replace a lost or unreadable offsets table by an empty one, the old one moved aside
+        (see :meth:`OffsetsTable.recreate`); where it went. Every group then has no committed
+        offsets: its consumers start from ``auto.offset.reset``."""
+        with self.coordinator.lock("\x00offsets-table"):  # no commit creates one meanwhile
+            return self.table.recreate()
 
     def close(self) -> None:
         for lock in self._hw_locks.values():

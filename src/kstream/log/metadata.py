@@ -481,6 +481,11 @@ class Metadata:
             tx.execute("UPDATE counters SET value = value + 1 WHERE name = ?", (name,))
             return int(tx.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
 
+    def counter(self, name: str) -> int:
+        """A counter's current value, 0 if it was never counted (reads only)."""
+        row = self.connection.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
+        return 0 if row is None else int(row[0])
+
     def partition_count_by_log_dir(self) -> dict[int, int]:
         """Replicas per log dir id, for balanced placement."""
         counts: dict[int, int] = {}
