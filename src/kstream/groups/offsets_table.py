@@ -47,6 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
+from deltalake.schema import Field, PrimitiveType
 
 from kstream.errors import ClusterError, KStreamError
 from kstream.log.faults import fsync_dir
@@ -70,6 +71,11 @@ SCHEMA = pa.schema([
     pa.field("member_id", pa.string()),
     pa.field("committer", pa.string()),
     pa.field("commit_time", pa.timestamp("us", tz="UTC"), nullable=False),
+    # The topic's incarnation the offset is for (TopicInfo.topic_id): a topic deleted and
+    # created again has a new id, and the old rows no longer count. Added after the first
+    # release: tables made before get the column at their next commit (ensure_created), and
+    # their older rows read as null, "written before topic ids were recorded".
+    pa.field("topic_id", pa.string()),
 ])
 FILE_SCHEMA = pa.schema([f for f in SCHEMA if f.name != "group"])  # the group is the partition value
 
@@ -97,6 +103,7 @@ class CommittedOffset:
     member_id: str | None = None
     committer: str | None = None
     commit_time: dt.datetime | None = None
+    topic_id: str | None = None  # None: committed before kstream recorded topic ids
 
 
 Offsets = dict[tuple[str, int], CommittedOffset]
@@ -132,7 +139,24 @@ class OffsetsTable:
                 raise self._lost("is missing")
             self._create()
         self._mark_created()
+        self._add_topic_id()
         self.created = True
+
+    def _add_topic_id(self) -> None:
+        """Give a table made before the ``topic_id`` column existed that column (a Delta
+        schema change; its data files without it read the column as null)."""
+        table = self._latest()
+        assert table is not None
+        if "topic_id" in table.schema().to_arrow().names:
+            return
+        try:
+            table.alter.add_columns(
+                Field("topic_id", PrimitiveType("string"), nullable=True),
+                commit_properties=CommitProperties(custom_metadata={"kstream.operation": "add-column-topic_id"}))
+        except DeltaError:
+            table.update_incremental()  # another committer added it first?
+            if "topic_id" not in table.schema().to_arrow().names:
+                raise
 
     def _create(self) -> None:
         retention = f"interval {max(1, self._retention_ms // 1000)} seconds"

@@ -90,7 +90,11 @@ class PartitionInfo:
 
 @dataclass(frozen=True)
 class TopicInfo:
-    """A topic as stored: id, partitions, config overrides, schema versions (IPC bytes)."""
+    """A topic as stored: id, partitions, config overrides, schema versions (IPC bytes).
+
+    ``topic_id`` names this incarnation of the topic: a topic deleted and created again
+    under the same name gets a new one (Kafka's topic ids); ``created_ms`` is when it was
+    created (wall clock)."""
 
     name: str
     topic_id: str
@@ -98,6 +102,7 @@ class TopicInfo:
     config: Mapping[str, str]
     partitions: tuple[PartitionInfo, ...]
     schemas: tuple[bytes, ...] = field(default=())
+    created_ms: int = 0
 
     @property
     def num_partitions(self) -> int:
@@ -335,7 +340,7 @@ class Metadata:
     def topic(self, name: str) -> TopicInfo:
         connection = self.connection
         row = connection.execute(
-            "SELECT topic_id, replication_factor, config FROM topics WHERE name = ?", (name,)
+            "SELECT topic_id, replication_factor, config, created_ms FROM topics WHERE name = ?", (name,)
         ).fetchone()
         if row is None:
             raise TopicNotFoundError(self._missing(name))
@@ -347,7 +352,7 @@ class Metadata:
         )
         schemas = tuple(row2[0] for row2 in connection.execute(
             "SELECT schema FROM topic_schemas WHERE topic = ? ORDER BY version", (name,)))
-        return TopicInfo(name, row[0], row[1], json.loads(row[2]), partitions, schemas)
+        return TopicInfo(name, row[0], row[1], json.loads(row[2]), partitions, schemas, row[3])
 
     def partition_info(self, topic: str, partition: int) -> PartitionInfo:
         row = self.connection.execute(
