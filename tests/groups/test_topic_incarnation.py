@@ -125,3 +125,18 @@ def test_a_table_of_the_old_schema_keeps_working(cluster_path, make_topic):
     assert groups.committed("h")[("t", 0)].offset == 7
     assert "topic_id" in DeltaTable(path).schema().to_arrow().names
     groups.close()
+
+
+def test_spark_planning_from_the_group_ignores_a_deleted_topics_offsets(cluster_path, recreated):
+    """startingOffsets=group (kstream.source.planning, no Spark needed to plan): the old
+    incarnation's 100 is not applied to the new topic of 20 records (it raised "offset 100 does
+    not exist yet"); the partition takes the group fallback (auto.offset.reset)."""
+    from kstream.source.options import EARLIEST, LATEST, GroupPosition
+    from kstream.source.planning import resolve
+
+    cluster = Cluster.open(cluster_path)
+    try:
+        offsets = resolve(cluster, GroupPosition(), [("t", 0)], LATEST, group="g", group_fallback=EARLIEST)
+    finally:
+        cluster.close()
+    assert offsets == {"t": {"0": 0}}
