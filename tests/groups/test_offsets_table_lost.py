@@ -67,6 +67,8 @@ def test_a_lost_table_is_an_error_naming_it(cluster_path, hundred, lost):
         with pytest.raises(OffsetsTableLostError):
             for _ in range(200):  # the assignment arrives within a few polls
                 assert consumer.poll(0.05) is None  # never a record from "latest" (100)
+        with pytest.raises(OffsetsTableLostError):  # again on the next poll, not a silent stall
+            consumer.poll(0.05)
         assert all(tp.offset != 100 for tp in consumer.position(consumer.assignment()))
     finally:
         consumer.close()
