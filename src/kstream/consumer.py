@@ -223,8 +223,8 @@ class Consumer:
     def offsets_to_commit(self) -> list[TopicPartition]:
         """What commit() without arguments and auto commit commit: every assigned position, or,
         with enable.auto.offset.store false, the offsets store_offsets() stored."""
-        if self._auto_store:
-            return self.position(self.assignment())
+        if self._auto_store:  # a partition without a position (OFFSET_INVALID) has nothing to commit
+            return [tp for tp in self.position(self.assignment()) if tp.offset >= 0]
         return [self._stored[key] for key in self._order if key in self._stored]
 
     def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None
@@ -395,9 +395,11 @@ class Consumer:
             return offset
         reset = self._options["auto.offset.reset"]
         if reset == "error":
-            raise OffsetOutOfRangeError(
-                f"no valid position for {assigned.topic}-{assigned.partition} and "
-                "auto.offset.reset=error; assign an explicit offset")
+            # As librdkafka: no exception here, but the one-time _AUTO_OFFSET_RESET event
+            # from poll() (see _reset_out_of_range); no position until seek().
+            assigned.out_of_range = OffsetOutOfRangeError(
+                f"no committed offset (no valid position) for {assigned.topic}-{assigned.partition}")
+            return OFFSET_INVALID
         return assigned.reader.log_start_offset() if reset == "earliest" else assigned.visible_end()
 
     def seek(self, partition: TopicPartition) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kstream import Consumer, KafkaError, Producer, TopicPartition
-from kstream.errors import OffsetOutOfRangeError
+from kstream.errors import NoOffsetError, OffsetOutOfRangeError
 from kstream.groups import CommittedOffset, ConsumerGroups
 from kstream.log.cluster import Cluster
 
@@ -133,4 +133,29 @@ def test_a_committed_offset_past_the_log_end_takes_the_reset(cluster_path, make_
     consumer.subscribe(["t"])
     message = first_record(consumer)
     assert message is not None and message.error() is None and message.offset() == 0
+    consumer.close()
+
+
+def test_no_committed_offset_with_error_reports_once(cluster_path, make_topic):
+    """librdkafka: no committed offset and auto.offset.reset=error is the same one-time
+    _AUTO_OFFSET_RESET event, for a group member as for assign(); not an exception."""
+    make_topic("t", 1)
+    with Producer({"cluster": cluster_path, "acks": "1"}) as producer:
+        for i in range(5):
+            producer.produce("t", str(i).encode())
+    errors = []
+    consumer = Consumer({"cluster": cluster_path, "group.id": "g", "auto.offset.reset": "error",
+                         "enable.auto.commit": False, "heartbeat.interval.ms": 50, "fetch.wait.max.ms": 10,
+                         "error_cb": errors.append})
+    consumer.subscribe(["t"])
+    message = first_record(consumer)
+    assert message is not None and message.error().code() == KafkaError._AUTO_OFFSET_RESET
+    assert "no committed offset" in message.error().str()
+    assert first_record(consumer, limit=5) is None
+    assert len(errors) == 1
+    assert consumer.position([TopicPartition("t", 0)])[0].offset < 0  # no position
+    with pytest.raises(NoOffsetError):
+        consumer.commit(asynchronous=False)  # nothing valid to commit
+    consumer.seek(TopicPartition("t", 0, 2))
+    assert first_record(consumer).offset() == 2
     consumer.close()
