@@ -108,3 +108,16 @@ def test_recreate_offsets_table_is_the_operators_way_out(cluster_path, hundred):
     groups.close()
     again = runner.invoke(cli, ["--cluster", cluster_path, "groups", "recreate-offsets-table", "--yes"])
     assert again.exit_code != 0 and "is readable" in str(again.exception)  # a good one stays
+
+
+def test_a_process_that_had_the_table_open_does_not_write_over_its_loss(cluster_path, hundred):
+    groups = service(cluster_path)
+    groups.commit("g", {("t", 0): 40})
+    groups.commit("h", {("t", 0): 30})  # the table is cached in this process now
+    shutil.rmtree(os.path.join(cluster_path, TABLE_DIR, "_delta_log"))
+    with pytest.raises(OffsetsTableLostError):
+        groups.commit("g", {("t", 0): 50})  # would write a log of one version: h's offsets gone
+    with pytest.raises(OffsetsTableLostError):
+        groups.committed("h")
+    assert not os.path.exists(os.path.join(cluster_path, TABLE_DIR, "_delta_log"))
+    groups.close()

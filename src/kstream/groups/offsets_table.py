@@ -197,8 +197,9 @@ class OffsetsTable:
         """The newest snapshot, cached; None if no group ever committed. Delta versions are
         contiguous, so one stat of the next version's log file tells whether anyone committed
         since; only then is the log listed (delta-rs lists all of ``_delta_log`` to update,
-        which grows with the history kept). OffsetsTableLostError if the table was made and
-        is now missing or unreadable."""
+        which grows with the history kept); a second stat checks the cached version's file is
+        still there. OffsetsTableLostError if the table was made and is now missing or
+        unreadable."""
         table = self._table
         try:
             if table is None:
@@ -207,11 +208,20 @@ class OffsetsTable:
                         raise self._lost("is missing (no readable _delta_log)")
                     return None
                 table = self._table = DeltaTable(self.path)
-            elif os.path.exists(os.path.join(self.path, "_delta_log", f"{table.version() + 1:020d}.json")):
+            elif os.path.exists(self._log_file(table.version() + 1)):
                 table.update_incremental()
+            elif not os.path.exists(self._log_file(table.version())):
+                # The version this process knows is gone: the log was lost under it (a write
+                # against it would start a log of one version), or others committed so much
+                # since that it expired. Load afresh, which tells the two apart.
+                self._table, self._files = None, None
+                return self._latest()
         except (DeltaError, OSError, ValueError) as exc:
             raise self._lost(f"is unreadable ({str(exc).splitlines()[0]})") from exc
         return table
+
+    def _log_file(self, version: int) -> str:
+        return os.path.join(self.path, "_delta_log", f"{version:020d}.json")
 
     def recreate(self) -> str:
         """The operator's way out of a lost table with no backup: move what is left of it
