@@ -232,7 +232,7 @@ class OffsetsTable:
         try:
             found = self._latest()
         except OffsetsTableLostError:
-            found = None
+            pass  # lost or unreadable: what this is for
         else:
             state = ("is readable" if found is not None
                      else "was never made (no group has committed offsets in this cluster)")
