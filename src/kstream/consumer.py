@@ -20,6 +20,15 @@ Message whose ``error()`` is a KafkaError ``_BAD_MSG`` (its ``exception`` the
 ``poll_batch()`` raises that CorruptBatchError. The partition stays at the bad
 frame and is not read again until ``seek()`` (past it, or to it to check again).
 
+A position out of the log's range (below the log start offset: retention
+deleted it; past the log end offset: ``assign()`` far ahead, or a committed
+offset beyond the log) takes ``auto.offset.reset``, as librdkafka does on
+OFFSET_OUT_OF_RANGE: ``earliest``/``latest`` move it to the log start / the
+end (a warning is logged), ``error`` reports it once, through ``error_cb``
+and a Message whose ``error()`` is ``_AUTO_OFFSET_RESET`` (``poll_batch()``
+raises the OffsetOutOfRangeError), and the partition is not read again until
+``seek()``.
+
 Not thread-safe, as confluent-kafka's Consumer is not for concurrent polls: use
 a Consumer from one thread at a time (one per thread, or a lock of the
 application's). Unlike the Producer (which several threads may share), its
@@ -214,8 +223,8 @@ class Consumer:
     def offsets_to_commit(self) -> list[TopicPartition]:
         """What commit() without arguments and auto commit commit: every assigned position, or,
         with enable.auto.offset.store false, the offsets store_offsets() stored."""
-        if self._auto_store:
-            return self.position(self.assignment())
+        if self._auto_store:  # a partition without a position (OFFSET_INVALID) has nothing to commit
+            return [tp for tp in self.position(self.assignment()) if tp.offset >= 0]
         return [self._stored[key] for key in self._order if key in self._stored]
 
     def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None
@@ -386,9 +395,11 @@ class Consumer:
             return offset
         reset = self._options["auto.offset.reset"]
         if reset == "error":
-            raise OffsetOutOfRangeError(
-                f"no valid position for {assigned.topic}-{assigned.partition} and "
-                "auto.offset.reset=error; assign an explicit offset")
+            # As librdkafka: no exception here, but the one-time _AUTO_OFFSET_RESET event
+            # from poll() (see _reset_out_of_range); no position until seek().
+            assigned.out_of_range = OffsetOutOfRangeError(
+                f"no committed offset (no valid position) for {assigned.topic}-{assigned.partition}")
+            return OFFSET_INVALID
         return assigned.reader.log_start_offset() if reset == "earliest" else assigned.visible_end()
 
     def seek(self, partition: TopicPartition) -> None:
@@ -602,6 +613,10 @@ class Consumer:
                     return assigned
                 if assigned.error is not None:
                     return self._error_event(assigned)
+                if assigned.out_of_range is not None:
+                    event = self._reset_out_of_range(assigned)
+                    if event is not None:
+                        return event
             self._notifier.drain()
             if self._fetch():
                 continue
@@ -636,6 +651,29 @@ class Consumer:
         if self._error_cb is not None:
             self._error_cb(kafka_error)
         return make_message(assigned.topic, assigned.partition, assigned.fetch_offset, error=kafka_error)
+
+    def _reset_out_of_range(self, assigned: PartitionFetch) -> Message | None:
+        """Apply auto.offset.reset to a partition whose position is out of the log's range;
+        with ``error``, the error event (reported once, to error_cb too; the partition then
+        waits for a seek())."""
+        error = assigned.out_of_range
+        assert error is not None
+        reset = self._options["auto.offset.reset"]
+        if reset == "error":
+            assigned.out_of_range = None
+            assigned.stopped = True  # as librdkafka's fetch state NONE: until seek() or assign()
+            kafka_error = KafkaError(KafkaError._AUTO_OFFSET_RESET,
+                                     f"{error}; auto.offset.reset=error: seek() to a valid offset",
+                                     exception=error)
+            self._log.error("consumer %s: %s", self._options["client.id"], kafka_error.str())
+            if self._error_cb is not None:
+                self._error_cb(kafka_error)
+            return make_message(assigned.topic, assigned.partition, assigned.fetch_offset, error=kafka_error)
+        offset = assigned.reader.log_start_offset() if reset == "earliest" else assigned.visible_end()
+        self._log.warning("consumer %s: %s; auto.offset.reset=%s moves %s-%d to offset %d",
+                          self._options["client.id"], error, reset, assigned.topic, assigned.partition, offset)
+        assigned.reset_to(offset)
+        return None
 
     def _eof_event(self) -> Message | None:
         if not self._options["enable.partition.eof"]:

@@ -142,13 +142,19 @@ class GroupSession:
 
     def _take(self, generation: int, assignment: tuple[tuple[str, int], ...]) -> None:
         assert self._membership is not None
+        try:
+            committed = self._groups.committed(self.group)
+            partitions = []
+            for topic, partition in assignment:
+                row = committed.get((topic, partition))
+                partitions.append(TopicPartition(topic, partition, row.offset if row else OFFSET_INVALID))
+            self._consumer._add_partitions(partitions)
+        except KStreamError:
+            # Not taken (e.g. a lost offsets table): the next poll tries again and raises
+            # again, rather than leaving the member silently without partitions.
+            self._membership.rejoin_needed()
+            raise
         self._membership.assigned(generation)
-        committed = self._groups.committed(self.group)
-        partitions = []
-        for topic, partition in assignment:
-            row = committed.get((topic, partition))
-            partitions.append(TopicPartition(topic, partition, row.offset if row else OFFSET_INVALID))
-        self._consumer._add_partitions(partitions)
         callback = self._callbacks.get("assign")
         if callback is not None:
             callback(self._consumer, [TopicPartition(t, p) for t, p in assignment])

@@ -13,6 +13,13 @@ partition whose next frame is corrupt gets the :class:`CorruptBatchError` as
 its pending :attr:`PartitionFetch.error` in the round that finds it (after
 the good frames before it were handed out), and stops there: it is not read
 again until the consumer seeks it. The other partitions go on.
+
+A fetch offset out of the log's range — below the log start offset
+(retention deleted the segment under it) or past the log end offset (not
+the high watermark: a position between the two is valid and waits, as
+Kafka's is) — is not an error of the round either: the partition gets it as
+its pending :attr:`PartitionFetch.out_of_range` and is not read until the
+consumer applies ``auto.offset.reset`` (:meth:`PartitionFetch.reset_to`).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from itertools import islice
 
 import pyarrow as pa
 
-from kstream.errors import CorruptBatchError, KStreamError
+from kstream.errors import CorruptBatchError, KStreamError, OffsetOutOfRangeError
 from kstream.log.checksums import payloads_good
 from kstream.log.isolation import READ_UNCOMMITTED, Isolation
 from kstream.log.log_reader import LogReader
@@ -57,7 +64,7 @@ class PartitionFetch:
     """One assigned partition: its handle and reader, fetch offset and fetched-but-unreturned batches."""
 
     __slots__ = ("chunks", "eof_reported", "error", "fetch_offset", "fetched_end", "handle", "isolation", "lag",
-                 "output", "partition", "reader", "stopped", "topic", "typed")
+                 "out_of_range", "output", "partition", "reader", "stopped", "topic", "typed")
 
     def __init__(self, topic: str, partition: int, handle: Partition, reader: LogReader, schema: pa.Schema,
                  typed: bool, fetch_offset: int = 0, isolation: Isolation | None = None):
@@ -73,7 +80,8 @@ class PartitionFetch:
         self.eof_reported = False
         self.lag = RecordsLag()
         self.error: CorruptBatchError | None = None  # found, not yet reported
-        self.stopped = False  # at a corrupt frame: not read until seek()
+        self.stopped = False  # at a corrupt frame, or out of range with no reset: not read until seek()
+        self.out_of_range: OffsetOutOfRangeError | None = None  # found, auto.offset.reset not yet applied
         self.fetched_end: int | None = None  # the end the last fetch read up to (cached watermark)
 
     def stop_at(self, error: CorruptBatchError) -> None:
@@ -84,7 +92,26 @@ class PartitionFetch:
     def restart(self) -> None:
         """After a seek: read (and check) again."""
         self.error = None
+        self.out_of_range = None
         self.stopped = False
+
+    def check_past_end(self, end: int) -> bool:
+        """Called when the fetch offset is past ``end`` (what may be read): True, with
+        :attr:`out_of_range` set, if it is past the log end offset too."""
+        log_end = self.reader.log_end_offset()
+        if self.fetch_offset <= log_end:
+            return False
+        self.out_of_range = OffsetOutOfRangeError(
+            f"offset {self.fetch_offset} is past the log end offset {log_end} of "
+            f"{self.topic}-{self.partition}")
+        return True
+
+    def reset_to(self, offset: int) -> None:
+        """Move the fetch position (``auto.offset.reset`` after :attr:`out_of_range`)."""
+        self.chunks.clear()
+        self.restart()
+        self.eof_reported = False
+        self.fetch_offset = offset
 
     def high_watermark(self) -> int:
         """The HW (0 until a writer has published one)."""
@@ -117,7 +144,8 @@ class Fetcher:
         self._codec = PayloadCodec()
 
     def fetch(self, partitions: list[PartitionFetch], version: DataVersion | None = None) -> bool:
-        """Run one round; True if anything was read or a partition has an error to report.
+        """Run one round; True if anything was read or a partition has an error to report
+        (or an out-of-range position to reset).
         ``version``: the metadata's data version read for this round (transaction lookups
         are cached against it)."""
         budget = self.fetch_max_bytes
@@ -126,12 +154,17 @@ class Fetcher:
         for fetch in partitions:
             if budget <= 0:
                 break
-            if fetch.chunks or fetch.stopped:
+            if fetch.chunks or fetch.stopped or fetch.out_of_range is not None:
                 continue
             try:
                 end = fetch.visible_end(version)
+                if fetch.fetch_offset > end and fetch.check_past_end(end):
+                    continue
                 frames = fetch.reader.read(fetch.fetch_offset, min(self.partition_max_bytes, budget),
                                            end_offset=end, verify=False)
+            except OffsetOutOfRangeError as err:  # before the log start offset
+                fetch.out_of_range = err
+                continue
             except CorruptBatchError as err:
                 fetch.stop_at(err)
                 continue
@@ -157,7 +190,7 @@ class Fetcher:
             got = self._queue(fetch, end, frames, version) or got
         if failure is not None and not got:
             raise failure
-        return got or any(fetch.error is not None for fetch in partitions)
+        return got or any(fetch.error is not None or fetch.out_of_range is not None for fetch in partitions)
 
     def _queue(self, fetch: PartitionFetch, end: int, frames: list[Frame], version: DataVersion | None) -> bool:
         """Decode a partition's checked frames into its buffer; True if any record became visible."""

@@ -1027,8 +1027,7 @@ class Producer:
                 state.batches = _CLOSED  # for produce() calls already past their first check
                 for handle in state.partitions:
                     if handle is not None:
-                        handle.flush()
-                        handle.close()
+                        _flush_and_close(handle)
             self._topics.clear()
             self._syncers.shutdown(wait=True)
             if self._transactions is not None:
@@ -1158,7 +1157,21 @@ def _typed_batch(schema: pa.Schema, batch: _OpenBatch, timestamps_ms: np.ndarray
     return to_stored_batch(table, schema)
 
 
+def _flush_and_close(handle: Partition) -> None:
+    """fsync a partition at close, then release it. A partition deleted since this producer
+    opened it has nothing left to make durable (its records went with the topic): that is
+    no failure of close()."""
+    try:
+        handle.flush()
+    except TopicNotFoundError as err:
+        log.info("not flushing %s-%d at close: %s", handle.info.topic, handle.info.partition, err)
+    finally:
+        handle.close()
+
+
 def _error_code(err: KStreamError) -> int:
-    if isinstance(err, RecordTooLargeError):
-        return KafkaError.MSG_SIZE_TOO_LARGE
-    return KafkaError.UNKNOWN
+    """The code a delivery report carries: the error's own (MSG_SIZE_TOO_LARGE,
+    UNKNOWN_TOPIC_OR_PART for a partition deleted under the producer, ...), UNKNOWN for a
+    plain KStreamError (``_FAIL``), as before codes were carried."""
+    code = err.error.code()
+    return KafkaError.UNKNOWN if code == KafkaError._FAIL else code

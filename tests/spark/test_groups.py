@@ -170,3 +170,27 @@ def test_commit_interval_coalesces_group_commits(spark, cluster_path, make_topic
             time.sleep(0.1)
     assert [m.member_id for m in service.coordinator.describe("slow").members] == [member]
     service.close()
+
+
+def test_a_recreated_topic_starts_from_the_fallback_not_the_old_offsets(spark, cluster_path, make_topic, tmp_path):
+    """Issue 26 item 3 through Spark (written, not run in the fix's session: no Spark there;
+    tests/groups/test_topic_incarnation.py plans the same read without Spark)."""
+    from kstream.admin import Admin, NewTopic
+
+    make_topic("t", partitions=2)
+    produce(cluster_path, "t", 0, 200)
+    service = ConsumerGroups(Cluster.open(cluster_path))
+    service.commit("rg", {("t", 0): 100, ("t", 1): 100})
+    service.close()
+    with Admin({"cluster": cluster_path}) as admin:
+        admin.delete_topics(["t"])["t"].result()
+        admin.create_topics([NewTopic("t", 2, 1)])["t"].result()
+    produce(cluster_path, "t", 0, 20)
+    query = (spark.readStream.format("kstream").option("cluster", cluster_path).option("subscribe", "t")
+             .option("group.id", "rg").option("startingOffsets", "group").option("auto.offset.reset", "earliest")
+             .load().selectExpr("CAST(value AS STRING) AS v").writeStream.format("memory")
+             .queryName("recreated").option("checkpointLocation", str(tmp_path / "r"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert sorted(r.v for r in spark.sql("SELECT v FROM recreated").collect()) == sorted(f"v{i}" for i in range(20))
+    assert committed_offsets(cluster_path, "rg") == {("t", 0): 10, ("t", 1): 10}

@@ -1,5 +1,5 @@
 """`kstream groups`: list, describe (offsets and lag, members, state), reset-offsets,
-delete-offsets, delete.
+delete-offsets, delete, and recreate-offsets-table (the way out of a lost offsets table).
 
 Shaped like kafka-consumer-groups.sh: describe prints one row per partition
 with CURRENT-OFFSET, LOG-END-OFFSET and LAG (``--members``: one row per
@@ -270,3 +270,18 @@ def delete(ctx: click.Context, group: str | None, more: tuple[str, ...], all_gro
         for name in _chosen(service, group, more, all_groups):
             service.delete(name, force=force)
             click.echo(f"Deleted group {name}.")
+
+
+@groups.command("recreate-offsets-table")
+@click.option("--yes", is_flag=True, help="Confirm: every group loses its committed offsets.")
+@click.pass_context
+def recreate_offsets_table(ctx: click.Context, yes: bool) -> None:
+    """Replace a LOST or UNREADABLE group offsets table by an empty one (restore a backup if
+    you have one instead). The old table is moved aside, not deleted; every group then starts
+    from auto.offset.reset. Refused while the table is readable."""
+    if not yes:
+        raise click.UsageError("every group would lose its committed offsets: give --yes to confirm "
+                               "(restore __consumer_offsets from a backup instead if you have one)")
+    with _groups(ctx) as service:
+        aside = service.recreate_offsets_table()
+    click.echo(f"Recreated an empty offsets table; the old one is at {aside}.")

@@ -2,9 +2,9 @@
 
 from kstream.groups.assignors import ASSIGNORS, range_assignor, roundrobin_assignor
 from kstream.groups.coordinator import Coordinator, Group, Member, MemberSpec
-from kstream.groups.offsets_table import CommittedOffset, OffsetsHistoryError, OffsetsTable
+from kstream.groups.offsets_table import CommittedOffset, OffsetsHistoryError, OffsetsTable, OffsetsTableLostError
 from kstream.groups.service import ConsumerGroups, GroupDescription, OffsetCommit, PartitionLag
 
 __all__ = ["ASSIGNORS", "CommittedOffset", "ConsumerGroups", "Coordinator", "Group",
            "GroupDescription", "Member", "MemberSpec", "OffsetCommit", "OffsetsHistoryError",
-           "OffsetsTable", "PartitionLag", "range_assignor", "roundrobin_assignor"]
+           "OffsetsTable", "OffsetsTableLostError", "PartitionLag", "range_assignor", "roundrobin_assignor"]

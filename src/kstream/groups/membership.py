@@ -81,7 +81,8 @@ class Membership:
         return self._coordinator.rejoin(self.group, self.member_id)
 
     def rejoin_needed(self) -> None:
-        """A commit was fenced: look at the group on the next poll."""
+        """Look at the group again on the next poll: a commit was fenced, or taking the
+        assignment failed (the step stays due, so the failure is reported again)."""
         self._changed.set()
 
     def assigned(self, generation: int) -> None:

@@ -20,6 +20,14 @@ it; every :data:`VACUUM_INTERVAL` versions the committer vacuums data files
 older than the history retention. History is readable for that long
 (``offsets.history.retention.ms``, default 7 days).
 
+A cluster where no group ever committed has no table, and reading it creates
+nothing. Once the table is made, the cluster's metadata holds a durable mark
+(counter :data:`CREATED_COUNTER`, set after the table's first version is
+written), so a table that goes missing or unreadable later is a fault,
+:class:`OffsetsTableLostError`, never read as "no commits" (every group would
+restart from ``auto.offset.reset``) and never replaced by a fresh empty table.
+:meth:`OffsetsTable.recreate` is the operator's way out when no backup exists.
+
 This module only reads and writes the table; validation and fencing live in
 :mod:`kstream.groups.service`, which serialises writers of one group.
 """
@@ -29,6 +37,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import time
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -38,12 +47,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
+from deltalake.schema import Field, PrimitiveType
 
-from kstream.errors import KStreamError
+from kstream.errors import ClusterError, KStreamError
+from kstream.log.faults import fsync_dir
+from kstream.log.metadata import Metadata
 
 log = logging.getLogger(__name__)
 
 TABLE_DIR = "__consumer_offsets"
+CREATED_COUNTER = "offsets_table_created"
+"""Counter in the cluster's metadata, non-zero once the offsets table has been made."""
 VACUUM_INTERVAL = 500
 
 SCHEMA = pa.schema([
@@ -57,12 +71,23 @@ SCHEMA = pa.schema([
     pa.field("member_id", pa.string()),
     pa.field("committer", pa.string()),
     pa.field("commit_time", pa.timestamp("us", tz="UTC"), nullable=False),
+    # The topic's incarnation the offset is for (TopicInfo.topic_id): a topic deleted and
+    # created again has a new id, and the old rows no longer count. Added after the first
+    # release: tables made before get the column at their next commit (ensure_created), and
+    # their older rows read as null, "written before topic ids were recorded".
+    pa.field("topic_id", pa.string()),
 ])
 FILE_SCHEMA = pa.schema([f for f in SCHEMA if f.name != "group"])  # the group is the partition value
 
 
 class OffsetsHistoryError(KStreamError):
     """A historical read asked for a version or time the table cannot give."""
+
+
+class OffsetsTableLostError(ClusterError):
+    """The offsets table is known to exist (a group committed) but is missing or unreadable:
+    a fault, never "no group has committed" (which would restart every group from
+    ``auto.offset.reset``)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +103,7 @@ class CommittedOffset:
     member_id: str | None = None
     committer: str | None = None
     commit_time: dt.datetime | None = None
+    topic_id: str | None = None  # None: committed before kstream recorded topic ids
 
 
 Offsets = dict[tuple[str, int], CommittedOffset]
@@ -91,43 +117,136 @@ def sql_string(value: str) -> str:
 class OffsetsTable:
     """The Delta table of one cluster. Safe to share between threads of one process."""
 
-    def __init__(self, cluster_path: str, history_retention_ms: int):
+    def __init__(self, cluster_path: str, history_retention_ms: int, metadata: Metadata | None = None):
         self.path = os.path.join(cluster_path, TABLE_DIR)
+        self._metadata = metadata  # where the table's "created" mark lives (None: no mark kept)
         self._retention_ms = history_retention_ms
         self._table: DeltaTable | None = None
         # (version, group -> its data files) of the last snapshot listed; Delta versions are
         # immutable, so a listing keyed on its version cannot go stale (see _group_files).
         self._files: tuple[int, dict[str, list[str]]] | None = None
-        self.created = False
+        self.created = False  # ensure_created() ran in this object (the mark is set)
 
     # -- creating and loading ---------------------------------------------------------
 
     def ensure_created(self) -> None:
-        """Create the table if it does not exist (callers hold the cluster's groups lock)."""
+        """Create the table if no group ever committed (callers hold the cluster's groups
+        lock); OffsetsTableLostError if it was made once and is gone now."""
         if self.created:
             return
         if not DeltaTable.is_deltatable(self.path):
-            retention = f"interval {max(1, self._retention_ms // 1000)} seconds"
-            DeltaTable.create(self.path, SCHEMA, mode="ignore", partition_by=["group"],
-                              name="__consumer_offsets", description="kstream committed offsets",
-                              configuration={"delta.checkpointInterval": "100",
-                                             "delta.logRetentionDuration": retention,
-                                             "delta.deletedFileRetentionDuration": retention})
+            if self._known_to_exist():
+                raise self._lost("is missing")
+            self._create()
+        self._mark_created()
+        self._add_topic_id()
         self.created = True
 
+    def _add_topic_id(self) -> None:
+        """Give a table made before the ``topic_id`` column existed that column (a Delta
+        schema change; its data files without it read the column as null)."""
+        table = self._latest()
+        assert table is not None
+        if "topic_id" in table.schema().to_arrow().names:
+            return
+        try:
+            table.alter.add_columns(
+                Field("topic_id", PrimitiveType("string"), nullable=True),
+                commit_properties=CommitProperties(custom_metadata={"kstream.operation": "add-column-topic_id"}))
+        except DeltaError:
+            table.update_incremental()  # another committer added it first?
+            if "topic_id" not in table.schema().to_arrow().names:
+                raise
+
+    def _create(self) -> None:
+        retention = f"interval {max(1, self._retention_ms // 1000)} seconds"
+        DeltaTable.create(self.path, SCHEMA, mode="ignore", partition_by=["group"],
+                          name="__consumer_offsets", description="kstream committed offsets",
+                          configuration={"delta.checkpointInterval": "100",
+                                         "delta.logRetentionDuration": retention,
+                                         "delta.deletedFileRetentionDuration": retention})
+
+    def _mark_created(self) -> None:
+        """Set the durable mark, after the table's first version exists: a crash between the
+        two leaves a table without a mark (found by its files), never a mark without one."""
+        if self._metadata is not None and not self._metadata.counter(CREATED_COUNTER):
+            self._metadata.next_counter(CREATED_COUNTER)
+
+    def _known_to_exist(self) -> bool:
+        """Was the table made? The metadata's mark says so, or data files in its directory
+        (a table made before the mark existed, which lost ``_delta_log``). An empty
+        directory, or one with only an empty ``_delta_log``, is a creation cut short."""
+        if self._metadata is not None and self._metadata.counter(CREATED_COUNTER):
+            return True
+        try:
+            names = os.listdir(self.path)
+        except FileNotFoundError:
+            return False
+        return any(name != "_delta_log" for name in names)
+
+    def _lost(self, what: str) -> OffsetsTableLostError:
+        return OffsetsTableLostError(
+            f"the group offsets table {self.path} {what}, but groups have committed offsets "
+            "to it: kstream will not read that as \"no commits\" (every group would restart "
+            "from auto.offset.reset) nor start an empty table over it. Restore it from a "
+            "backup (the whole directory, _delta_log included); without one, `kstream groups "
+            "recreate-offsets-table --yes` moves it aside and starts an empty table, and every "
+            "group then starts from auto.offset.reset (or `kstream groups reset-offsets`)")
+
     def _latest(self) -> DeltaTable | None:
-        """The newest snapshot, cached. Delta versions are contiguous, so one stat of the next
-        version's log file tells whether anyone committed since; only then is the log listed
-        (delta-rs lists all of ``_delta_log`` to update, which grows with the history kept)."""
+        """The newest snapshot, cached; None if no group ever committed. Delta versions are
+        contiguous, so one stat of the next version's log file tells whether anyone committed
+        since; only then is the log listed (delta-rs lists all of ``_delta_log`` to update,
+        which grows with the history kept); a second stat checks the cached version's file is
+        still there. OffsetsTableLostError if the table was made and is now missing or
+        unreadable."""
         table = self._table
-        if table is None:
-            if not DeltaTable.is_deltatable(self.path):
-                return None
-            table = self._table = DeltaTable(self.path)
-            self.created = True
-        elif os.path.exists(os.path.join(self.path, "_delta_log", f"{table.version() + 1:020d}.json")):
-            table.update_incremental()
+        try:
+            if table is None:
+                if not DeltaTable.is_deltatable(self.path):
+                    if self._known_to_exist():
+                        raise self._lost("is missing (no readable _delta_log)")
+                    return None
+                table = self._table = DeltaTable(self.path)
+            elif os.path.exists(self._log_file(table.version() + 1)):
+                table.update_incremental()
+            elif not os.path.exists(self._log_file(table.version())):
+                # The version this process knows is gone: the log was lost under it (a write
+                # against it would start a log of one version), or others committed so much
+                # since that it expired. Load afresh, which tells the two apart.
+                self._table, self._files = None, None
+                return self._latest()
+        except (DeltaError, OSError, ValueError) as exc:
+            raise self._lost(f"is unreadable ({str(exc).splitlines()[0]})") from exc
         return table
+
+    def _log_file(self, version: int) -> str:
+        return os.path.join(self.path, "_delta_log", f"{version:020d}.json")
+
+    def recreate(self) -> str:
+        """The operator's way out of a lost table with no backup: move what is left of it
+        aside (never deleted: ``<table>.lost-<time>``) and make a new empty table. Refused
+        (KStreamError) for a readable table or a cluster that never had one. Returns the
+        path the old table was moved to (callers hold the cluster's groups lock)."""
+        self._table, self._files = None, None
+        try:
+            found = self._latest()
+        except OffsetsTableLostError:
+            pass  # lost or unreadable: what this is for
+        else:
+            state = ("is readable" if found is not None
+                     else "was never made (no group has committed offsets in this cluster)")
+            raise KStreamError(f"the group offsets table {self.path} {state}: nothing to recreate; "
+                               "to move groups' offsets use `kstream groups reset-offsets`")
+        aside = f"{self.path}.lost-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        if os.path.lexists(self.path):
+            os.rename(self.path, aside)
+            fsync_dir(os.path.dirname(self.path))
+        self._create()
+        self._mark_created()
+        self.created = True
+        log.warning("group offsets table %s recreated empty; the damaged one is %s", self.path, aside)
+        return aside
 
     def snapshot(self) -> DeltaTable | None:
         """The newest version, to read and then write against (optimistic concurrency)."""
@@ -192,6 +311,8 @@ class OffsetsTable:
         if version is None and timestamp is None:
             return self._latest()
         if not DeltaTable.is_deltatable(self.path):
+            if self._known_to_exist():
+                raise self._lost("is missing (no readable _delta_log)")
             raise OffsetsHistoryError("no group has committed offsets in this cluster yet, so "
                                       "there is no history to read")
         try:

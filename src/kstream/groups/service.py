@@ -24,6 +24,16 @@ settles such transactions first.
 
 Lag is computed from the table and the log, the Burrow way: right even when
 every consumer of the group is dead.
+
+Committed offsets belong to one incarnation of their topic (its topic id, see
+:class:`kstream.log.metadata.TopicInfo`): rows of a topic that was deleted, or
+deleted and created again, read as absent everywhere (``committed``, lag,
+describe, ``startingOffsets=group``), as Kafka drops a deleted topic's
+offsets, and the group's next commit drops them from the table. Tying rows to
+the id, not deleting them when the topic goes, needs no step that a crash
+could skip. A row without an id (written before kstream recorded them)
+counts for the topic that existed when it was committed: its commit time is
+not before the topic's creation.
 """
 
 from __future__ import annotations
@@ -37,7 +47,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 from deltalake.exceptions import CommitFailedError
 
-from kstream.errors import GroupBusyError, KStreamError, OffsetOutOfRangeError, PartitionNotFoundError
+from kstream.errors import (
+    GroupBusyError,
+    KStreamError,
+    OffsetOutOfRangeError,
+    PartitionNotFoundError,
+    TopicNotFoundError,
+)
 from kstream.group_names import check_group_name
 from kstream.groups.coordinator import Coordinator, Group, Member
 from kstream.groups.offsets_table import FILE_SCHEMA, Offsets, OffsetsTable
@@ -99,7 +115,8 @@ class ConsumerGroups:
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
         self.coordinator = Coordinator(cluster)
-        self.table = OffsetsTable(cluster.path, cluster.config["offsets.history.retention.ms"])
+        self.table = OffsetsTable(cluster.path, cluster.config["offsets.history.retention.ms"],
+                                  cluster.metadata)
         self._hw_locks: dict[tuple[str, str, int], PartitionLock] = {}
         self._seen_hw: dict[tuple[str, str, int], int] = {}
         self._topics: dict[str, tuple[DataVersion, TopicInfo]] = {}
@@ -124,12 +141,14 @@ class ConsumerGroups:
         metadata = [c.metadata for c in checked.values()]
         epochs = [c.leader_epoch for c in checked.values()]
         n = len(keys)
+        topic_ids = [self._topic(topic).topic_id for topic, _ in keys]
         new = pa.table({
             "topic": [k[0] for k in keys], "partition": pa.array([k[1] for k in keys], pa.int32()),
             "offset": pa.array(values, pa.int64()), "leader_epoch": pa.array(epochs, pa.int32()),
             "metadata": pa.array(metadata, pa.string()), "generation": pa.array([generation] * n, pa.int32()),
             "member_id": pa.array([member_id] * n, pa.string()), "committer": [self.identity] * n,
             "commit_time": pa.array([dt.datetime.now(dt.UTC)] * n, pa.timestamp("us", tz="UTC")),
+            "topic_id": pa.array(topic_ids, pa.string()),
         }, schema=FILE_SCHEMA)
         if not self.table.created:
             with self.coordinator.lock("\x00offsets-table"):  # one creator at a time
@@ -149,13 +168,20 @@ class ConsumerGroups:
                         return None
                 current = self.table.rows(group, snapshot=snapshot)
                 old = dict(zip(zip(current["topic"].to_pylist(), current["partition"].to_pylist(), strict=True),
-                               zip(current["offset"].to_pylist(), current["metadata"].to_pylist(), strict=True),
+                               zip(current["offset"].to_pylist(), current["metadata"].to_pylist(),
+                                   current["topic_id"].to_pylist(), strict=True),
                                strict=True))
-                if transaction is None and all(old.get(k) == (o, m)
-                                               for k, o, m in zip(keys, values, metadata, strict=True)):
+                if transaction is None and all(old.get(k) == (o, m, t) for k, o, m, t
+                                               in zip(keys, values, metadata, topic_ids, strict=True)):
                     return None
                 replaced = set(keys)
-                kept = current.filter(pa.array([k not in replaced for k in old], pa.bool_()))
+                # Rows of a deleted topic's incarnation go with this commit (cleanup; reads
+                # ignore them anyway).
+                kept = current.filter(pa.array([
+                    k not in replaced and self._of_current_topic(k[0], topic_id, commit_time)
+                    for k, topic_id, commit_time in zip(old, current["topic_id"].to_pylist(),
+                                                        current["commit_time"].to_pylist(), strict=True)],
+                    pa.bool_()))
                 return self.table.write(group, pa.concat_tables([kept, new]), transaction, custom_metadata,
                                         snapshot=snapshot)
             except CommitFailedError:
@@ -206,6 +232,22 @@ class ConsumerGroups:
         if cached is None or cached[0] != version:
             cached = self._topics[name] = (version, self.cluster.topic(name))
         return cached[1]
+
+    def _of_current_topic(self, topic: str, topic_id: str | None, commit_time: dt.datetime | None) -> bool:
+        """Is a row for the topic as it exists now (not for a deleted incarnation of it)?
+        See the module docstring."""
+        try:
+            info = self._topic(topic)
+        except TopicNotFoundError:
+            return False
+        if topic_id is not None:
+            return topic_id == info.topic_id
+        return commit_time is None or commit_time.timestamp() * 1000 >= info.created_ms
+
+    def _current(self, rows: Offsets) -> Offsets:
+        """``rows`` without those of deleted topic incarnations."""
+        return {key: row for key, row in rows.items()
+                if self._of_current_topic(row.topic, row.topic_id, row.commit_time)}
 
     def _check_offset(self, info: TopicInfo, partition: int, offset: int) -> int:
         """Validate one commit; returns the partition's current leader epoch."""
@@ -268,12 +310,14 @@ class ConsumerGroups:
         the current offsets (to start from them) first rolls forward the decided
         transactions that carry offsets for the group and, with ``require_stable`` (Kafka's
         name; what a consumer starting from them needs), waits for the open ones
-        (:func:`kstream.groups.txn_offsets.settle`), then fences stale commits."""
+        (:func:`kstream.groups.txn_offsets.settle`), then fences stale commits. Rows of a
+        deleted topic incarnation are left out (see the module docstring), in history reads too:
+        an old version's offsets are never applied to a topic created since."""
         check_group_name(group)
         if version is None and timestamp is None:
             settle(self, group, wait=require_stable)
             self._fence_stale_commits(group)
-        return self.table.read(group, version, timestamp)
+        return self._current(self.table.read(group, version, timestamp))
 
     def list_groups(self) -> list[str]:
         return sorted(set(self.coordinator.list_groups()) | set(self.table.groups()))
@@ -281,7 +325,7 @@ class ConsumerGroups:
     def lag(self, group: str, topics: Iterable[str] | None = None) -> list[PartitionLag]:
         """Per partition the group committed (or, with ``topics``, every partition of those)."""
         settle(self, check_group_name(group), wait=False)  # never show half a transaction
-        committed = self.table.read(group)
+        committed = self._current(self.table.read(group))
         keys = set(committed)
         for topic in topics or ():
             keys |= {(topic, p) for p in range(self._topic(topic).num_partitions)}
@@ -339,6 +383,13 @@ class ConsumerGroups:
         if group in self.table.groups():
             with self.coordinator.lock(group):
                 self.table.write(group, [], custom_metadata={"kstream.operation": "delete-group"})
+
+    def recreate_offsets_table(self) -> str:
+        """Replace a lost or unreadable offsets table by an empty one, the old one moved aside
+        (see :meth:`OffsetsTable.recreate`); where it went. Every group then has no committed
+        offsets: its consumers start from ``auto.offset.reset``."""
+        with self.coordinator.lock("\x00offsets-table"):  # no commit creates one meanwhile
+            return self.table.recreate()
 
     def close(self) -> None:
         for lock in self._hw_locks.values():

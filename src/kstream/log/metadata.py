@@ -91,7 +91,11 @@ class PartitionInfo:
 
 @dataclass(frozen=True)
 class TopicInfo:
-    """A topic as stored: id, partitions, config overrides, schema versions (IPC bytes)."""
+    """A topic as stored: id, partitions, config overrides, schema versions (IPC bytes).
+
+    ``topic_id`` names this incarnation of the topic: a topic deleted and created again
+    under the same name gets a new one (Kafka's topic ids); ``created_ms`` is when it was
+    created (wall clock)."""
 
     name: str
     topic_id: str
@@ -99,6 +103,7 @@ class TopicInfo:
     config: Mapping[str, str]
     partitions: tuple[PartitionInfo, ...]
     schemas: tuple[bytes, ...] = field(default=())
+    created_ms: int = 0
 
     @property
     def num_partitions(self) -> int:
@@ -350,7 +355,7 @@ class Metadata:
     def topic(self, name: str) -> TopicInfo:
         connection = self.connection
         row = connection.execute(
-            "SELECT topic_id, replication_factor, config FROM topics WHERE name = ?", (name,)
+            "SELECT topic_id, replication_factor, config, created_ms FROM topics WHERE name = ?", (name,)
         ).fetchone()
         if row is None:
             raise TopicNotFoundError(self._missing(name))
@@ -362,7 +367,7 @@ class Metadata:
         )
         schemas = tuple(row2[0] for row2 in connection.execute(
             "SELECT schema FROM topic_schemas WHERE topic = ? ORDER BY version", (name,)))
-        return TopicInfo(name, row[0], row[1], json.loads(row[2]), partitions, schemas)
+        return TopicInfo(name, row[0], row[1], json.loads(row[2]), partitions, schemas, row[3])
 
     def partition_info(self, topic: str, partition: int) -> PartitionInfo:
         row = self.connection.execute(
@@ -495,6 +500,11 @@ class Metadata:
             tx.execute("INSERT OR IGNORE INTO counters VALUES (?, 0)", (name,))
             tx.execute("UPDATE counters SET value = value + 1 WHERE name = ?", (name,))
             return int(tx.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
+
+    def counter(self, name: str) -> int:
+        """A counter's current value, 0 if it was never counted (reads only)."""
+        row = self.connection.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
+        return 0 if row is None else int(row[0])
 
     def partition_count_by_log_dir(self) -> dict[int, int]:
         """Replicas per log dir id, for balanced placement."""

@@ -222,7 +222,8 @@ class SharedReadsGroups(ConsumerGroups):
         super().__init__(cluster)
         self._reads = reads
         self._ends: dict[tuple[str, int], tuple[int, int, int]] = {}  # every group sees one HW
-        self.table = MemoOffsetsTable(cluster.path, cluster.config["offsets.history.retention.ms"])
+        self.table = MemoOffsetsTable(cluster.path, cluster.config["offsets.history.retention.ms"],
+                                      cluster.metadata)
 
     def ends(self, topic: str, partition: int) -> tuple[int, int, int]:
         key = (topic, partition)
