@@ -271,7 +271,9 @@ CONSUMER_OPTIONS = _table(
     Option("max.poll.interval.ms", "int", 300_000,
            "Rebalance timeout: a member that does not poll (rejoin) within this is removed.",
            minimum=100),
-    Option("auto.offset.reset", "enum", "latest", "Where to start without a valid position.",
+    Option("auto.offset.reset", "enum", "latest",
+           "Where to start without a valid position (none committed, or out of the log's range: deleted "
+           "by retention, past the log end); `error`: report `_AUTO_OFFSET_RESET` once and wait for a seek.",
            choices=("earliest", "latest", "error"),
            aliases={"smallest": "earliest", "beginning": "earliest", "largest": "latest",
                     "end": "latest"}),
