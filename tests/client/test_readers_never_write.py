@@ -1,0 +1,302 @@
+"""Readers never write (issue 26, item 7).
+
+A cluster is left with every kind of unfinished transaction: an Ongoing one past
+its deadline (its producer died), one decided PrepareCommit whose producer died
+before its markers, a Spark sink batch decided "Committing" whose driver died
+before its markers, and a sink task write past its deadline that no decision
+names. Every read path (Consumer, CLI consume/get-offsets/describe, Admin
+describe/list, the console) then writes nothing at all, and sees what a writing
+reader sees after the expiry actually ran. Past its deadline, nothing can be
+decided any more, so the reader's view is never contradicted later.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from helpers import consume_values, open_transaction
+from kstream import Admin, Consumer, FencedError, NewTopic, Producer, TopicPartition
+from kstream.cli.main import cli
+from kstream.groups import ConsumerGroups
+from kstream.log.cluster import Cluster
+from kstream.log.isolation import READ_COMMITTED, Isolation
+from kstream.log.sink_transactions import COMMITTING, SinkStore, SinkTaskWriter, TaskWrites
+from kstream.log.transactions import TransactionStore
+
+TIMEOUT_MS = 1000  # the smallest transaction.timeout.ms allowed
+COMMITTED_VIEW = [[b"c-0", b"c-1", b"later-0"], [b"decided", b"sink-committing", b"later-1"]]
+
+
+def wait_past_deadline(opened_after_ms: float) -> None:
+    limit = time.monotonic() + 10
+    while time.time() * 1000 < opened_after_ms + TIMEOUT_MS + 5:
+        assert time.monotonic() < limit, "deadline never passed"
+        time.sleep(0.05)
+
+
+def snapshot(path: str) -> tuple[dict, list[str]]:
+    """Every file and dir under ``path`` (size, mtime; SQLite's -wal/-shm and the partition
+    lock files aside, as tests/cli/test_cli_read_only.py counts them) and the metadata
+    database's full contents, read through a read-only connection."""
+    found = {}
+    for root, dirs, files in os.walk(path):
+        for name in files + [d + "/" for d in dirs]:
+            if name.endswith(("-wal", "-shm", ".lock")):
+                continue
+            full = os.path.join(root, name)
+            stat = os.stat(full.rstrip("/"))
+            found[full] = (stat.st_size, stat.st_mtime_ns) if not name.endswith("/") else ()
+    connection = sqlite3.connect(f"file:{os.path.join(path, 'metadata.db')}?mode=ro", uri=True)
+    try:
+        dump = list(connection.iterdump())
+    finally:
+        connection.close()
+    return found, dump
+
+
+def task_attempt(path: str, sink_id: str) -> tuple[Producer, SinkTaskWriter]:
+    producer = Producer({"cluster": path, "acks": "1", "enable.idempotence": False, "linger.ms": 0})
+    writer = SinkTaskWriter(SinkStore(producer.cluster), sink_id)
+    producer.bind_sink_transaction(writer)
+    return producer, writer
+
+
+@pytest.fixture
+def stuck(tmp_path):
+    """A cluster (topic "txn", 2 partitions) whose unfinished transactions are all past their
+    deadline, and no consumer group (so no offsets table); yields its path."""
+    yield from _stuck(tmp_path, with_group=False)
+
+
+@pytest.fixture
+def stuck_with_group(tmp_path):
+    """The same with group "g" and its offsets (the group tables exist)."""
+    yield from _stuck(tmp_path, with_group=True)
+
+
+def _stuck(tmp_path, with_group: bool):
+    """The writers stay open until the test ends (closing one could end its transaction)."""
+    path = str(tmp_path / "c")
+    with Admin({"cluster": path, "transaction.timeout.ms": TIMEOUT_MS}) as admin:
+        admin.create_topics([NewTopic("txn", 2)])["txn"].result()
+    with Producer({"cluster": path, "transactional.id": "ok", "linger.ms": 0}) as ok:
+        ok.init_transactions()
+        ok.begin_transaction()
+        ok.produce("txn", b"c-0", partition=0)
+        ok.produce("txn", b"c-1", partition=0)
+        ok.commit_transaction()
+    if with_group:  # a group with offsets (its tables exist, as on a real cluster)
+        groups = ConsumerGroups(Cluster.open(path))
+        groups.commit("g", {("txn", 0): 1})
+        groups.close()
+        groups.cluster.close()
+    opened = time.time() * 1000
+    dead = open_transaction(path, "dead", "txn", b"expired")  # Ongoing; its process "died"
+    decided = Producer({"cluster": path, "transactional.id": "decided", "linger.ms": 0})
+    decided.init_transactions()
+    decided.begin_transaction()
+    decided.produce("txn", b"decided", partition=1)
+    decided.flush()
+    store = TransactionStore.for_cluster(decided.cluster)
+    store.prepare("decided", store.get("decided").epoch, commit=True)  # ... and "died" before its markers
+    sink = "stream:/checkpoints/q"
+    task, writer = task_attempt(path, sink)
+    task.produce("txn", b"sink-committing", partition=1)
+    task.flush()
+    driver = Cluster.open(path)
+    with driver.metadata.transaction() as tx:  # the driver's decision; it "died" before its markers
+        tx.execute("INSERT INTO sink_batches VALUES (?, ?, ?, ?, ?)", (sink, 0, COMMITTING, json.dumps(
+            [[writer.producer_id, [["txn", 1]], 1]]), int(time.time() * 1000)))
+    zombie, _ = task_attempt(path, sink)  # a task write no decision names
+    zombie.produce("txn", b"sink-undecided", partition=0)
+    zombie.flush()
+    with Producer({"cluster": path, "linger.ms": 0}) as plain:
+        for partition in (0, 1):
+            plain.produce("txn", b"later-%d" % partition, partition=partition)
+    wait_past_deadline(opened)
+    assert consume_values(path, "txn", 2, "read_uncommitted")  # (any first open's derived files: made now)
+    yield path
+    for writer_ in (dead, decided, task, zombie):
+        writer_.close()
+    driver.close()
+
+
+def committed_view(path: str) -> list[list[bytes]]:
+    return [consume_values(path, "txn", [p]) for p in (0, 1)]
+
+
+def test_a_read_committed_consumer_sees_the_fixed_outcomes_and_writes_nothing(stuck):
+    before = snapshot(stuck)
+    assert committed_view(stuck) == COMMITTED_VIEW
+    assert snapshot(stuck) == before
+    assert not os.path.exists(os.path.join(stuck, "__consumer_offsets"))
+
+
+def test_the_read_only_view_equals_the_view_after_the_expiry_ran(stuck):
+    read_only = committed_view(stuck)
+    with Producer({"cluster": stuck, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
+        writer.init_transactions()  # a writer passing by runs the expiry: markers, fencing
+    cluster = Cluster.open(stuck)
+    try:
+        rows = cluster.metadata.connection.execute("SELECT COUNT(*) FROM open_transaction_partitions").fetchone()
+    finally:
+        cluster.close()
+    assert rows == (0,)  # the expiry ended every one of them
+    assert committed_view(stuck) == read_only == COMMITTED_VIEW
+
+
+def test_the_lso_every_read_path_shows_is_the_one_the_reader_reads_to(stuck):
+    cluster = Cluster.open(stuck)
+    try:
+        for partition in (0, 1):
+            handle = cluster.partition("txn", partition)
+            isolation = Isolation(READ_COMMITTED, TransactionStore.for_cluster(cluster), "txn", partition,
+                                  handle.leader_dir)
+            assert isolation.end_offset(handle.high_watermark()) == handle.high_watermark()
+            handle.close()
+    finally:
+        cluster.close()
+    with Admin({"cluster": stuck}) as admin:
+        from kstream.admin import IsolationLevel, OffsetSpec
+
+        latest = admin.list_offsets({TopicPartition("txn", p): OffsetSpec.latest() for p in (0, 1)},
+                                    isolation_level=IsolationLevel.READ_COMMITTED)
+        described = admin.describe_topic("txn")
+        ends = {p.id: p.high_watermark for p in described.partitions}
+        assert {tp.partition: f.result().offset for tp, f in latest.items()} == ends
+
+
+READ_COMMANDS = [
+    ("consume", "txn", "--from-beginning", "--timeout-ms", "300"),
+    ("consume", "txn", "--partition", "1", "--offset", "earliest", "--timeout-ms", "300"),
+    ("get-offsets", "--topic", "txn"),
+    ("topics", "describe", "txn"),
+    ("topics", "list"),
+]
+GROUP_COMMANDS = [
+    ("groups", "list"),
+    ("groups", "describe", "g"),
+    ("groups", "describe", "--all-groups", "--state"),
+]
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS, ids=" ".join)
+def test_read_only_commands_write_nothing_on_unfinished_transactions(stuck, command):
+    before = snapshot(stuck)
+    result = CliRunner().invoke(cli, ["--cluster", stuck, *command], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert snapshot(stuck) == before
+    assert not os.path.exists(os.path.join(stuck, "__consumer_offsets"))
+    if command[0] == "consume":
+        assert "expired" not in result.output and "sink-undecided" not in result.output
+        assert "decided" in result.output and "sink-committing" in result.output
+
+
+@pytest.mark.parametrize("command", GROUP_COMMANDS, ids=" ".join)
+def test_group_commands_write_nothing_on_unfinished_transactions(stuck_with_group, command):
+    # On a cluster with no group yet, `groups list` creates the group tables (schema) and may
+    # create the offsets table: read paths that create group state are item 4 (branch
+    # fix-groupsfix); this test takes a cluster that has them.
+    before = snapshot(stuck_with_group)
+    result = CliRunner().invoke(cli, ["--cluster", stuck_with_group, *command], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert snapshot(stuck_with_group) == before
+
+
+def test_admin_describe_and_list_write_nothing(stuck):
+    from kstream.admin import IsolationLevel, OffsetSpec
+
+    before = snapshot(stuck)
+    with Admin({"cluster": stuck}) as admin:
+        admin.list_topics()
+        admin.describe_topic("txn")
+        for level in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
+            for future in admin.list_offsets({TopicPartition("txn", p): OffsetSpec.latest() for p in (0, 1)},
+                                             isolation_level=level).values():
+                future.result()
+    assert snapshot(stuck) == before
+
+
+def test_the_read_only_console_writes_nothing_on_a_get(stuck):
+    from fastapi.testclient import TestClient
+
+    from kstream.web.app import create_app
+    from kstream.web.clusters import ClusterRef, check_clusters
+
+    before = snapshot(stuck)
+    clusters = check_clusters([ClusterRef("main", stuck)])
+    with TestClient(create_app(clusters, read_only=True)) as client:
+        for page in ("/c/main/topics/txn", "/c/main/topics/txn/messages",
+                     "/c/main/topics/txn/messages?partition=1&offset=0"):
+            response = client.get(page)
+            assert response.status_code == 200, page
+            assert "expired" not in response.text and "sink-undecided" not in response.text
+        assert "sink-committing" in client.get("/c/main/topics/txn/messages?partition=1&offset=0").text
+    assert snapshot(stuck) == before
+    # Item 4 (branch fix-groupsfix) makes read paths never create the Delta offsets table;
+    # this item's part is that no expiry or roll-forward runs, which would also have made it.
+    assert not os.path.exists(os.path.join(stuck, "__consumer_offsets"))
+
+
+# -- past its deadline, nothing can be decided any more -----------------------------------------------
+
+
+def test_a_transaction_a_reader_saw_as_aborted_can_never_commit(tmp_path):
+    path = str(tmp_path / "c")
+    with Admin({"cluster": path, "transaction.timeout.ms": TIMEOUT_MS}) as admin:
+        admin.create_topics([NewTopic("t", 1)])["t"].result()
+    opened = time.time() * 1000
+    late = open_transaction(path, "late", "t", b"late")
+    wait_past_deadline(opened)
+    before = snapshot(path)
+    assert consume_values(path, "t", 1) == []  # reads as aborted ...
+    assert snapshot(path) == before  # ... and nothing was written
+    with pytest.raises(FencedError, match="transaction.timeout.ms"):
+        late.commit_transaction()
+    assert consume_values(path, "t", 1) == []
+    late.close()
+
+
+def test_a_sink_task_write_past_its_deadline_can_neither_append_nor_commit_before_any_expiry(tmp_path):
+    path = str(tmp_path / "c")
+    with Admin({"cluster": path, "transaction.timeout.ms": TIMEOUT_MS}) as admin:
+        admin.create_topics([NewTopic("t", 2)])["t"].result()
+    sink = "batch:job-1"
+    task, writer = task_attempt(path, sink)
+    opened = time.time() * 1000
+    task.produce("t", b"slow", partition=0)
+    task.flush()
+    wait_past_deadline(opened)
+    for partition in (0, 1):  # one it wrote, one it had not: both refused, nobody expired it
+        with pytest.raises(FencedError, match="transaction.timeout.ms"):
+            task.produce("t", b"more", partition=partition)
+            task.flush()
+    driver = Cluster.open(path)
+    with pytest.raises(FencedError, match="cannot commit"):
+        SinkStore(driver).commit(sink, 0, [TaskWrites(writer.producer_id, (("t", 0),), 1)])
+    assert SinkStore(driver).batch_state(sink, 0) is None
+    assert consume_values(path, "t", 2) == []
+    driver.close()
+    task.close()
+
+
+def test_a_consumer_polling_through_an_expiry_sees_each_record_once(stuck):
+    """The view before the expiry and after it join up: nothing shown twice, nothing lost."""
+    consumer = Consumer({"cluster": stuck, "isolation.level": "read_committed", "enable.partition.eof": True})
+    consumer.assign([TopicPartition("txn", 1, 0)])
+    seen = []
+    message = consumer.poll(1.0)
+    while message is not None and message.error() is None:
+        seen.append(message.value())
+        if len(seen) == 1:
+            with Producer({"cluster": stuck, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
+                writer.init_transactions()
+        message = consumer.poll(1.0)
+    consumer.close()
+    assert seen == COMMITTED_VIEW[1]
