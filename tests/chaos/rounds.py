@@ -321,4 +321,5 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "misdirected_write_index": lambda ctx: disk_rounds.misdirected_write_round(ctx, "index"),
     "power_cut_readers": lambda ctx: __import__("chaos.visibility_rounds", fromlist=["_"]).power_cut_readers_round(ctx),
     "power_cut_txn": lambda ctx: __import__("chaos.txn_rounds", fromlist=["_"]).power_cut_txn_round(ctx),
+    "read_only_readers": lambda ctx: __import__("chaos.read_only_rounds", fromlist=["_"]).read_only_readers_round(ctx),
 }
