@@ -141,9 +141,10 @@ def _read_only_views(ctx: Ctx) -> tuple[dict, dict]:
         latest = admin.list_offsets({TopicPartition(TOPIC, p): OffsetSpec.latest() for p in range(ctx.partitions)},
                                     isolation_level=IsolationLevel.READ_COMMITTED)
         for tp, future in latest.items():
-            if future.result().offset != high_watermarks[tp.partition]:
-                h.round_problems.append(f"{TOPIC}-{tp.partition}: list_offsets(read_committed) says "
-                                        f"{future.result().offset}, the high watermark is {high_watermarks[tp.partition]}")
+            lso, hw = future.result().offset, high_watermarks[tp.partition]
+            if lso != hw:
+                h.round_problems.append(f"{TOPIC}-{tp.partition}: list_offsets(read_committed) says {lso}, the "
+                                        f"high watermark is {hw}")
     for p in range(ctx.partitions):
         records, error = read_partition(ctx, p, "read_committed")
         if error:
