@@ -12,9 +12,7 @@ decided any more, so the reader's view is never contradicted later.
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 import time
 
 import pytest
@@ -23,108 +21,31 @@ from click.testing import CliRunner
 from helpers import consume_values, open_transaction
 from kstream import Admin, Consumer, FencedError, NewTopic, Producer, TopicPartition
 from kstream.cli.main import cli
-from kstream.groups import ConsumerGroups
 from kstream.log.cluster import Cluster
 from kstream.log.isolation import READ_COMMITTED, Isolation
-from kstream.log.sink_transactions import COMMITTING, SinkStore, SinkTaskWriter, TaskWrites
+from kstream.log.sink_transactions import SinkStore, TaskWrites
 from kstream.log.transactions import TransactionStore
-
-TIMEOUT_MS = 1000  # the smallest transaction.timeout.ms allowed
-COMMITTED_VIEW = [[b"c-0", b"c-1", b"later-0"], [b"decided", b"sink-committing", b"later-1"]]
-
-
-def wait_past_deadline(opened_after_ms: float) -> None:
-    limit = time.monotonic() + 10
-    while time.time() * 1000 < opened_after_ms + TIMEOUT_MS + 5:
-        assert time.monotonic() < limit, "deadline never passed"
-        time.sleep(0.05)
-
-
-def snapshot(path: str) -> tuple[dict, list[str]]:
-    """Every file and dir under ``path`` (size, mtime; SQLite's -wal/-shm and the partition
-    lock files aside, as tests/cli/test_cli_read_only.py counts them) and the metadata
-    database's full contents, read through a read-only connection."""
-    found = {}
-    for root, dirs, files in os.walk(path):
-        for name in files + [d + "/" for d in dirs]:
-            if name.endswith(("-wal", "-shm", ".lock")):
-                continue
-            full = os.path.join(root, name)
-            stat = os.stat(full.rstrip("/"))
-            found[full] = (stat.st_size, stat.st_mtime_ns) if not name.endswith("/") else ()
-    connection = sqlite3.connect(f"file:{os.path.join(path, 'metadata.db')}?mode=ro", uri=True)
-    try:
-        dump = list(connection.iterdump())
-    finally:
-        connection.close()
-    return found, dump
-
-
-def task_attempt(path: str, sink_id: str) -> tuple[Producer, SinkTaskWriter]:
-    producer = Producer({"cluster": path, "acks": "1", "enable.idempotence": False, "linger.ms": 0})
-    writer = SinkTaskWriter(SinkStore(producer.cluster), sink_id)
-    producer.bind_sink_transaction(writer)
-    return producer, writer
+from stuck_transactions import (
+    COMMITTED_VIEW,
+    TIMEOUT_MS,
+    snapshot,
+    stuck_cluster,
+    task_attempt,
+    wait_past_deadline,
+)
 
 
 @pytest.fixture
 def stuck(tmp_path):
     """A cluster (topic "txn", 2 partitions) whose unfinished transactions are all past their
     deadline, and no consumer group (so no offsets table); yields its path."""
-    yield from _stuck(tmp_path, with_group=False)
+    yield from stuck_cluster(tmp_path, with_group=False)
 
 
 @pytest.fixture
 def stuck_with_group(tmp_path):
     """The same with group "g" and its offsets (the group tables exist)."""
-    yield from _stuck(tmp_path, with_group=True)
-
-
-def _stuck(tmp_path, with_group: bool):
-    """The writers stay open until the test ends (closing one could end its transaction)."""
-    path = str(tmp_path / "c")
-    with Admin({"cluster": path, "transaction.timeout.ms": TIMEOUT_MS}) as admin:
-        admin.create_topics([NewTopic("txn", 2)])["txn"].result()
-    with Producer({"cluster": path, "transactional.id": "ok", "linger.ms": 0}) as ok:
-        ok.init_transactions()
-        ok.begin_transaction()
-        ok.produce("txn", b"c-0", partition=0)
-        ok.produce("txn", b"c-1", partition=0)
-        ok.commit_transaction()
-    if with_group:  # a group with offsets (its tables exist, as on a real cluster)
-        groups = ConsumerGroups(Cluster.open(path))
-        groups.commit("g", {("txn", 0): 1})
-        groups.close()
-        groups.cluster.close()
-    opened = time.time() * 1000
-    dead = open_transaction(path, "dead", "txn", b"expired")  # Ongoing; its process "died"
-    decided = Producer({"cluster": path, "transactional.id": "decided", "linger.ms": 0})
-    decided.init_transactions()
-    decided.begin_transaction()
-    decided.produce("txn", b"decided", partition=1)
-    decided.flush()
-    store = TransactionStore.for_cluster(decided.cluster)
-    store.prepare("decided", store.get("decided").epoch, commit=True)  # ... and "died" before its markers
-    sink = "stream:/checkpoints/q"
-    task, writer = task_attempt(path, sink)
-    task.produce("txn", b"sink-committing", partition=1)
-    task.flush()
-    driver = Cluster.open(path)
-    with driver.metadata.transaction() as tx:  # the driver's decision; it "died" before its markers
-        tx.execute("INSERT INTO sink_batches VALUES (?, ?, ?, ?, ?)", (sink, 0, COMMITTING, json.dumps(
-            [[writer.producer_id, [["txn", 1]], 1]]), int(time.time() * 1000)))
-    zombie, _ = task_attempt(path, sink)  # a task write no decision names
-    zombie.produce("txn", b"sink-undecided", partition=0)
-    zombie.flush()
-    with Producer({"cluster": path, "linger.ms": 0}) as plain:
-        for partition in (0, 1):
-            plain.produce("txn", b"later-%d" % partition, partition=partition)
-    wait_past_deadline(opened)
-    assert consume_values(path, "txn", 2, "read_uncommitted")  # (any first open's derived files: made now)
-    yield path
-    for writer_ in (dead, decided, task, zombie):
-        writer_.close()
-    driver.close()
+    yield from stuck_cluster(tmp_path, with_group=True)
 
 
 def committed_view(path: str) -> list[list[bytes]]:
@@ -324,3 +245,26 @@ def test_groups_describe_writes_nothing_on_a_decided_commit_carrying_the_groups_
         assert snapshot(stuck_with_group) == before
     finally:
         producer.close()
+
+
+def test_the_python_spark_readers_planner_and_splits_see_the_fixed_outcomes_and_write_nothing(stuck):
+    """The Spark source's code path without Spark (tests/spark/test_read_only_readers.py runs it
+    in Spark): the driver's bounds and each split's read_range, with one read-only Isolation."""
+    import pyarrow as pa
+
+    from kstream.source.partition_reader import read_range
+    from kstream.source.planning import PartitionRange, bounds
+
+    schema = pa.schema([("value", pa.binary()), ("offset", pa.int64())])
+    before = snapshot(stuck)
+    cluster = Cluster.open(stuck)
+    try:
+        planned = [bounds(cluster, "txn", p, "read_committed") for p in (0, 1)]
+    finally:
+        cluster.close()
+    seen = []
+    for partition, (start, end) in enumerate(planned):
+        split = PartitionRange(stuck, "txn", partition, start, end, True, "read_committed")
+        seen.append([v for batch in read_range(split, schema) for v in batch.column("value").to_pylist()])
+    assert seen == COMMITTED_VIEW
+    assert snapshot(stuck) == before
