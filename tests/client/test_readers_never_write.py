@@ -13,6 +13,7 @@ decided any more, so the reader's view is never contradicted later.
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 
 import pytest
@@ -268,3 +269,39 @@ def test_the_python_spark_readers_planner_and_splits_see_the_fixed_outcomes_and_
         seen.append([v for batch in read_range(split, schema) for v in batch.column("value").to_pylist()])
     assert seen == COMMITTED_VIEW
     assert snapshot(stuck) == before
+
+
+def test_an_expired_transaction_is_not_read_as_aborted_while_a_decision_taken_in_time_is_in_flight(tmp_path):
+    """The producer's decision checked its deadline in time but has not committed yet (its
+    SQLite write transaction is still open, say the process is stopped): a reader past the
+    deadline must not read the transaction as aborted, or it would skip records that the
+    decision then commits. It waits (the LSO held) and reads them once the decision lands."""
+    path = str(tmp_path / "c")
+    with Admin({"cluster": path, "transaction.timeout.ms": TIMEOUT_MS}) as admin:
+        admin.create_topics([NewTopic("t", 1)])["t"].result()
+    opened = time.time() * 1000
+    slow = open_transaction(path, "slow", "t", b"slow")
+    with Producer({"cluster": path, "linger.ms": 0}) as plain:
+        plain.produce("t", b"later", partition=0)
+    consumer = Consumer({"cluster": path, "isolation.level": "read_committed"})
+    consumer.assign([TopicPartition("t", 0, 0)])
+    assert consumer.poll(0.2) is None  # held by the open transaction
+    deciding = sqlite3.connect(os.path.join(path, "metadata.db"), isolation_level=None)
+    deciding.execute("BEGIN IMMEDIATE")  # prepare(): the deadline checked in time ...
+    deciding.execute("UPDATE transactions SET state = 'PrepareCommit' WHERE transactional_id = 'slow'")
+    try:
+        wait_past_deadline(opened)
+        seen = [m.value() for m in (consumer.poll(0.3) for _ in range(3)) if m is not None]
+        assert seen == []  # ... and not committed yet: neither "later" alone nor anything else
+    finally:
+        deciding.execute("COMMIT")  # ... lands after the deadline
+        deciding.close()
+    seen = []
+    limit = time.monotonic() + 10
+    while len(seen) < 2 and time.monotonic() < limit:
+        message = consumer.poll(0.2)
+        if message is not None:
+            seen.append(message.value())
+    consumer.close()
+    assert seen == [b"slow", b"later"]
+    slow.close()

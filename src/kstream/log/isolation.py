@@ -16,8 +16,9 @@ files show a transaction holding the partition, it asks the transaction tables
 for the partition's holders (:class:`kstream.log.txn_view.Holds`), cached
 against the metadata's data version (:meth:`Metadata.data_version`) and the
 high watermark, and applies the outcomes already fixed — a decided transaction
-reads as its decision, one past ``transaction.timeout.ms`` as aborted — in its
-own view (:func:`kstream.log.txn_view.apply_outcomes`). The expiry that writes
+reads as its decision, one past ``transaction.timeout.ms`` as aborted once a
+read ordered after every write in flight confirmed it — in its own view
+(:func:`kstream.log.txn_view.apply_outcomes`). The expiry that writes
 them (markers, fencing) is run by writers. SQLite stays the coordinator's truth
 (decisions, deadlines, fencing); the reader's view of the log comes from the
 files, and SQLite is asked only while they show an open transaction.
@@ -25,6 +26,7 @@ files, and SQLite is asked only while they show an open transaction.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -32,7 +34,9 @@ from kstream.log import format as fmt
 from kstream.log.metadata import DataVersion
 from kstream.log.transactions import TransactionStore
 from kstream.log.txn_index_reader import TxnIndexReader, TxnState
-from kstream.log.txn_view import Holds, apply_outcomes
+from kstream.log.txn_view import Holds, apply_outcomes, current_holds
+
+_CONFIRM_RETRY_SECONDS = 0.2  # after a confirming read did not get SQLite's write lock
 
 READ_COMMITTED = "read_committed"
 READ_UNCOMMITTED = "read_uncommitted"
@@ -55,6 +59,8 @@ class Isolation:
         self._aborted: tuple[tuple[int, int, int], ...] = ()
         # (data version, the holders, the HW read before the lookup)
         self._holds: tuple[DataVersion, Holds, int] | None = None
+        self._confirm_retry_at = 0.0
+        self._confirmed_ms: float | None = None  # when a read after every write in flight last looked
         self._last_high_watermark: int | None = None
         self._last_state: TxnState | None = None  # what end_offset() read, for prepare() at that HW
 
@@ -68,7 +74,7 @@ class Isolation:
         state = self._files.state(high_watermark)
         if state.first_open is None or self.store is None:
             return state
-        return apply_outcomes(state, self._holders(high_watermark, version).outcomes(time.time() * 1000))
+        return apply_outcomes(state, self._holders(high_watermark, version).outcomes())
 
     def end_offset(self, high_watermark: int, version: DataVersion | None = None) -> int:
         """How far this reader may read now: the HW, or under read_committed the LSO it sees
@@ -88,9 +94,23 @@ class Isolation:
         cached = self._holds
         if version is None or cached is None or cached[0] != version or high_watermark > cached[2]:
             holds = Holds.query(self.store, self.topic, self.partition)
+            if self._confirmed_ms is not None:
+                # A confirmation stays true: a holder undecided now with a deadline before it was
+                # undecided then too (decisions are never taken back; a newer one began later).
+                holds = dataclasses.replace(holds, confirmed_ms=self._confirmed_ms)
             self._holds = None if version is None else (version, holds, high_watermark)
-            return holds
-        return cached[1]
+        else:
+            holds = cached[1]
+        if holds.needs_confirmation(time.time() * 1000) and time.monotonic() >= self._confirm_retry_at:
+            confirmed = current_holds(self.store, self.topic, self.partition, holds)
+            if confirmed is holds:  # not confirmed (the lock busy): try again a little later
+                self._confirm_retry_at = time.monotonic() + _CONFIRM_RETRY_SECONDS
+            else:
+                self._confirmed_ms = confirmed.confirmed_ms
+                if self._holds is not None:
+                    self._holds = (self._holds[0], confirmed, self._holds[2])
+            holds = confirmed
+        return holds
 
     def prepare(self, from_offset: int, version: DataVersion | None = None, high_watermark: int | None = None
                 ) -> None:

@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS partitions (
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS formatted_log_dirs (id INTEGER PRIMARY KEY);
 """
+_BUSY_TIMEOUT_S = 60  # how long a transaction waits for another process's write lock
 _IS_KSTREAM_METADATA = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'log_dirs'"
 
 
@@ -170,7 +171,7 @@ class Metadata:
         try:
             # check_same_thread=False only so that close() may close another thread's connection
             # (or a finished thread's); no connection is ever used by two threads.
-            connection = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None,
+            connection = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
                                          check_same_thread=False)
             if not self._create and connection.execute(_IS_KSTREAM_METADATA).fetchone() is None:
                 raise ClusterError(_lost(self.path, "is not a kstream metadata database (no log_dirs table)"))
@@ -199,6 +200,23 @@ class Metadata:
             raise
         connection.execute("COMMIT")
         self._local.own_commits += 1
+
+    @contextmanager
+    def locked_read(self, wait_ms: int) -> Iterator[sqlite3.Connection]:
+        """A read ordered after every write transaction in flight: it takes the write lock
+        (BEGIN IMMEDIATE, waiting at most ``wait_ms``), reads, and rolls back, so nothing is
+        written. For a reader that must know no decision taken before it is still to land.
+        sqlite3.OperationalError when the lock was not had in time (or the file is read-only)."""
+        connection = self.connection
+        connection.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        finally:
+            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_S * 1000}")
+        try:
+            yield connection
+        finally:
+            connection.execute("ROLLBACK")
 
     @contextmanager
     def _changing(self) -> Iterator[sqlite3.Connection]:
