@@ -46,7 +46,9 @@ class Isolation:
     """A reader's view of one partition's transactions. Not thread-safe.
 
     ``directory`` is the replica dir the reader reads (or a callable giving it: the
-    leader's, which may move); needed for read_committed."""
+    leader's, which may move); needed for read_committed. ``store`` should be built with
+    :meth:`TransactionStore.for_cluster`: without transaction.timeout.ms it applies decisions
+    only, and an expired transaction holds the LSO. Writes nothing, ever."""
 
     def __init__(self, level: str, store: TransactionStore | None, topic: str, partition: int,
                  directory: str | Callable[[], str] | None = None):
