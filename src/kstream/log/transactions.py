@@ -17,7 +17,8 @@ Fencing (DESIGN §9): every writer's epoch is checked under the partition lock
 on every append (:meth:`check_writable`), and whatever ends a transaction that
 is not its own bumps the epoch first: :meth:`init` (a new instance) and
 :meth:`fence_expired` (``transaction.timeout.ms`` after the transaction began;
-run by writers and the next instance; readers never write, see :mod:`kstream.log.txn_view`). A fenced producer's next
+run by writers and the next instance; readers never write, they apply what is
+fixed in their own view: :mod:`kstream.log.txn_view`). A fenced producer's next
 write, commit or abort raises :class:`FencedError`; nothing of it is written.
 
 Consumer group offsets a transaction carries (``send_offsets_to_transaction``)
