@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS partitions (
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS formatted_log_dirs (id INTEGER PRIMARY KEY);
 """
-_BUSY_TIMEOUT_S = 60  # how long a transaction waits for another process's write lock
+_BUSY_TIMEOUT_S = 60  # how long a transaction waits for another process's write lock (connect's timeout=60)
 _IS_KSTREAM_METADATA = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'log_dirs'"
 
 
@@ -171,7 +171,7 @@ class Metadata:
         try:
             # check_same_thread=False only so that close() may close another thread's connection
             # (or a finished thread's); no connection is ever used by two threads.
-            connection = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
+            connection = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None,
                                          check_same_thread=False)
             if not self._create and connection.execute(_IS_KSTREAM_METADATA).fetchone() is None:
                 raise ClusterError(_lost(self.path, "is not a kstream metadata database (no log_dirs table)"))
