@@ -50,7 +50,6 @@ CREATE TABLE IF NOT EXISTS partitions (
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS formatted_log_dirs (id INTEGER PRIMARY KEY);
 """
-_BUSY_TIMEOUT_S = 60  # how long a transaction waits for another process's write lock (connect's timeout=60)
 _IS_KSTREAM_METADATA = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'log_dirs'"
 
 
@@ -208,11 +207,12 @@ class Metadata:
         written. For a reader that must know no decision taken before it is still to land.
         sqlite3.OperationalError when the lock was not had in time (or the file is read-only)."""
         connection = self.connection
+        usual_ms = int(connection.execute("PRAGMA busy_timeout").fetchone()[0])
         connection.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
         try:
             connection.execute("BEGIN IMMEDIATE")
         finally:
-            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_S * 1000}")
+            connection.execute(f"PRAGMA busy_timeout = {usual_ms}")
         try:
             yield connection
         finally:
