@@ -305,3 +305,23 @@ def test_an_expired_transaction_is_not_read_as_aborted_while_a_decision_taken_in
     consumer.close()
     assert seen == [b"slow", b"later"]
     slow.close()
+
+
+def test_the_admin_clients_describe_and_list_calls_write_nothing(stuck_with_group):
+    from kstream.admin import AdminClient, ConfigResource, ConsumerGroupTopicPartitions, TopicCollection
+
+    before = snapshot(stuck_with_group)
+    with AdminClient({"cluster": stuck_with_group}) as client:
+        client.list_topics()
+        client.list_groups()
+        client.describe_cluster().result()
+        for future in client.describe_topics(TopicCollection(["txn"])).values():
+            future.result()
+        for future in client.describe_configs([ConfigResource("topic", "txn")]).values():
+            future.result()
+        client.list_consumer_groups().result()
+        client.describe_consumer_groups(["g"])["g"].result()
+        for future in client.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g")]).values():
+            future.result()
+        client.describe_log_dirs()
+    assert snapshot(stuck_with_group) == before
