@@ -20,7 +20,8 @@ from chaos.checker import Ack, History
 from chaos.power_cut import sync_all
 from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition
 from kstream.log import faults
-from kstream.log.txn_index_reader import TxnIndexReader
+from kstream.log.transactions import TransactionStore
+from kstream.log.txn_view import visible_state
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 TOPIC = "t"
@@ -191,8 +192,11 @@ def read_back(ctx: Ctx, label: str = "") -> None:
                 h.frames[(TOPIC, p)] = _frames(handle, hw or 0)
                 # The LSO readers see: from the transaction index files (issue 14). A row of the
                 # transaction tables whose partition holds no open transaction in the log (its
-                # marker is written, or it never wrote a frame there) holds no reader back.
-                first_open = TxnIndexReader(handle.leader_dir).state(hw or 0).first_open
+                # marker is written, or it never wrote a frame there) holds no reader back; nor
+                # does one whose outcome is fixed (decided, or past its deadline): readers apply
+                # it without writing it (issue 26), the next writer writes its markers.
+                first_open = visible_state(handle.leader_dir, hw or 0, TransactionStore.for_cluster(admin.cluster),
+                                           TOPIC, p).first_open
             except Exception as err:
                 h.read_errors[(TOPIC, p)] = f"{label}frame walk: {type(err).__name__}: {err}"[:300]
             finally:

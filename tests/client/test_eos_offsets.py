@@ -289,13 +289,17 @@ def test_describe_and_lag_roll_a_decided_commit_forward_before_they_show_offsets
     assert table_offsets(path) == {("in", 0): 20}
 
 
-def test_the_expiry_completes_the_offsets_of_a_decided_commit_whose_producer_died(tmp_path):
+def test_a_writers_expiry_completes_the_offsets_of_a_decided_commit_whose_producer_died(tmp_path):
     path = make_cluster(tmp_path, timeout_ms=TIMEOUT_MS)
     assert run_pipeline(path, "txn.prepared:2").returncode == -9
     assert table_offsets(path) == {("in", 0): 10}
     time.sleep(TIMEOUT_MS / 1000 + 0.1)
-    assert outputs(path) == expected(20)  # a read_committed reader's expiry finished it
+    assert outputs(path) == expected(20)  # a read_committed reader sees the decision ...
+    assert table_offsets(path) == {("in", 0): 10}  # ... and writes nothing (issue 26: readers never write)
+    with Producer({"cluster": path, "transactional.id": "passer-by"}) as writer:
+        writer.init_transactions()  # a writer passing by runs the expiry, which finishes it
     assert table_offsets(path) == {("in", 0): 20}
+    assert outputs(path) == expected(20)
 
 
 def test_a_reader_waits_for_an_open_transaction_carrying_the_groups_offsets(tmp_path):

@@ -1,8 +1,9 @@
 """Zombie writers and transaction timeouts (issue 10, defects 2, 3 and 4).
 
-transaction.timeout.ms is enforced by whoever next touches the partition (a
-read_committed reader, a transactional writer), never only by a party that may
-be dead; expiry fences the producer (epoch bump); a Spark task attempt whose
+transaction.timeout.ms is enforced by whoever next touches the partition, never
+only by a party that may be dead: a read_committed reader reads an expired
+transaction as aborted without writing anything (issue 26: readers never write),
+the next transactional writer writes the abort; expiry fences the producer (epoch bump); a Spark task attempt whose
 batch was decided without it is fenced under the partition lock.
 """
 
@@ -66,6 +67,12 @@ def log_end(path: str, partition: int = 0, topic: str = "t") -> int:
         cluster.close()
 
 
+def expire_by_a_writer(path: str) -> None:
+    """A writer passing by (another transactional id's init_transactions) runs the expiry."""
+    with Producer({"cluster": path, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
+        writer.init_transactions()
+
+
 def poll_until(consumer: Consumer, wanted: int, seconds: float = 10.0) -> list[bytes]:
     """Poll until ``wanted`` records came (or the deadline): every value seen."""
     seen: list[bytes] = []
@@ -110,11 +117,14 @@ def test_a_sigkilled_producers_transaction_stops_holding_readers_after_the_timeo
         for i in range(2):
             plain.produce("t", b"later-%d" % i, partition=0)
     assert consumer.poll(0.2) is None  # held back by the dead producer's open transaction
-    # Nobody calls init_transactions(): the reader itself aborts it once the timeout passed.
+    # Nobody calls init_transactions(): the reader reads it as aborted once the timeout passed.
     seen = poll_until(consumer, 2)
     assert seen == [b"later-0", b"later-1"]
     assert poll_until(consumer, 1, seconds=0.5) == []
     consumer.close()
+    assert open_rows(path) == [(0, 0)]  # ... and wrote nothing: the abort waits for a writer
+    assert sorted(consume_values(path, "t", 1, "read_committed")) == [b"later-0", b"later-1"]
+    expire_by_a_writer(path)
     assert open_rows(path) == []  # the LSO reached the log end
     assert sorted(consume_values(path, "t", 1, "read_committed")) == [b"later-0", b"later-1"]
 
@@ -134,7 +144,7 @@ def test_a_dead_producer_is_expired_by_a_fresh_reader_and_shown_by_describe(tmp_
     assert "passed" in described.output
     assert len(open_rows(path)) == 1  # describe is read-only: it shows, it does not abort
     assert consume_values(path, "t", 1, "read_committed") == [b"later"]
-    assert open_rows(path) == []
+    assert len(open_rows(path)) == 1  # nor does a reader
 
 
 # -- defect 4: expiry fences the producer ------------------------------------------------------------
@@ -177,9 +187,10 @@ def test_a_timed_out_producer_is_fenced_by_its_own_next_write_and_its_records_ne
         zombie.commit_transaction()
     assert [log_end(path, p) for p in range(2)] == ends
     assert consume_values(path, "t", 2, "read_committed") == []
-    assert open_rows(path) == []  # the reader finished the abort the fence decided
+    assert open_rows(path) == [(0, 0)]  # the fence decided the abort; a reader does not write it
     successor = Producer({"cluster": path, "transactional.id": "late", "linger.ms": 0})
     successor.init_transactions()
+    assert open_rows(path) == []  # the successor finished it
     successor.begin_transaction()
     successor.produce("t", b"ok", partition=1)
     successor.commit_transaction()
@@ -287,7 +298,8 @@ def test_a_zombie_writing_right_after_its_abort_marker_is_refused(cluster_path, 
     driver.close()
 
 
-def test_an_orphaned_open_partition_row_is_aborted_by_the_next_reader(cluster_path, make_topic):
+def test_an_orphaned_open_partition_row_reads_as_aborted_and_is_aborted_by_the_next_writer(cluster_path,
+                                                                                            make_topic):
     """A row left by a writer nobody holds any more (what a zombie's first write to a new
     partition used to leave) must neither hold the LSO nor let its frames through."""
     make_topic("out", 1)
@@ -301,7 +313,10 @@ def test_an_orphaned_open_partition_row_is_aborted_by_the_next_reader(cluster_pa
     with Producer({"cluster": cluster_path, "linger.ms": 0}) as plain:
         plain.produce("out", b"plain", partition=0)
     assert consume_values(cluster_path, "out", 1, "read_committed") == [b"plain"]
+    assert len(open_rows(cluster_path, "out")) == 1  # the reader wrote nothing
+    expire_by_a_writer(cluster_path)
     assert open_rows(cluster_path, "out") == []
+    assert consume_values(cluster_path, "out", 1, "read_committed") == [b"plain"]
     driver.close()
     zombie.close()
 
@@ -314,8 +329,8 @@ def test_a_commit_whose_task_writes_timed_out_fails_and_commits_nothing(tmp_path
     task.produce("t", b"slow", partition=0)
     task.flush()
     wait_past_deadline(opened)
-    assert consume_values(path, "t", 1, "read_committed") == []  # the reader aborted the task's write
-    with pytest.raises(FencedError, match="zombie"):
+    assert consume_values(path, "t", 1, "read_committed") == []  # the task's write reads as aborted
+    with pytest.raises(FencedError, match="transaction.timeout.ms"):  # refused, expired or not
         task.produce("t", b"more", partition=0)
         task.flush()
     driver = Cluster.open(path)

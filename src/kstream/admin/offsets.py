@@ -144,7 +144,7 @@ def list_offset(cluster: Cluster, tp: TopicPartition, spec: OffsetSpec,
         if spec._value == OffsetSpec.EARLIEST:
             return ListOffsetsResultInfo(reader.log_start_offset(), -1)
         if spec._value == OffsetSpec.LATEST:
-            return ListOffsetsResultInfo(_latest(handle.leader_dir, high_watermark, isolation_level), -1)
+            return ListOffsetsResultInfo(_latest(cluster, tp, handle.leader_dir, high_watermark, isolation_level), -1)
         if spec._value == OffsetSpec.MAX_TIMESTAMP:
             return _max_timestamp(reader, high_watermark)
         return _for_timestamp(reader, spec._value, high_watermark)
@@ -153,13 +153,17 @@ def list_offset(cluster: Cluster, tp: TopicPartition, spec: OffsetSpec,
         handle.close()
 
 
-def _latest(directory: str, high_watermark: int, level: IsolationLevel) -> int:
-    """The HW, or under read_committed the LSO the leader's transaction index shows."""
+def _latest(cluster: Cluster, tp: TopicPartition, directory: str, high_watermark: int,
+            level: IsolationLevel) -> int:
+    """The HW, or under read_committed the LSO a reader sees (kstream.log.txn_view: the leader's
+    transaction index, with the outcomes already fixed applied; nothing written)."""
     if level is IsolationLevel.READ_UNCOMMITTED:
         return high_watermark
-    from kstream.log.txn_index_reader import TxnIndexReader
+    from kstream.log.transactions import TransactionStore
+    from kstream.log.txn_view import last_stable_offset
 
-    return TxnIndexReader(directory).state(high_watermark).last_stable_offset
+    return last_stable_offset(directory, high_watermark, TransactionStore.for_cluster(cluster), tp.topic,
+                              tp.partition)
 
 
 def _for_timestamp(reader: LogReader, timestamp_ms: int, high_watermark: int) -> ListOffsetsResultInfo:

@@ -17,7 +17,7 @@ from kstream.options import CLUSTER_OPTIONS
 
 if TYPE_CHECKING:
     from kstream.log.cluster import Cluster
-    from kstream.log.transactions import Holder
+    from kstream.log.transactions import Holder, TransactionStore
 
 
 @click.group()
@@ -93,7 +93,7 @@ def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
             for p in d.partitions:
                 holders = store.holders(name, p.id)
                 held.extend((p.id, h) for h in holders)
-                lso = _last_stable_offset(admin.cluster, name, p.id, p.high_watermark)
+                lso = _last_stable_offset(admin.cluster, store, name, p.id, p.high_watermark)
                 table.add_row(str(p.id), str(p.leader), ",".join(map(str, p.replicas)),
                               ",".join(map(str, p.isrs)), str(p.leader_epoch), str(p.log_start_offset),
                               str(p.log_end_offset), str(p.high_watermark), str(lso),
@@ -104,13 +104,15 @@ def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
                 out.print(_open_transactions(held))
 
 
-def _last_stable_offset(cluster: Cluster, topic: str, partition: int, high_watermark: int) -> int:
-    """The LSO readers see: from the leader's transaction index files (docs/FORMAT.md)."""
-    from kstream.log.txn_index_reader import TxnIndexReader
+def _last_stable_offset(cluster: Cluster, store: TransactionStore, topic: str, partition: int,
+                        high_watermark: int) -> int:
+    """The LSO readers see: the leader's transaction index files (docs/FORMAT.md) with the
+    outcomes already fixed applied (kstream.log.txn_view; nothing written)."""
+    from kstream.log.txn_view import last_stable_offset
 
     handle = cluster.partition(topic, partition)
     try:
-        return TxnIndexReader(handle.leader_dir).state(high_watermark).last_stable_offset
+        return last_stable_offset(handle.leader_dir, high_watermark, store, topic, partition)
     finally:
         handle.close()
 
@@ -123,10 +125,10 @@ def _open_transactions(held: list[tuple[int, Holder]]) -> Table:
     for partition, h in held:
         if h.owner is None:
             table.add_row(str(partition), str(h.first_offset), "(orphan: its writer was fenced)",
-                          str(h.producer_id), "-", "-", "-", "aborted by the next reader or writer")
+                          str(h.producer_id), "-", "-", "-", "reads as aborted; aborted by the next writer")
             continue
         deadline = "-" if h.deadline_ms is None else _when(h.deadline_ms) + (
-            " (passed: aborted by the next reader or writer)" if now >= h.deadline_ms else "")
+            " (passed: reads as aborted unless decided; ended by the next writer)" if now >= h.deadline_ms else "")
         table.add_row(str(partition), str(h.first_offset), h.owner, str(h.producer_id), str(h.epoch),
                       str(h.state), _when(h.started_ms), deadline)
     return table

@@ -29,7 +29,8 @@ TxnOffsetCommit:
   reader sees output committed and offsets not, or the reverse. A reader that
   starts from the offsets (``wait=True``, Kafka's require_stable) also waits
   for an Ongoing transaction carrying offsets for the group until it is
-  decided, or aborts it once it is past ``transaction.timeout.ms``. It does not
+  decided, or until it is past ``transaction.timeout.ms`` (then it can no longer
+  commit; the reader does not write its abort, the next writer's expiry does). It does not
   wait for one that can no longer commit them: its member left or its
   generation is gone (the check at its decision refuses them), or the process
   that sent them is dead (only that process can decide to commit an Ongoing
@@ -54,7 +55,6 @@ from kstream.groups.coordinator import Coordinator, commit_refusal, member_gone
 from kstream.log import txn_offsets
 from kstream.log.faults import crash_point
 from kstream.log.transactions import ONGOING, PREPARE_COMMIT, TransactionState, TransactionStore
-from kstream.log.txn_expiry import try_expire
 from kstream.log.txn_writer import finish
 
 if TYPE_CHECKING:
@@ -166,9 +166,9 @@ def apply_offsets(cluster: Cluster, store: TransactionStore, decided: Transactio
 
 def settle(groups: ConsumerGroups, group: str, wait: bool) -> None:
     """Before reading ``group``'s offsets (see the module docstring): roll forward decided
-    commits carrying offsets for it; with ``wait``, also wait for (or expire) the Ongoing
-    ones that may still commit them. UnstableOffsetCommitError if one outlives its deadline
-    (its expiry failed: a marker could not be written)."""
+    commits carrying offsets for it; with ``wait``, also wait for the Ongoing ones that may
+    still commit them, up to their deadline (past it they cannot commit; nothing is
+    expired here). UnstableOffsetCommitError if the wait outlives transaction.timeout.ms."""
     store = TransactionStore.for_cluster(groups.cluster)
     timeout_s = (store.timeout_ms or 0) / 1000.0
     give_up = time.monotonic() + timeout_s + SETTLE_MARGIN_S
@@ -177,7 +177,8 @@ def settle(groups: ConsumerGroups, group: str, wait: bool) -> None:
         for pending, state in txn_offsets.of_group(store, group):
             if state.state == PREPARE_COMMIT:
                 finish(groups.cluster, store, state, groups)
-            elif state.state == ONGOING and wait and _worth_waiting_for(groups.coordinator, pending):
+            elif (state.state == ONGOING and wait and not _past_deadline(store, state)
+                  and _worth_waiting_for(groups.coordinator, pending)):
                 waiting.append(state)
         if not waiting:
             return
@@ -186,11 +187,14 @@ def settle(groups: ConsumerGroups, group: str, wait: bool) -> None:
                 f"the offsets of group {group!r} are held by open transaction(s) of "
                 f"{', '.join(repr(s.transactional_id) for s in waiting)} that did not end within "
                 f"transaction.timeout.ms; try again")
-        now_ms = time.time() * 1000
-        if store.timeout_ms is not None and any(now_ms >= s.updated_ms + store.timeout_ms for s in waiting) \
-                and try_expire(store):  # aborts it (and fences its producer), as any reader does
-            continue
         time.sleep(SETTLE_STEP_S)
+
+
+def _past_deadline(store: TransactionStore, state: TransactionState) -> bool:
+    """An Ongoing transaction past transaction.timeout.ms can no longer commit (its decision is
+    refused) and reads as aborted (kstream.log.txn_view): nobody waits for it, and a reader
+    does not write its abort (the next writer's expiry does)."""
+    return store.timeout_ms is not None and time.time() * 1000 >= state.updated_ms + store.timeout_ms
 
 
 def _worth_waiting_for(coordinator: Coordinator, pending: txn_offsets.PendingOffsets) -> bool:

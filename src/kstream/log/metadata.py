@@ -221,6 +221,24 @@ class Metadata:
         self._local.own_commits += 1
 
     @contextmanager
+    def locked_read(self, wait_ms: int) -> Iterator[sqlite3.Connection]:
+        """A read ordered after every write transaction in flight: it takes the write lock
+        (BEGIN IMMEDIATE, waiting at most ``wait_ms``), reads, and rolls back, so nothing is
+        written. For a reader that must know no decision taken before it is still to land.
+        sqlite3.OperationalError when the lock was not had in time (or the file is read-only)."""
+        connection = self.connection
+        usual_ms = int(connection.execute("PRAGMA busy_timeout").fetchone()[0])
+        connection.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        finally:
+            connection.execute(f"PRAGMA busy_timeout = {usual_ms}")
+        try:
+            yield connection
+        finally:
+            connection.execute("ROLLBACK")
+
+    @contextmanager
     def _changing(self) -> Iterator[sqlite3.Connection]:
         """A transaction that changes what metadata-snapshot.json holds (log dirs, topics,
         schemas, placement): before COMMIT it bumps the metadata version and rewrites the

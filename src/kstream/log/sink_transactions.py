@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kstream.errors import CheckpointError, FencedError
-from kstream.log.transactions import TransactionStore
+from kstream.log.transactions import SINK_COMMITTING, TransactionStore
 from kstream.log.txn_expiry import abort_orphans
 from kstream.log.txn_writer import write_markers
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from kstream.log.cluster import Cluster
     from kstream.log.partition import Partition
 
-COMMITTING, COMMITTED = "Committing", "Committed"
+COMMITTING, COMMITTED = SINK_COMMITTING, "Committed"
 _SINK_EPOCH = 0
 
 
@@ -86,10 +86,11 @@ class SinkStore:
         """The task attempt's first frame on the partition comes next (call under its lock):
         FencedError when the attempt's writes were aborted or its batch decided without it."""
         with self.cluster.metadata.transaction() as tx:
-            row = tx.execute("SELECT partitions FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
+            row = tx.execute("SELECT partitions, created_ms FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
                              (sink_id, producer_id)).fetchone()
             if row is None:
                 raise _zombie(sink_id, producer_id)
+            self._refuse_if_timed_out(sink_id, producer_id, row[1])
             partitions = json.loads(row[0])
             partitions.append([topic, partition])
             tx.execute("UPDATE sink_producers SET partitions = ? WHERE sink_id = ? AND producer_id = ?",
@@ -100,9 +101,21 @@ class SinkStore:
     def check_live(self, sink_id: str, producer_id: int) -> None:
         """Before every append of a task attempt, under the partition lock."""
         row = self.cluster.metadata.connection.execute(
-            "SELECT 1 FROM sink_producers WHERE sink_id = ? AND producer_id = ?", (sink_id, producer_id)).fetchone()
+            "SELECT created_ms FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
+            (sink_id, producer_id)).fetchone()
         if row is None:
             raise _zombie(sink_id, producer_id)
+        self._refuse_if_timed_out(sink_id, producer_id, row[0])
+
+    def _refuse_if_timed_out(self, sink_id: str, producer_id: int, created_ms: int) -> None:
+        """A task write past transaction.timeout.ms reads as aborted to every reader
+        (:mod:`kstream.log.txn_view`) even before the expiry fences it: it may write no more."""
+        timeout_ms = self.transactions.timeout_ms
+        if timeout_ms is not None and _now() >= created_ms + timeout_ms:
+            raise FencedError(f"task producer {producer_id} of sink {sink_id!r} began more than "
+                              f"transaction.timeout.ms={timeout_ms} ago: its writes are aborted and it may not "
+                              "write more (Spark runs the batch again if it still needs it; or raise "
+                              "transaction.timeout.ms)")
 
     def last_committed(self, sink_id: str) -> int | None:
         """The newest batch of the sink that is Committed (older ones are pruned)."""
@@ -139,8 +152,13 @@ class SinkStore:
                     "start the query on a fresh checkpoint location to write them as a new query")
             return False
         payload = json.dumps([[w.producer_id, [list(p) for p in w.partitions], w.records] for w in writes])
+        timeout_ms = self.transactions.timeout_ms
         with self.cluster.metadata.transaction() as tx:
-            live = {r[0] for r in tx.execute("SELECT producer_id FROM sink_producers WHERE sink_id = ?", (sink_id,))}
+            # A write past its deadline already reads as aborted (kstream.log.txn_view): it is
+            # gone for the decision too, even while its row waits for the expiry.
+            cutoff = -1 if timeout_ms is None else _now() - timeout_ms
+            live = {r[0] for r in tx.execute("SELECT producer_id FROM sink_producers WHERE sink_id = ? "
+                                             "AND created_ms > ?", (sink_id, cutoff))}
             gone = sorted(w.producer_id for w in writes if w.producer_id not in live)
             if not gone:
                 tx.execute("INSERT OR REPLACE INTO sink_batches VALUES (?, ?, ?, ?, ?)",

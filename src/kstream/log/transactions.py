@@ -17,7 +17,8 @@ Fencing (DESIGN §9): every writer's epoch is checked under the partition lock
 on every append (:meth:`check_writable`), and whatever ends a transaction that
 is not its own bumps the epoch first: :meth:`init` (a new instance) and
 :meth:`fence_expired` (``transaction.timeout.ms`` after the transaction began;
-run by readers, writers and the next instance). A fenced producer's next
+run by writers and the next instance; readers never write, they apply what is
+fixed in their own view: :mod:`kstream.log.txn_view`). A fenced producer's next
 write, commit or abort raises :class:`FencedError`; nothing of it is written.
 
 Consumer group offsets a transaction carries (``send_offsets_to_transaction``)
@@ -81,6 +82,7 @@ sink tasks count up from 1 below it (a metadata counter), so the two never meet.
 MAX_PRODUCER_ID = (1 << 63) - 1  # the frame header's producer_id is an i64
 
 PREPARE_COMMIT, PREPARE_ABORT = "PrepareCommit", "PrepareAbort"
+SINK_COMMITTING = "Committing"  # a sink batch's commit decision (:mod:`kstream.log.sink_transactions`)
 LIVE = (ONGOING, PREPARE_COMMIT, PREPARE_ABORT)  # states that hold partitions open
 MAX_EPOCH = 0x7FFF  # the frame header's producer_epoch is an i16
 _LIVE_SQL = "('Ongoing', 'PrepareCommit', 'PrepareAbort')"
@@ -370,6 +372,17 @@ class TransactionStore:
             return None, None
         deadlines = [h.deadline_ms for h in holders if h.deadline_ms is not None]
         return holders[0].first_offset, min(deadlines) if deadlines else None
+
+    def committing_sink_producers(self, producer_ids: list[int]) -> frozenset[int]:
+        """Those of the sink task ``producer_ids`` that a Committing sink batch decision names
+        (their writes commit, whoever writes the markers)."""
+        named: set[int] = set()
+        for (writes,) in self.metadata.connection.execute(
+                "SELECT b.writes FROM sink_batches b WHERE b.state = ? AND b.sink_id IN (SELECT s.sink_id FROM "
+                f"sink_producers s WHERE s.producer_id IN ({','.join('?' * len(producer_ids))}))",
+                (SINK_COMMITTING, *producer_ids)):
+            named.update(w[0] for w in json.loads(writes))
+        return frozenset(named & set(producer_ids))
 
     def first_open_offset(self, topic: str, partition: int) -> int | None:
         """The smallest first offset of an open transaction in the partition (LSO), if any."""

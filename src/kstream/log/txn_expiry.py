@@ -1,11 +1,10 @@
 """Enforcing ``transaction.timeout.ms``: whoever next touches a transaction's partitions ends it.
 
 DESIGN §9: a timeout is enforced by whoever next touches the partition, never
-only by the party that might be dead. :func:`expire` runs from read_committed
-readers (only when a partition's LSO is held by a transaction whose deadline
-passed, or by an orphan row: see :mod:`kstream.log.isolation`), from
+only by the party that might be dead. :func:`expire` runs from writers only:
 ``init_transactions()`` and ``begin_transaction()``, and when a Spark sink task
-starts. It
+starts. Readers never write: they apply what it would write in their own view
+(:mod:`kstream.log.txn_view`). It
 
 1. fences every Ongoing transaction past its deadline (epoch bumped, decided
    abort), so its producer's next write, commit or abort fails;
@@ -54,14 +53,14 @@ def expire(cluster: Cluster, store: TransactionStore | None = None) -> int:
 
 
 def try_expire(store: TransactionStore) -> bool:
-    """Run the expiry for a party that only passes by (a reader, another writer): a marker it
+    """Run the expiry for a writer that only passes by (another producer, a sink task): a marker it
     cannot write (say, below min.insync.replicas) is logged, not raised, since its own work
     does not depend on it. False when the expiry failed."""
     try:
         store.expire()
         return True
     except (KStreamError, sqlite3.Error, OSError) as err:
-        log.warning("could not abort the transactions past transaction.timeout.ms (%s); the next reader or "
+        log.warning("could not abort the transactions past transaction.timeout.ms (%s); the next "
                     "writer tries again", err)
         return False
 

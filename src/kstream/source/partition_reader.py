@@ -52,7 +52,9 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
                 raise OffsetOutOfRangeError(message + "; set failOnDataLoss=false to skip them")
             log.warning("%s; skipping them (failOnDataLoss=false)", message)
             offset = log_start
-        isolation = Isolation(split.isolation_level, TransactionStore(cluster.metadata), split.topic,
+        # The store knows transaction.timeout.ms: the split sees the outcomes the driver planned
+        # with (kstream.log.txn_view), and writes nothing.
+        isolation = Isolation(split.isolation_level, TransactionStore.for_cluster(cluster), split.topic,
                               split.partition, handle.leader_dir)
         # Aborted ranges as of the HW now (at least the one the end was planned with).
         isolation.prepare(offset, high_watermark=max(split.end, handle.high_watermark() or 0))

@@ -2,7 +2,8 @@
 
 Built on :func:`kstream.admin.topics.details` (the CLI's describe), so the page
 and the CLI agree: leader, replicas, ISR, log start, LEO, HW, per-replica log
-ends and bytes; then the LSO from the leader's transaction index and the open
+ends and bytes; then the LSO a reader sees (the leader's transaction index with the
+outcomes already fixed applied, :mod:`kstream.log.txn_view`) and the open
 transactions holding it (read-only: an expired one is shown, not aborted, as in
 the CLI), and the segment count from the leader directory's listing.
 """
@@ -18,7 +19,7 @@ from kstream.admin import topics as topic_ops
 from kstream.log import format as fmt
 from kstream.log.cluster import Cluster
 from kstream.log.transactions import Holder, TransactionStore
-from kstream.log.txn_index_reader import TxnIndexReader
+from kstream.log.txn_view import last_stable_offset
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def topic_view(cluster: Cluster, name: str) -> TopicView:
     rows = []
     for p in described.partitions:
         directory = os.path.join(paths[p.leader], fmt.replica_dir_name(name, p.id))
-        lso = TxnIndexReader(directory).state(p.high_watermark).last_stable_offset
+        lso = last_stable_offset(directory, p.high_watermark, store, name, p.id)
         rows.append(PartitionRow(p, lso, tuple(store.holders(name, p.id)), _segments(directory)))
     assert len(rows) == info.num_partitions
     return TopicView(name, described.topic_id, dict(described.config), described.schema, tuple(rows))
