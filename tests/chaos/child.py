@@ -37,7 +37,8 @@ def produce(cluster: str, topic: str, partitions: int, acks: str, tag: str, coun
         if err is None:
             _say(f"A {msg.value().decode()} {msg.partition()} {msg.offset()}")
         else:
-            _say(f"E {msg.value().decode()} {str(err).replace(chr(10), ' ')[:200]}")
+            # err.str(): the message alone (str(err) wraps it in KafkaError{code=...,str="..."})
+            _say(f"E {msg.value().decode()} {err.str().replace(chr(10), ' ')[:300]}")
 
     producer = Producer({"cluster": cluster, "acks": acks, "linger.ms": 1, "batch.size": 2000})
     started = time.monotonic()
