@@ -1,0 +1,42 @@
+package io.kstream.spark.log;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.util.Iterator;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The sparse offset index of every segment of the vectors, as format.py's dtype read it. */
+class IndexVectorTest {
+    @Test
+    void everyOffsetIndexEntryIsFoundByLookup() throws IOException {
+        int checked = 0;
+        JsonNode replicas = SharedVectors.manifest().path("replicas");
+        for (Iterator<Map.Entry<String, JsonNode>> it = replicas.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> replica = it.next();
+            String dir = SharedVectors.replicaDir(replica.getKey());
+            for (Iterator<Map.Entry<String, JsonNode>> segments = replica.getValue().path("offset_index").fields();
+                    segments.hasNext(); ) {
+                Map.Entry<String, JsonNode> segment = segments.next();
+                long base = Long.parseLong(segment.getKey());
+                SparseIndex index = SparseIndex.offsets(dir, base);
+                long[] previous = {base, 0};
+                for (JsonNode entry : segment.getValue()) {
+                    long[] expected = {entry.get(0).asLong(), entry.get(1).asLong()};
+                    String what = replica.getKey() + " entry " + entry;
+                    assertArrayEquals(expected, index.lookup(expected[0]), what);
+                    // an offset between two entries starts at the earlier one
+                    assertArrayEquals(previous, index.lookup(expected[0] - 1), what + ", offset before it");
+                    previous = expected;
+                    checked++;
+                }
+                assertArrayEquals(previous, index.lastEntry(), replica.getKey() + " segment " + base);
+                assertArrayEquals(previous, index.lookup(Long.MAX_VALUE), replica.getKey() + " segment " + base);
+            }
+        }
+        assertTrue(checked > 0, "the vectors hold index entries");
+    }
+}
