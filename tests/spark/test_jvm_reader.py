@@ -14,7 +14,15 @@ import time
 
 import pyarrow as pa
 import pytest
-from tests.spark.jvm_support import JAR, NO_JAR_REASON, ReadBoth, load, write_txn_indexes
+from tests.spark.jvm_support import (
+    BENCH_JAR,
+    JAR,
+    NO_BENCH_JAR_REASON,
+    NO_JAR_REASON,
+    ReadBoth,
+    load,
+    write_txn_indexes,
+)
 
 from kstream import Producer
 
@@ -275,6 +283,8 @@ def test_min_offsets_per_trigger_waits_for_records_or_max_trigger_delay(spark, c
 
 def _real_time_query(spark, cluster_path, tmp_path, sink_dir, batch="5 seconds", **options):
     """A Real-time Mode query (Update mode) from the kstream topic 't' into the JVM LatencyWriter."""
+    if not os.path.isfile(BENCH_JAR):
+        pytest.skip(NO_BENCH_JAR_REASON)
     reader = (spark.readStream.format("kstream").option("cluster", cluster_path).option("subscribe", "t")
               .option("startingOffsets", "earliest"))
     for key, value in options.items():
