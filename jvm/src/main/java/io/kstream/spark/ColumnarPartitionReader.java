@@ -5,8 +5,8 @@ import io.kstream.spark.log.FrameHeader;
 import io.kstream.spark.log.KStreamException;
 import io.kstream.spark.log.LogReader;
 import io.kstream.spark.log.PayloadDecoder;
+import io.kstream.spark.log.SharedAllocator;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.types.StructType;
@@ -27,7 +27,7 @@ public final class ColumnarPartitionReader implements PartitionReader<ColumnarBa
 
     private final OffsetRange split;
     private final boolean failOnDataLoss;
-    private final BufferAllocator allocator = new RootAllocator();
+    private final BufferAllocator allocator = SharedAllocator.child("kstream-partition-reader");
     private final LogReader reader;
     private final PayloadDecoder decoder;
     private final BatchAssembler assembler;

@@ -21,25 +21,37 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * write, and hands what it does not do to the Python data source that pyspark_kstream
  * registered, through Spark's own PythonDataSourceV2 (the provider Spark would have used):
  * <ul>
- * <li>writes (batch and streaming): always Python (Spark asks for the table with the
- *     DataFrame's schema and never infers one, so {@link #inferSchema} was not called);</li>
+ * <li>writes (batch and streaming): always Python (they name no subscribe, assign or
+ *     subscribePattern; Spark asks for the table with the DataFrame's schema);</li>
  * <li>reads: {@link ReaderChoice} on the options (reader=jvm|python|auto): the JVM reader
  *     ({@link KStreamTable}), or Python's table;</li>
- * <li>a read with a user-given schema: Python (it is what Python did).</li>
+ * <li>a read with a user-given schema: Python, unless it is the JVM reader's own schema.</li>
  * </ul>
- * Spark makes one provider instance per DataFrameReader/Writer load, so the choice made in
- * inferSchema holds for the getTable that follows it.
+ * Stateless, as Spark's Kafka provider is: the provider keeps nothing between calls (Spark may make
+ * one per load, or share one). {@link #getTable} decides again from what it is given, and both
+ * calls reach the same answer through {@link #jvmSchema}: a read (it names subscribe, assign or
+ * subscribePattern) that {@link ReaderChoice} gives the JVM reader, whose schema is the one the
+ * JVM reader produces for these options (inferSchema's, or a user schema equal to it), gets the
+ * JVM table; anything else (every write, a different user schema, reader=python, a column type
+ * the JVM reader does not convert under reader=auto) gets Python's. The one field is the Python
+ * provider delegate, which holds what Spark's own provider instance would hold.
  */
 public final class KStreamProvider implements TableProvider, DataSourceRegister {
     public static final String SHORT_NAME = "kstream";
 
-    private PythonDataSourceV2 python;
-    private ReaderChoice.Reader chosen;
+    /** Options naming what to read; a write names none of them (it takes option topic). */
+    private static final String[] READ_OPTIONS = {"subscribe", "assign", "subscribepattern"};
 
     @Override
     public String shortName() {
         return SHORT_NAME;
     }
+
+    /**
+     * The Python data source's provider, made on first use: it is the provider Spark would have
+     * used, and it caches the Python-side source it creates in inferSchema for its getTable.
+     */
+    private PythonDataSourceV2 python;
 
     private PythonDataSourceV2 python() {
         if (python == null) {
@@ -49,10 +61,20 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
         return python;
     }
 
-    @Override
-    public StructType inferSchema(CaseInsensitiveStringMap options) {
-        chosen = ReaderChoice.choose(options);
-        if (chosen == ReaderChoice.Reader.PYTHON) return python().inferSchema(options);
+    private static boolean isRead(Map<String, String> options) {
+        Map<String, String> lower = ReaderOptions.lowered(options);
+        for (String name : READ_OPTIONS) if (lower.containsKey(name)) return true;
+        return false;
+    }
+
+    /**
+     * The schema the JVM reader produces for these read options, or null when the Python reader
+     * serves them (reader=python, a Python-only option under auto, or under auto a column type
+     * the JVM reader does not convert). Throws a ConfigError for a bad option or reader=jvm on
+     * what it cannot do.
+     */
+    static StructType jvmSchema(CaseInsensitiveStringMap options) {
+        if (ReaderChoice.choose(options) == ReaderChoice.Reader.PYTHON) return null;
         OptionNames.check(options);
         ReaderOptions parsed = ReaderOptions.parse(options, null);
         PartitionPlanner planner = new PartitionPlanner(parsed);
@@ -64,12 +86,17 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
                 parsed.columns);
         } catch (OutputSchema.UnsupportedColumnException e) {
             if (!ReaderChoice.isAuto(options)) throw e;
-            chosen = ReaderChoice.Reader.PYTHON; // a column type the JVM reader does not convert
-            return python().inferSchema(options);
+            return null; // a column type the JVM reader does not convert: Python's
         } catch (IOException e) {
             throw new KStreamException(KStreamException.Kind.KStreamError, "unreadable topic schema in "
                 + parsed.cluster + ": " + e, e);
         }
+    }
+
+    @Override
+    public StructType inferSchema(CaseInsensitiveStringMap options) {
+        StructType schema = jvmSchema(options);
+        return schema != null ? schema : python().inferSchema(options);
     }
 
     @Override
@@ -79,12 +106,10 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
 
     @Override
     public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-        if (chosen == ReaderChoice.Reader.JVM) return new KStreamTable(schema, properties);
+        if (isRead(properties)) {
+            StructType jvm = jvmSchema(new CaseInsensitiveStringMap(properties));
+            if (jvm != null && jvm.equals(schema)) return new KStreamTable(schema, properties);
+        }
         return python().getTable(schema, partitioning, properties);
-    }
-
-    /** Which reader the last inferSchema chose (for tests and explain output). */
-    public ReaderChoice.Reader chosen() {
-        return chosen;
     }
 }

@@ -5,6 +5,7 @@ import io.kstream.spark.log.KStreamException;
 import io.kstream.spark.log.LogReader;
 import io.kstream.spark.log.MetadataSnapshot;
 import io.kstream.spark.log.PayloadDecoder;
+import io.kstream.spark.log.SharedAllocator;
 import io.kstream.spark.log.SegmentFiles;
 import io.kstream.spark.log.SparseIndex;
 import io.kstream.spark.log.TransactionState;
@@ -19,7 +20,6 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.regex.Pattern;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 
@@ -197,7 +197,7 @@ public final class PartitionPlanner {
             throw new UncheckedIOException(e);
         }
         try (LogReader reader = new LogReader(dir, options.verifyChecksums);
-             BufferAllocator allocator = new RootAllocator()) {
+             BufferAllocator allocator = SharedAllocator.child("kstream-planner")) {
             PayloadDecoder decoder = new PayloadDecoder(allocator);
             long[] bases = reader.refresh();
             for (long base : bases) {

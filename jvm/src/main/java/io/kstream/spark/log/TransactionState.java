@@ -7,7 +7,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 
@@ -104,7 +103,7 @@ public final class TransactionState implements Serializable {
         // Headers are always checked; a payload is read (and its checksum checked) only for
         // control frames, so deriving from a long unflushed stretch costs a header walk.
         try (LogReader reader = new LogReader(replicaDir, false);
-             BufferAllocator allocator = new RootAllocator()) {
+             BufferAllocator allocator = SharedAllocator.child("kstream-transaction-scan")) {
             PayloadDecoder decoder = new PayloadDecoder(allocator);
             reader.seek(from);
             Frame frame;

@@ -8,7 +8,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -60,7 +59,7 @@ class FrameVectorTest {
     @Test
     void everyCodecDecodesToTheProducedRecords() {
         JsonNode codecs = SharedVectors.manifest().path("codecs");
-        try (BufferAllocator allocator = new RootAllocator()) {
+        try (BufferAllocator allocator = SharedAllocator.child("frame-vector-test")) {
             PayloadDecoder decoder = new PayloadDecoder(allocator);
             for (int partition = 0; partition < codecs.size(); partition++) {
                 String replica = "codecs-" + partition;
@@ -98,7 +97,7 @@ class FrameVectorTest {
         List<Frame> frames = walk("txn-0");
         assertFramesAsWritten("txn-0", frames);
         JsonNode records = SharedVectors.manifest().path("records").path("txn-0");
-        try (BufferAllocator allocator = new RootAllocator()) {
+        try (BufferAllocator allocator = SharedAllocator.child("frame-vector-test")) {
             PayloadDecoder decoder = new PayloadDecoder(allocator);
             for (Frame frame : frames) {
                 try (VectorSchemaRoot root = decoder.decode(frame, null)) {
