@@ -27,7 +27,8 @@ REPORTS = os.path.join(ROOT, "jvm", "target", "surefire-reports")
 MAVEN_TIMEOUT_S = 600
 # Test classes that read the vectors: each must have run, none skipped.
 VECTOR_TESTS = ("FormatParityTest", "FrameVectorTest", "IndexVectorTest", "RecoveryPointVectorTest",
-                "HighWatermarkVectorTest", "TxnIndexVectorTest", "MetadataSnapshotVectorTest")
+                "HighWatermarkVectorTest", "TxnIndexVectorTest", "MetadataSnapshotVectorTest",
+                "OptionNamesParityTest")
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,10 @@ git-ignored, by ``python -m tests.jvm.vectors``):
   whose newer slot wins, one whose newer slot is torn, one in the unchecked 24-byte layout; HW
   lock files valid, torn and short; a ``.txnindex`` with a torn last entry.
 - ``manifest.json``: what was written (records by offset, frames, index entries, HW, recovery
-  points, transaction entries and aborted ranges, the snapshot's topics) and ``constants``:
-  format.py's constants under the names ``Format.java`` gives them.
+  points, transaction entries and aborted ranges, the snapshot's topics), ``constants``:
+  format.py's constants under the names ``Format.java`` gives them, and ``options``: the option
+  names a read takes and the kafka.* keys it refuses (kstream.source.option_names), which the
+  Java reader's OptionNames must equal.
 
 The Java tests (jvm/src/test/java, ``-Dkstream.vectors=DIR``) and tests/jvm/test_shared_vectors.py
 both read the files and compare with the manifest. The format's one owner is format.py: the
@@ -32,6 +34,7 @@ import numpy as np
 from kstream import Admin, NewTopic, Producer
 from kstream.log import format as fmt
 from kstream.log import metadata_snapshot
+from kstream.source import option_names
 
 BASE_TIMESTAMP_MS = 1_700_000_000_000
 CODECS = ("none", "lz4", "zstd")
@@ -108,6 +111,12 @@ def constants() -> dict[str, int | str]:
     for name in ("KIND", "PRODUCER_ID", "OFFSET", "CRC"):
         values["TXN_POS_" + name] = txn[name]
     return values
+
+
+def reader_options() -> dict[str, Any]:
+    """The option names a read takes and the kafka.* keys it refuses, as the Python reader has them
+    (the Java reader's OptionNames is checked against this)."""
+    return {"reader": list(option_names.READER_OPTIONS), "refused": dict(option_names._REFUSED_BY_READER)}
 
 
 def _write_cluster(cluster: str) -> dict[str, Any]:
@@ -251,7 +260,7 @@ def write_vectors(directory: str) -> dict[str, Any]:
                 for topic, count in (("codecs", len(CODECS)), ("txn", 1)) for partition in range(count)}
     topics = {name: {"topic_id": topic["topic_id"], "partitions": len(topic["partitions"])}
               for name, topic in snapshot["topics"].items()}
-    manifest = {"constants": constants(), "records": records, "replicas": replicas,
+    manifest = {"constants": constants(), "options": reader_options(), "records": records, "replicas": replicas,
                 "codecs": list(CODECS), "topics": topics, "files": _write_files(os.path.join(directory, "files"))}
     with open(os.path.join(directory, "manifest.json"), "w", encoding="utf-8") as out:
         json.dump(manifest, out, indent=1, sort_keys=True)

@@ -8,7 +8,8 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * The option names a JVM read takes, as Python's kstream.source.option_names: kstream's own,
+ * The option names a JVM read takes, the same table as Python's kstream.source.option_names
+ * (the shared vectors carry Python's; OptionNamesParityTest fails when they differ): kstream's own,
  * the Spark Kafka connector's, any kafka.* key (except those the connector refuses), and
  * {@code reader}. Any other name is a ConfigError with the closest known names.
  */
@@ -38,6 +39,16 @@ public final class OptionNames {
     }
 
     private OptionNames() {}
+
+    /** The names a read takes, as spelled in the docs (checked against Python's: OptionNamesParityTest). */
+    static List<String> readerOptions() {
+        return List.of(READER_OPTIONS);
+    }
+
+    /** The kafka.* keys a read refuses (lower case) and why. */
+    static Map<String, String> refused() {
+        return java.util.Collections.unmodifiableMap(REFUSED);
+    }
 
     public static void check(Map<String, String> options) {
         Map<String, String> spelled = new LinkedHashMap<>();

@@ -15,18 +15,18 @@ import java.nio.file.Path;
  * {@code kstream.vectors} (tests/jvm/test_shared_vectors.py sets it); without it every test that
  * needs them is skipped, so {@code mvn package} on its own runs only the self-contained tests.
  */
-final class SharedVectors {
+public final class SharedVectors {
     private static JsonNode manifest;
 
     private SharedVectors() {}
 
-    static Path dir() {
+    public static Path dir() {
         String dir = System.getProperty("kstream.vectors", "");
         assumeTrue(!dir.isEmpty(), "no -Dkstream.vectors=DIR: the shared vectors come from tests/jvm");
         return Path.of(dir);
     }
 
-    static synchronized JsonNode manifest() {
+    public static synchronized JsonNode manifest() {
         Path dir = dir();
         if (manifest == null) {
             try {
@@ -38,17 +38,17 @@ final class SharedVectors {
         return manifest;
     }
 
-    static String cluster() {
+    public static String cluster() {
         return dir().resolve("cluster").toString();
     }
 
     /** A replica directory of the vectors' cluster, e.g. replicaDir("codecs-1"). */
-    static String replicaDir(String replica) {
+    public static String replicaDir(String replica) {
         return dir().resolve("cluster").resolve(manifest().path("replicas").path(replica).path("dir").asText())
             .toString();
     }
 
-    static String file(String name) {
+    public static String file(String name) {
         return dir().resolve("files").resolve(name).toString();
     }
 }
