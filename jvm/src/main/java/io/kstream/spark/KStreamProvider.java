@@ -1,7 +1,13 @@
 package io.kstream.spark;
 
-import io.kstream.spark.log.KStreamException;
-import io.kstream.spark.log.MetadataSnapshot;
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.MetadataSnapshot;
+import io.kstream.spark.options.OptionNames;
+import io.kstream.spark.options.ReaderChoice;
+import io.kstream.spark.options.ReaderOptions;
+import io.kstream.spark.read.OutputSchema;
+import io.kstream.spark.read.PartitionPlanner;
+import io.kstream.spark.read.TopicPartition;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Map;

@@ -1,5 +1,10 @@
 package io.kstream.spark;
 
+import io.kstream.spark.options.ReaderOptions;
+import io.kstream.spark.read.KStreamReaderFactory;
+import io.kstream.spark.read.PartitionPlanner;
+import io.kstream.spark.read.TopicPartition;
+import io.kstream.spark.stream.KStreamMicroBatchStream;
 import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.connector.read.Batch;

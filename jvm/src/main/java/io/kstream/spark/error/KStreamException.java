@@ -1,4 +1,4 @@
-package io.kstream.spark.log;
+package io.kstream.spark.error;
 
 /**
  * The JVM reader's errors, one class with a kind, mirroring Python's KStreamError hierarchy

@@ -1,4 +1,4 @@
-package io.kstream.spark.log;
+package io.kstream.spark.format;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;

@@ -1,5 +1,6 @@
-package io.kstream.spark.log;
+package io.kstream.spark.format;
 
+import io.kstream.spark.error.KStreamException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;

@@ -1,5 +1,6 @@
-package io.kstream.spark.log;
+package io.kstream.spark.format;
 
+import io.kstream.spark.error.KStreamException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;

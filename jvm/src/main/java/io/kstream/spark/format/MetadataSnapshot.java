@@ -1,7 +1,8 @@
-package io.kstream.spark.log;
+package io.kstream.spark.format;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kstream.spark.error.KStreamException;
 import java.io.File;
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;

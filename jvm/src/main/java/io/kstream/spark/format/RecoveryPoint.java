@@ -1,4 +1,4 @@
-package io.kstream.spark.log;
+package io.kstream.spark.format;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -1,4 +1,4 @@
-package io.kstream.spark.log;
+package io.kstream.spark.format;
 
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;

@@ -1,6 +1,6 @@
-package io.kstream.spark;
+package io.kstream.spark.options;
 
-import io.kstream.spark.log.KStreamException;
+import io.kstream.spark.error.KStreamException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -1,6 +1,8 @@
-package io.kstream.spark;
+package io.kstream.spark.options;
 
-import io.kstream.spark.log.KStreamException;
+import io.kstream.spark.KStreamProvider;
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.Format;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -61,7 +63,7 @@ public final class ReaderChoice {
     }
 
     private static boolean snapshotExists(Map<String, String> lower) {
-        return new java.io.File(ReaderOptions.clusterPath(lower), io.kstream.spark.log.Format.METADATA_SNAPSHOT).isFile();
+        return new java.io.File(ReaderOptions.clusterPath(lower), io.kstream.spark.format.Format.METADATA_SNAPSHOT).isFile();
     }
 
     static List<String> unsupported(Map<String, String> lower) {

@@ -1,8 +1,8 @@
-package io.kstream.spark;
+package io.kstream.spark.options;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.kstream.spark.log.KStreamException;
+import io.kstream.spark.error.KStreamException;
 import java.io.File;
 import java.io.Serializable;
 import java.util.ArrayList;
@@ -47,7 +47,7 @@ public final class ReaderOptions implements Serializable {
             this.strategy = strategy;
         }
 
-        static OffsetSpec word(String w) {
+        public static OffsetSpec word(String w) {
             return new OffsetSpec(w, null, null, false, "error");
         }
 
@@ -307,7 +307,7 @@ public final class ReaderOptions implements Serializable {
         return String.join(", ", sorted);
     }
 
-    static String pyList(List<String> items) {
+    public static String pyList(List<String> items) {
         StringBuilder b = new StringBuilder("[");
         for (int i = 0; i < items.size(); i++) b.append(i > 0 ? ", " : "").append('\'').append(items.get(i)).append('\'');
         return b.append(']').toString();

@@ -1,6 +1,6 @@
-package io.kstream.spark;
+package io.kstream.spark.read;
 
-import io.kstream.spark.log.Frame;
+import io.kstream.spark.format.Frame;
 import java.util.HashSet;
 import java.util.Set;
 import org.apache.arrow.vector.BigIntVector;

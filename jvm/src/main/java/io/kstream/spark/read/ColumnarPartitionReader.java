@@ -1,11 +1,11 @@
-package io.kstream.spark;
+package io.kstream.spark.read;
 
-import io.kstream.spark.log.Frame;
-import io.kstream.spark.log.FrameHeader;
-import io.kstream.spark.log.KStreamException;
-import io.kstream.spark.log.LogReader;
-import io.kstream.spark.log.PayloadDecoder;
-import io.kstream.spark.log.SharedAllocator;
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.Frame;
+import io.kstream.spark.format.FrameHeader;
+import io.kstream.spark.format.LogReader;
+import io.kstream.spark.format.PayloadDecoder;
+import io.kstream.spark.format.SharedAllocator;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.spark.sql.connector.read.PartitionReader;

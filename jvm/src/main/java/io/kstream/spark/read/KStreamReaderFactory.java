@@ -1,5 +1,6 @@
-package io.kstream.spark;
+package io.kstream.spark.read;
 
+import io.kstream.spark.options.ReaderOptions;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;

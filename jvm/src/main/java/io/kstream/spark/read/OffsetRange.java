@@ -1,6 +1,6 @@
-package io.kstream.spark;
+package io.kstream.spark.read;
 
-import io.kstream.spark.log.TransactionState;
+import io.kstream.spark.format.TransactionState;
 import org.apache.spark.sql.connector.read.InputPartition;
 
 /**

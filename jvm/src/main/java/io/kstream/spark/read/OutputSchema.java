@@ -1,8 +1,9 @@
-package io.kstream.spark;
+package io.kstream.spark.read;
 
-import io.kstream.spark.log.KStreamException;
-import io.kstream.spark.log.MetadataSnapshot;
-import io.kstream.spark.log.PayloadDecoder;
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.MetadataSnapshot;
+import io.kstream.spark.format.PayloadDecoder;
+import io.kstream.spark.options.ReaderOptions;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;

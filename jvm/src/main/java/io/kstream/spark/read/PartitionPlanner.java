@@ -1,14 +1,15 @@
-package io.kstream.spark;
+package io.kstream.spark.read;
 
-import io.kstream.spark.log.Frame;
-import io.kstream.spark.log.KStreamException;
-import io.kstream.spark.log.LogReader;
-import io.kstream.spark.log.MetadataSnapshot;
-import io.kstream.spark.log.PayloadDecoder;
-import io.kstream.spark.log.SharedAllocator;
-import io.kstream.spark.log.SegmentFiles;
-import io.kstream.spark.log.SparseIndex;
-import io.kstream.spark.log.TransactionState;
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.Frame;
+import io.kstream.spark.format.LogReader;
+import io.kstream.spark.format.MetadataSnapshot;
+import io.kstream.spark.format.PayloadDecoder;
+import io.kstream.spark.format.SegmentFiles;
+import io.kstream.spark.format.SharedAllocator;
+import io.kstream.spark.format.SparseIndex;
+import io.kstream.spark.format.TransactionState;
+import io.kstream.spark.options.ReaderOptions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;

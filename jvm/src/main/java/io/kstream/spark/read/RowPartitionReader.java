@@ -1,4 +1,4 @@
-package io.kstream.spark;
+package io.kstream.spark.read;
 
 import java.util.Iterator;
 import org.apache.spark.sql.catalyst.InternalRow;

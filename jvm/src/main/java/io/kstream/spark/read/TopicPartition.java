@@ -1,4 +1,4 @@
-package io.kstream.spark;
+package io.kstream.spark.read;
 
 import java.io.Serializable;
 import java.util.Objects;

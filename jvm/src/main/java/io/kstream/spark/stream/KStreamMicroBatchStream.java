@@ -1,5 +1,12 @@
-package io.kstream.spark;
+package io.kstream.spark.stream;
 
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.MetadataSnapshot;
+import io.kstream.spark.options.ReaderOptions;
+import io.kstream.spark.read.KStreamReaderFactory;
+import io.kstream.spark.read.OffsetRange;
+import io.kstream.spark.read.PartitionPlanner;
+import io.kstream.spark.read.TopicPartition;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -10,8 +17,6 @@ import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.connector.read.streaming.Offset;
 import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
-import io.kstream.spark.log.KStreamException;
-import io.kstream.spark.log.MetadataSnapshot;
 import org.apache.spark.sql.connector.read.streaming.ReadAllAvailable;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;

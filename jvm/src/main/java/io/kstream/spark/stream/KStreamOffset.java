@@ -1,9 +1,10 @@
-package io.kstream.spark;
+package io.kstream.spark.stream;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.kstream.spark.log.KStreamException;
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.read.TopicPartition;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.Map;

@@ -1,5 +1,6 @@
-package io.kstream.spark;
+package io.kstream.spark.stream;
 
+import io.kstream.spark.read.TopicPartition;
 import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
 
 /** Where a Real-time Mode reader of one partition is: the offset of its next record. */

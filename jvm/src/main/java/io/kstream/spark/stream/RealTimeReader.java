@@ -1,7 +1,10 @@
-package io.kstream.spark;
+package io.kstream.spark.stream;
 
-import io.kstream.spark.log.HighWatermark;
-import io.kstream.spark.log.TransactionState;
+import io.kstream.spark.format.HighWatermark;
+import io.kstream.spark.format.TransactionState;
+import io.kstream.spark.options.ReaderOptions;
+import io.kstream.spark.read.ColumnarPartitionReader;
+import io.kstream.spark.read.OffsetRange;
 import java.io.IOException;
 import java.util.Iterator;
 import org.apache.spark.sql.catalyst.InternalRow;

@@ -1,5 +1,6 @@
-package io.kstream.spark;
+package io.kstream.spark.stream;
 
+import io.kstream.spark.read.TopicPartition;
 import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.connector.read.InputPartition;

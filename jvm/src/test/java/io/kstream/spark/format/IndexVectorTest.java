@@ -1,4 +1,4 @@
-package io.kstream.spark.log;
+package io.kstream.spark.format;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,9 +1,9 @@
-package io.kstream.spark;
+package io.kstream.spark.options;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.kstream.spark.log.SharedVectors;
+import io.kstream.spark.format.SharedVectors;
 import java.util.Iterator;
 import java.util.Map;
 import java.util.TreeMap;
