@@ -28,7 +28,7 @@ MAVEN_TIMEOUT_S = 600
 # Test classes that read the vectors: each must have run, none skipped.
 VECTOR_TESTS = ("FormatParityTest", "FrameVectorTest", "IndexVectorTest", "RecoveryPointVectorTest",
                 "HighWatermarkVectorTest", "TxnIndexVectorTest", "MetadataSnapshotVectorTest",
-                "OptionNamesParityTest")
+                "OptionNamesParityTest", "OptionParseParityTest")
 
 
 @pytest.fixture(scope="module")

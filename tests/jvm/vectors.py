@@ -14,7 +14,8 @@ git-ignored, by ``python -m tests.jvm.vectors``):
   points, transaction entries and aborted ranges, the snapshot's topics), ``constants``:
   format.py's constants under the names ``Format.java`` gives them, and ``options``: the option
   names a read takes and the kafka.* keys it refuses (kstream.source.option_names), which the
-  Java reader's OptionNames must equal.
+  Java reader's OptionNames must equal, and option cases with what Python's ReaderOptions made
+  of them (refused, or the parsed fields), which Java's ReaderOptions must make of them too.
 
 The Java tests (jvm/src/test/java, ``-Dkstream.vectors=DIR``) and tests/jvm/test_shared_vectors.py
 both read the files and compare with the manifest. The format's one owner is format.py: the
@@ -32,9 +33,11 @@ from typing import Any
 import numpy as np
 
 from kstream import Admin, NewTopic, Producer
+from kstream.errors import ConfigError
 from kstream.log import format as fmt
 from kstream.log import metadata_snapshot
 from kstream.source import option_names
+from kstream.source.options import ReaderOptions
 
 BASE_TIMESTAMP_MS = 1_700_000_000_000
 CODECS = ("none", "lz4", "zstd")
@@ -116,7 +119,61 @@ def constants() -> dict[str, int | str]:
 def reader_options() -> dict[str, Any]:
     """The option names a read takes and the kafka.* keys it refuses, as the Python reader has them
     (the Java reader's OptionNames is checked against this)."""
-    return {"reader": list(option_names.READER_OPTIONS), "refused": dict(option_names._REFUSED_BY_READER)}
+    return {"reader": list(option_names.READER_OPTIONS), "refused": dict(option_names._REFUSED_BY_READER),
+            "parse": option_parse_cases()}
+
+
+# (options, streaming) a read may get: both readers must accept the same ones with the same
+# meaning and refuse the same ones (option_parse_cases() records what Python's ReaderOptions does).
+_PARSE_CASES: list[tuple[dict[str, str], bool | None]] = [
+    ({"subscribe": "t"}, None),
+    ({"subscribe": "t, u", "maxOffsetsPerTrigger": "10", "minOffsetsPerTrigger": "2", "maxTriggerDelay": "5s",
+      "includeHeaders": "true", "failOnDataLoss": "false", "isolation.level": "read_uncommitted",
+      "columns": "value,offset", "check.crcs": "false"}, True),
+    ({"assign": '{"t": [0, 1], "u": [2]}', "startingOffsets": "earliest"}, False),
+    ({"subscribePattern": "t.*", "startingOffsets": "latest"}, True),
+    ({"subscribe": "t", "kafka.isolation.level": "read_uncommitted"}, None),
+    ({}, None),
+    ({"subscribe": "t", "assign": '{"t": [0]}'}, None),
+    ({"subscribe": " , "}, None),
+    ({"subscribePattern": "("}, None),
+    ({"assign": "t-0"}, None),
+    ({"subscribe": "t", "maxOffsetsPerTrigger": "0"}, None),
+    ({"subscribe": "t", "maxTriggerDelay": "soon"}, None),
+    ({"subscribe": "t", "includeHeaders": "maybe"}, None),
+    ({"subscribe": "t", "isolation.level": "dirty"}, None),
+    ({"subscribe": "t", "startingOffsets": "nope"}, None),
+    ({"subscribe": "t", "startingOffsets": "latest"}, False),
+    ({"subscribe": "t", "endingOffsets": "earliest"}, False),
+    ({"subscribe": "t", "endingOffsets": "latest"}, True),
+    ({"subscribe": "t", "colums": "value"}, None),
+]
+
+
+def option_parse_cases() -> list[dict[str, Any]]:
+    """Each case with what Python's ReaderOptions.from_options made of it: the fields both
+    readers have, or ``error``: true for a ConfigError."""
+    cases = []
+    for options, streaming in _PARSE_CASES:
+        given = {"cluster": "/vectors/no-such-cluster", **options}
+        try:
+            parsed = ReaderOptions.from_options(given, streaming)
+        except ConfigError:
+            cases.append({"options": given, "streaming": streaming, "error": True})
+            continue
+        cases.append({"options": given, "streaming": streaming, "error": False, "parsed": {
+            "subscribe": list(parsed.subscribe), "subscribePattern": parsed.subscribe_pattern,
+            "assign": None if parsed.assign is None else {t: list(p) for t, p in parsed.assign.items()},
+            "startingOffsets": parsed.starting_offsets if isinstance(parsed.starting_offsets, str) else None,
+            "endingOffsets": parsed.ending_offsets if isinstance(parsed.ending_offsets, str) else None,
+            "maxOffsetsPerTrigger": parsed.max_offsets_per_trigger,
+            "minOffsetsPerTrigger": parsed.min_offsets_per_trigger,
+            "maxTriggerDelayMs": parsed.max_trigger_delay_ms, "includeHeaders": parsed.include_headers,
+            "failOnDataLoss": parsed.fail_on_data_loss,
+            "readCommitted": parsed.isolation_level == "read_committed",
+            "columns": None if parsed.columns is None else list(parsed.columns),
+            "verifyChecksums": parsed.check_crcs}})
+    return cases
 
 
 def _write_cluster(cluster: str) -> dict[str, Any]:
