@@ -252,6 +252,12 @@ def _offset_index(replica_dir: str, base: int) -> list[list[int]]:
     return [[base + int(entry["relative_offset"]), int(entry["position"])] for entry in entries]
 
 
+def _time_index(replica_dir: str, base: int) -> list[list[int]]:
+    path = os.path.join(replica_dir, fmt.segment_file_name(base, fmt.TIME_INDEX_SUFFIX))
+    entries = np.fromfile(path, dtype=fmt.TIME_INDEX_DTYPE) if os.path.exists(path) else []
+    return [[int(entry["timestamp"]), base + int(entry["relative_offset"])] for entry in entries]
+
+
 def _replica(cluster: str, topic: str, partition: int) -> dict[str, Any]:
     replica_dir = os.path.join(cluster, "logs", fmt.replica_dir_name(topic, partition))
     with open(os.path.join(replica_dir, fmt.RECOVERY_POINT_FILE), "rb") as handle:
@@ -269,6 +275,8 @@ def _replica(cluster: str, topic: str, partition: int) -> dict[str, Any]:
     return {"dir": os.path.relpath(replica_dir, cluster), "frames": frames,
             "offset_index": {str(base): _offset_index(replica_dir, base)
                              for base in sorted({frame["segment_base"] for frame in frames})},
+            "time_index": {str(base): _time_index(replica_dir, base)
+                           for base in sorted({frame["segment_base"] for frame in frames})},
             "recovery_point": [point.segment_base, point.position, point.next_offset],
             "log_end_offset": frames[-1]["base_offset"] + frames[-1]["record_count"],
             "txn_index": txn_entries}

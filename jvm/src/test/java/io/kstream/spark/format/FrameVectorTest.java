@@ -10,13 +10,17 @@ import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VarBinaryVector;
+import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.ListVector;
+import org.apache.arrow.vector.complex.StructVector;
 import org.junit.jupiter.api.Test;
 
 /**
  * Frames of every codec (none, lz4, zstd) and of a transactional partition, written by kstream's
  * Python producer: {@link LogReader} walks exactly the frames format.py walked (checksums
- * verified), and {@link PayloadDecoder} decodes each one's records to what was produced.
+ * verified), and {@link PayloadDecoder} decodes each one's records (key, value, timestamp,
+ * headers) to what was produced.
  */
 class FrameVectorTest {
     private static List<Frame> walk(String replica) {
@@ -56,6 +60,27 @@ class FrameVectorTest {
         return text.isNull() ? null : text.asText().getBytes(StandardCharsets.UTF_8);
     }
 
+    /** The manifest's [[name, value], ...] of a record. */
+    private static List<List<String>> expectedHeaders(JsonNode record) {
+        List<List<String>> out = new ArrayList<>();
+        for (JsonNode header : record.path("headers")) out.add(List.of(header.get(0).asText(), header.get(1).asText()));
+        return out;
+    }
+
+    /** A row's headers (list of struct key string, value binary; null: none) as [[name, value], ...]. */
+    private static List<List<String>> headers(ListVector vector, int row) {
+        List<List<String>> out = new ArrayList<>();
+        if (vector == null || vector.isNull(row)) return out;
+        StructVector items = (StructVector) vector.getDataVector();
+        VarCharVector names = (VarCharVector) items.getChild("key");
+        VarBinaryVector values = (VarBinaryVector) items.getChild("value");
+        for (int i = vector.getElementStartIndex(row); i < vector.getElementEndIndex(row); i++) {
+            out.add(List.of(new String(names.get(i), StandardCharsets.UTF_8),
+                new String(values.get(i), StandardCharsets.UTF_8)));
+        }
+        return out;
+    }
+
     @Test
     void everyCodecDecodesToTheProducedRecords() {
         JsonNode codecs = SharedVectors.manifest().path("codecs");
@@ -78,6 +103,7 @@ class FrameVectorTest {
                         VarBinaryVector keys = (VarBinaryVector) root.getVector("key");
                         VarBinaryVector values = (VarBinaryVector) root.getVector("value");
                         BigIntVector timestamps = (BigIntVector) root.getVector("timestamp");
+                        ListVector headers = (ListVector) root.getVector("headers");
                         for (int row = 0; row < root.getRowCount(); row++) {
                             JsonNode record = records.get((int) (frame.header.baseOffset + row));
                             String what = replica + " offset " + (frame.header.baseOffset + row);
@@ -85,6 +111,7 @@ class FrameVectorTest {
                             assertArrayEquals(bytes(record.path("key")), keys == null ? null : keys.getObject(row), what);
                             assertArrayEquals(bytes(record.path("value")), values.getObject(row), what);
                             assertEquals(record.path("timestamp").asLong(), timestamps.get(row), what);
+                            assertEquals(expectedHeaders(record), headers(headers, row), what + " headers");
                         }
                     }
                 }
