@@ -98,7 +98,7 @@ bench-console: $(STAMP)
 	$(PY) -m bench.console_pages --repeats 9
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff check src tests bench scripts jvm
 	$(VENV)/bin/mypy
 
 clean:

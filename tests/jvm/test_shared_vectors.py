@@ -117,7 +117,8 @@ def test_java_reads_the_vectors(vectors):
                              f"-Dkstream.vectors={directory}"],
                             capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S, check=False)
     output = (result.stdout + result.stderr)[-20000:]
-    assert result.returncode == 0, f"mvn test failed:\n{output}"
+    assert result.returncode == 0, (f"mvn -o test failed (a resolution error in offline mode means ~/.m2 lacks "
+                                    f"what make jar fetches: run make jar):\n{output}")
     suites = {}
     for report in glob.glob(os.path.join(REPORTS, "TEST-*.xml")):
         suite = ET.parse(report).getroot()
