@@ -9,7 +9,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar web-assets study study-quick browser screenshots
 JAR := src/kstream/jars/kstream-spark.jar
-JAVA_SOURCES := $(shell find jvm/src jvm/resources -type f 2>/dev/null)
+JAVA_SOURCES := $(shell find jvm/src -type f 2>/dev/null) jvm/pom.xml jvm/wheel_repo.py
 
 $(STAMP): setup.cfg pyproject.toml scripts/ensure-java.sh
 	bash scripts/ensure-java.sh
@@ -18,8 +18,10 @@ $(STAMP): setup.cfg pyproject.toml scripts/ensure-java.sh
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# The JVM reader's jar (javac against the venv's pyspark jars). Without javac, jvm/build.sh says
-# so in one line (exit 3) and builds nothing: the Python reader serves every read.
+# The JVM reader's jar (Maven, jvm/pom.xml, against the venv's pyspark jars; the bench classes go to
+# jvm/target/kstream-spark-bench.jar). Without javac or mvn, or with Maven Central out of reach and an
+# empty ~/.m2, jvm/build.sh says so in one line (exit 3) and builds nothing: the Python reader
+# serves every read and the Java tests skip.
 $(JAR): $(STAMP) $(JAVA_SOURCES) jvm/build.sh
 	@bash jvm/build.sh $(PY) || test $$? -eq 3
 
@@ -96,7 +98,7 @@ bench-console: $(STAMP)
 	$(PY) -m bench.console_pages --repeats 9
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff check src tests bench scripts jvm
 	$(VENV)/bin/mypy
 
 clean:

@@ -22,6 +22,10 @@ from pyspark.sql import SparkSession
 from kstream import Admin, NewTopic, Producer
 from kstream.jars import jar_path, with_jar
 
+# The bench classes are built by jvm/pom.xml into their own jar, never into the shipped one.
+BENCH_JAR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "jvm", "target", "kstream-spark-bench.jar")
+
 
 def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
@@ -41,7 +45,9 @@ def main() -> None:
     parser.add_argument("--batch", default="5 minutes", help="the realTime trigger's batch duration (>= 5 seconds)")
     args = parser.parse_args()
     if jar_path() is None:
-        raise SystemExit("no kstream jar: run make install (needs javac)")
+        raise SystemExit("no kstream jar: run make install (needs javac and mvn)")
+    if args.sink == "jvm" and not os.path.isfile(BENCH_JAR):
+        raise SystemExit(f"no {BENCH_JAR}: run make jar (the LatencyWriter ships apart from the reader)")
     work = tempfile.mkdtemp(prefix="kstream-rtm-")
     cluster, sink_dir = os.path.join(work, "cluster"), os.path.join(work, "sink")
     os.makedirs(sink_dir)
@@ -51,7 +57,10 @@ def main() -> None:
         from tests.spark.jvm_support import write_snapshot  # until the snapshot writer is merged
 
         write_snapshot(cluster)
-    spark = (with_jar(SparkSession.builder).master("local[2]").appName("kstream-rtm-latency")
+    builder = with_jar(SparkSession.builder)
+    if args.sink == "jvm":
+        builder = builder.config("spark.jars", f"{jar_path()},{BENCH_JAR}")
+    spark = (builder.master("local[2]").appName("kstream-rtm-latency")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")

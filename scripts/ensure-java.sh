@@ -2,9 +2,9 @@
 # PySpark 4.3 needs a Java 17+ runtime. Use the one on PATH (or JAVA_HOME) when it is
 # new enough; otherwise install Debian's openjdk-17-jre-headless when we may (root with
 # apt-get), else say exactly what is missing and stop.
-# The JVM reader's jar (jvm/build.sh) also needs javac 17+: when it is missing, install
-# Debian's openjdk-17-jdk-headless when we may; if we cannot, say so in one line and go on
-# (no jar is built, the Python reader serves every read, the JVM tests skip).
+# The JVM reader's jar (jvm/build.sh) also needs javac 17+ and Maven: when one is missing,
+# install Debian's openjdk-17-jdk-headless / maven when we may; if we cannot, say so in one line
+# and go on (no jar is built, the Python reader serves every read, the JVM tests skip).
 set -euo pipefail
 
 ensure_javac() {
@@ -20,6 +20,19 @@ ensure_javac() {
   echo "ensure-java: no javac and no way to install one: no JVM reader jar; the Python reader is used" >&2
 }
 
+ensure_maven() {
+  if command -v mvn >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "ensure-java: installing Debian's maven (it builds and tests the kstream JVM reader)" >&2
+    if apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends maven >/dev/null; then
+      return 0
+    fi
+  fi
+  echo "ensure-java: no mvn and no way to install it: no JVM reader jar; the Python reader is used" >&2
+}
+
 java_major() {
   local java_bin="$1"
   "$java_bin" -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print (v[1] == "1" ? v[2] : v[1]); exit}'
@@ -30,6 +43,7 @@ for candidate in "${JAVA_HOME:+$JAVA_HOME/bin/java}" "$(command -v java || true)
     major=$(java_major "$candidate")
     if [ -n "$major" ] && [ "$major" -ge 17 ]; then
       ensure_javac
+      ensure_maven
       exit 0
     fi
     echo "ensure-java: $candidate is Java $major; PySpark 4.3 needs Java 17 or newer" >&2
@@ -41,6 +55,7 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
   ensure_javac
+  ensure_maven
   exit 0
 fi
 

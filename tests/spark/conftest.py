@@ -17,10 +17,14 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 @pytest.fixture(scope="session")
 def spark():
     from pyspark.sql import SparkSession
+    from tests.spark.jvm_support import BENCH_JAR
 
-    from kstream.jars import with_jar
+    from kstream.jars import jar_path, with_jar
 
-    session = (with_jar(SparkSession.builder).master("local[2]").appName("kstream-tests")
+    builder = with_jar(SparkSession.builder)
+    if jar_path() is not None and os.path.isfile(BENCH_JAR):  # the LatencyWriter of Real-time Mode tests
+        builder = builder.config("spark.jars", f"{jar_path()},{BENCH_JAR}")
+    session = (builder.master("local[2]").appName("kstream-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.python.filterPushdown.enabled", "false")

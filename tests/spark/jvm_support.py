@@ -14,7 +14,12 @@ from kstream.log import txn_index
 from kstream.log.frames import pread_from
 
 JAR = jar_path()
-NO_JAR_REASON = "no kstream JVM jar (make install builds it with javac; see docs/JVM_READER.md)"
+NO_JAR_REASON = "no kstream JVM jar (make install builds it with javac and mvn; see docs/JVM_READER.md)"
+# The bench classes (the Real-time Mode LatencyWriter) ship apart from the reader: jvm/pom.xml
+# builds them into this jar, which the test session adds when it was built.
+BENCH_JAR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                         "jvm", "target", "kstream-spark-bench.jar")
+NO_BENCH_JAR_REASON = f"no {BENCH_JAR} (make jar builds it beside the reader's jar)"
 READERS = ("jvm", "python")
 
 

@@ -1,0 +1,121 @@
+package io.kstream.spark;
+
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.MetadataSnapshot;
+import io.kstream.spark.options.OptionNames;
+import io.kstream.spark.options.ReaderChoice;
+import io.kstream.spark.options.ReaderOptions;
+import io.kstream.spark.read.OutputSchema;
+import io.kstream.spark.read.PartitionPlanner;
+import io.kstream.spark.read.TopicPartition;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Map;
+import java.util.TreeSet;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * {@code format("kstream")} when the kstream jar is on the session (spark.jars). Spark 4.3
+ * resolves a short name to a JVM DataSourceRegister before the Python data source of the same
+ * name (checked: docs/JVM_READER.md), so this provider is asked for every kstream read and
+ * write, and hands what it does not do to the Python data source that pyspark_kstream
+ * registered, through Spark's own PythonDataSourceV2 (the provider Spark would have used):
+ * <ul>
+ * <li>writes (batch and streaming): always Python (they name no subscribe, assign or
+ *     subscribePattern; Spark asks for the table with the DataFrame's schema);</li>
+ * <li>reads: {@link ReaderChoice} on the options (reader=jvm|python|auto): the JVM reader
+ *     ({@link KStreamTable}), or Python's table;</li>
+ * <li>a read with a user-given schema: Python, unless it is the JVM reader's own schema.</li>
+ * </ul>
+ * Stateless, as Spark's Kafka provider is: the provider keeps nothing between calls (Spark may make
+ * one per load, or share one). {@link #getTable} decides again from what it is given, and both
+ * calls reach the same answer through {@link #jvmSchema}: a read (it names subscribe, assign or
+ * subscribePattern) that {@link ReaderChoice} gives the JVM reader, whose schema is the one the
+ * JVM reader produces for these options (inferSchema's, or a user schema equal to it), gets the
+ * JVM table; anything else (every write, a different user schema, reader=python, a column type
+ * the JVM reader does not convert under reader=auto) gets Python's. The one field is the Python
+ * provider delegate, which holds what Spark's own provider instance would hold.
+ */
+public final class KStreamProvider implements TableProvider, DataSourceRegister {
+    public static final String SHORT_NAME = "kstream";
+
+    /** Options naming what to read; a write names none of them (it takes option topic). */
+    private static final String[] READ_OPTIONS = {"subscribe", "assign", "subscribepattern"};
+
+    @Override
+    public String shortName() {
+        return SHORT_NAME;
+    }
+
+    /**
+     * The Python data source's provider, made on first use: it is the provider Spark would have
+     * used, and it caches the Python-side source it creates in inferSchema for its getTable.
+     */
+    private PythonDataSourceV2 python;
+
+    private PythonDataSourceV2 python() {
+        if (python == null) {
+            python = new PythonDataSourceV2();
+            python.setShortName(SHORT_NAME);
+        }
+        return python;
+    }
+
+    private static boolean isRead(Map<String, String> options) {
+        Map<String, String> lower = ReaderOptions.lowered(options);
+        for (String name : READ_OPTIONS) if (lower.containsKey(name)) return true;
+        return false;
+    }
+
+    /**
+     * The schema the JVM reader produces for these read options, or null when the Python reader
+     * serves them (reader=python, a Python-only option under auto, or under auto a column type
+     * the JVM reader does not convert). Throws a ConfigError for a bad option or reader=jvm on
+     * what it cannot do.
+     */
+    static StructType jvmSchema(CaseInsensitiveStringMap options) {
+        if (ReaderChoice.choose(options) == ReaderChoice.Reader.PYTHON) return null;
+        OptionNames.check(options);
+        ReaderOptions parsed = ReaderOptions.parse(options, null);
+        PartitionPlanner planner = new PartitionPlanner(parsed);
+        MetadataSnapshot snapshot = planner.snapshot();
+        TreeSet<String> topics = new TreeSet<>();
+        for (TopicPartition tp : planner.topicPartitions()) topics.add(tp.topic);
+        try {
+            return OutputSchema.spark(OutputSchema.arrow(snapshot, new ArrayList<>(topics), parsed.includeHeaders),
+                parsed.columns);
+        } catch (OutputSchema.UnsupportedColumnException e) {
+            if (!ReaderChoice.isAuto(options)) throw e;
+            return null; // a column type the JVM reader does not convert: Python's
+        } catch (IOException e) {
+            throw new KStreamException(KStreamException.Kind.KStreamError, "unreadable topic schema in "
+                + parsed.cluster + ": " + e, e);
+        }
+    }
+
+    @Override
+    public StructType inferSchema(CaseInsensitiveStringMap options) {
+        StructType schema = jvmSchema(options);
+        return schema != null ? schema : python().inferSchema(options);
+    }
+
+    @Override
+    public boolean supportsExternalMetadata() {
+        return true; // a write's table takes the DataFrame's schema, as Python's does
+    }
+
+    @Override
+    public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
+        if (isRead(properties)) {
+            StructType jvm = jvmSchema(new CaseInsensitiveStringMap(properties));
+            if (jvm != null && jvm.equals(schema)) return new KStreamTable(schema, properties);
+        }
+        return python().getTable(schema, partitioning, properties);
+    }
+}

@@ -1,0 +1,67 @@
+package io.kstream.spark;
+
+import io.kstream.spark.options.ReaderOptions;
+import io.kstream.spark.read.KStreamReaderFactory;
+import io.kstream.spark.read.PartitionPlanner;
+import io.kstream.spark.read.TopicPartition;
+import io.kstream.spark.stream.KStreamMicroBatchStream;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * A JVM read of kstream: a batch over [startingOffsets, endingOffsets) planned in Java from the
+ * metadata snapshot and the log dirs, or a micro-batch / Real-time Mode stream.
+ */
+public final class KStreamScan implements Scan, Batch {
+    private final StructType schema;
+    private final Map<String, String> options;
+
+    public KStreamScan(StructType schema, CaseInsensitiveStringMap options) {
+        this.schema = schema;
+        this.options = options.asCaseSensitiveMap();
+    }
+
+    @Override
+    public StructType readSchema() {
+        return schema;
+    }
+
+    @Override
+    public String description() {
+        return "kstream JVM reader";
+    }
+
+    @Override
+    public Batch toBatch() {
+        return this;
+    }
+
+    @Override
+    public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+        return new KStreamMicroBatchStream(schema, ReaderOptions.parse(options, true));
+    }
+
+    @Override
+    public InputPartition[] planInputPartitions() {
+        ReaderOptions parsed = ReaderOptions.parse(options, false);
+        PartitionPlanner planner = new PartitionPlanner(parsed);
+        List<TopicPartition> tps = planner.topicPartitions();
+        PartitionPlanner.checkCoversSelection("startingOffsets", parsed.startingOffsets, tps);
+        PartitionPlanner.checkCoversSelection("endingOffsets", parsed.endingOffsets, tps);
+        Map<TopicPartition, Long> start = planner.resolve(parsed.startingOffsets, tps, ReaderOptions.EARLIEST);
+        Map<TopicPartition, Long> end = planner.resolve(parsed.endingOffsets, tps, ReaderOptions.LATEST);
+        return planner.ranges(start, end).toArray(new InputPartition[0]);
+    }
+
+    @Override
+    public PartitionReaderFactory createReaderFactory() {
+        return new KStreamReaderFactory(schema, ReaderOptions.parse(options, false));
+    }
+}

@@ -1,0 +1,41 @@
+package io.kstream.spark.read;
+
+import io.kstream.spark.options.ReaderOptions;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/** Makes the readers of {@link OffsetRange} splits on executors: columnar, or rows over them. */
+public final class KStreamReaderFactory implements PartitionReaderFactory {
+    private final StructType schema;
+    private final boolean failOnDataLoss;
+    private final boolean verifyChecksums;
+
+    public KStreamReaderFactory(StructType schema, ReaderOptions options) {
+        this.schema = schema;
+        this.failOnDataLoss = options.failOnDataLoss;
+        this.verifyChecksums = options.verifyChecksums;
+    }
+
+    public ColumnarPartitionReader columnar(InputPartition partition) {
+        return new ColumnarPartitionReader((OffsetRange) partition, schema, failOnDataLoss, verifyChecksums);
+    }
+
+    @Override
+    public boolean supportColumnarReads(InputPartition partition) {
+        return true;
+    }
+
+    @Override
+    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+        return columnar(partition);
+    }
+
+    @Override
+    public PartitionReader<InternalRow> createReader(InputPartition partition) {
+        return new RowPartitionReader(columnar(partition));
+    }
+}

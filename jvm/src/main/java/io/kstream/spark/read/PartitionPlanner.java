@@ -1,0 +1,245 @@
+package io.kstream.spark.read;
+
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.Frame;
+import io.kstream.spark.format.LogReader;
+import io.kstream.spark.format.MetadataSnapshot;
+import io.kstream.spark.format.PayloadDecoder;
+import io.kstream.spark.format.SegmentFiles;
+import io.kstream.spark.format.SharedAllocator;
+import io.kstream.spark.format.SparseIndex;
+import io.kstream.spark.format.TransactionState;
+import io.kstream.spark.options.ReaderOptions;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.regex.Pattern;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+
+/**
+ * Driver-side planning from the metadata snapshot and the log dirs, as Python's
+ * kstream.source.planning: which topic-partitions a read covers, each one's bounds (log start;
+ * HW, or LSO under read_committed, with the aborted ranges), the concrete offsets of
+ * earliest / latest / JSON / timestamp positions, and one split per partition with data.
+ * Errors carry Python's messages. One planner per planning call: it reads each partition's
+ * bounds once (so a read's start and end agree).
+ */
+public final class PartitionPlanner {
+    /** A partition's readable range and its transactions (null under read_uncommitted). */
+    public static final class Bounds {
+        public final String leaderDir;
+        public final long logStart;
+        public final long end;
+        public final TransactionState transactions;
+
+        Bounds(String leaderDir, long logStart, long end, TransactionState transactions) {
+            this.leaderDir = leaderDir;
+            this.logStart = logStart;
+            this.end = end;
+            this.transactions = transactions;
+        }
+    }
+
+    private final MetadataSnapshot snapshot;
+    private final ReaderOptions options;
+    private final Map<TopicPartition, Bounds> known = new HashMap<>();
+
+    public PartitionPlanner(ReaderOptions options) {
+        this.options = options;
+        this.snapshot = MetadataSnapshot.read(options.cluster);
+    }
+
+    public MetadataSnapshot snapshot() {
+        return snapshot;
+    }
+
+    /** The topic-partitions the options select, in a stable order. */
+    public List<TopicPartition> topicPartitions() {
+        List<TopicPartition> out = new ArrayList<>();
+        if (options.assign != null) {
+            for (Map.Entry<String, List<Integer>> e : options.assign.entrySet()) {
+                int count = snapshot.topic(e.getKey()).partitions.size();
+                for (int p : e.getValue()) {
+                    if (p < 0 || p >= count) {
+                        throw new KStreamException(KStreamException.Kind.PartitionNotFoundError, "option 'assign' names "
+                            + e.getKey() + "-" + p + ", but '" + e.getKey() + "' has partitions 0.." + (count - 1));
+                    }
+                    out.add(new TopicPartition(e.getKey(), p));
+                }
+            }
+            return out;
+        }
+        List<String> topics = new ArrayList<>();
+        if (options.subscribePattern != null) {
+            Pattern regex = Pattern.compile(options.subscribePattern);
+            for (String t : snapshot.topics.keySet()) if (regex.matcher(t).matches()) topics.add(t);
+        } else {
+            List<String> missing = new ArrayList<>();
+            for (String t : options.subscribe) if (!snapshot.topics.containsKey(t)) missing.add(t);
+            if (!missing.isEmpty()) {
+                throw new KStreamException(KStreamException.Kind.TopicNotFoundError, "option 'subscribe' names topic(s) "
+                    + ReaderOptions.pyList(missing) + " that do not exist; existing topics: "
+                    + (snapshot.topics.isEmpty() ? "none" : String.join(", ", snapshot.topics.keySet())));
+            }
+            topics.addAll(new TreeSet<>(options.subscribe));
+        }
+        for (String t : topics) {
+            for (int p = 0; p < snapshot.topic(t).partitions.size(); p++) out.add(new TopicPartition(t, p));
+        }
+        return out;
+    }
+
+    /** The Kafka connector's rule: JSON offsets name exactly the selected partitions. */
+    public static void checkCoversSelection(String option, ReaderOptions.OffsetSpec spec, List<TopicPartition> tps) {
+        if (spec.offsets == null) return;
+        if (spec.byTimestamp) option = option.replace("Offsets", "OffsetsByTimestamp");
+        Set<TopicPartition> named = new TreeSet<>();
+        spec.offsets.forEach((t, ps) -> ps.keySet().forEach(p -> named.add(new TopicPartition(t, p))));
+        Set<TopicPartition> selected = new TreeSet<>(tps);
+        if (!named.equals(selected)) {
+            Set<TopicPartition> missing = new TreeSet<>(selected);
+            missing.removeAll(named);
+            Set<TopicPartition> extra = new TreeSet<>(named);
+            extra.removeAll(selected);
+            throw KStreamException.config("option '" + option + "' gives specific offsets, so it must name every partition "
+                + "the read selects (use -2 for earliest, -1 for latest where you don't care): missing " + show(missing)
+                + "; not selected " + show(extra));
+        }
+    }
+
+    private static String show(Set<TopicPartition> keys) {
+        if (keys.isEmpty()) return "none";
+        List<String> s = new ArrayList<>();
+        for (TopicPartition tp : keys) s.add(tp.toString());
+        return String.join(", ", s);
+    }
+
+    /** A partition's bounds, read once per planner. */
+    public Bounds bounds(TopicPartition tp) {
+        Bounds b = known.get(tp);
+        if (b != null) return b;
+        try {
+            String dir = snapshot.leaderDir(tp.topic, tp.partition);
+            long hw = snapshot.highWatermark(tp.topic, tp.partition);
+            long[] bases = SegmentFiles.bases(dir);
+            long logStart = bases.length == 0 ? 0 : bases[0];
+            TransactionState txns = options.readCommitted
+                ? TransactionState.derive(dir, hw, options.verifyChecksums) : null;
+            b = new Bounds(dir, logStart, txns == null ? hw : txns.lastStableOffset, txns);
+        } catch (IOException e) {
+            throw new UncheckedIOException("planning " + tp + " in " + options.cluster, e);
+        }
+        known.put(tp, b);
+        return b;
+    }
+
+    /** Concrete offsets for {@code tps}; partitions the JSON leaves out take {@code missing}. */
+    public Map<TopicPartition, Long> resolve(ReaderOptions.OffsetSpec spec, List<TopicPartition> tps, long missing) {
+        Map<TopicPartition, Long> byTime = spec.byTimestamp ? timestampOffsets(spec, tps) : null;
+        Map<TopicPartition, Long> out = new TreeMap<>();
+        for (TopicPartition tp : tps) {
+            long wanted;
+            if (spec.word != null) {
+                wanted = spec.word.equals("earliest") ? ReaderOptions.EARLIEST : ReaderOptions.LATEST;
+            } else if (byTime != null) {
+                wanted = byTime.getOrDefault(tp, missing);
+            } else {
+                Map<Integer, Long> ps = spec.offsets.get(tp.topic);
+                wanted = ps == null ? missing : ps.getOrDefault(tp.partition, missing);
+            }
+            Bounds b = bounds(tp);
+            if (wanted < 0) {
+                wanted = wanted == ReaderOptions.EARLIEST ? b.logStart : b.end;
+            } else if (wanted > b.end) {
+                String held = b.end > b.logStart ? "offsets " + b.logStart + ".." + (b.end - 1)
+                    : "no readable records (next offset " + b.end + ")";
+                throw KStreamException.outOfRange("offset " + wanted + " of " + tp + " does not exist yet: it has " + held
+                    + "; use -1 for latest or an offset up to " + b.end);
+            }
+            out.put(tp, wanted);
+        }
+        return out;
+    }
+
+    /** Per partition, the first offset at or after its timestamp (LATEST, or an error, when none). */
+    private Map<TopicPartition, Long> timestampOffsets(ReaderOptions.OffsetSpec spec, List<TopicPartition> tps) {
+        Map<TopicPartition, Long> out = new HashMap<>();
+        for (TopicPartition tp : tps) {
+            Long ts = spec.timestampFor(tp.topic, tp.partition);
+            if (ts == null) continue;
+            long found = offsetForTimestamp(tp, ts);
+            if (found < 0) {
+                if (spec.strategy.equals("error")) {
+                    throw KStreamException.outOfRange(tp + " has no record at or after timestamp " + ts + "; use an "
+                        + "earlier timestamp, or startingOffsetsByTimestampStrategy=latest to start such partitions at the end");
+                }
+                found = ReaderOptions.LATEST;
+            }
+            out.put(tp, found);
+        }
+        return out;
+    }
+
+    /** Offset of the first record at or after {@code timestampMs} below the HW, or -1. */
+    long offsetForTimestamp(TopicPartition tp, long timestampMs) {
+        String dir = snapshot.leaderDir(tp.topic, tp.partition);
+        long hw;
+        try {
+            hw = snapshot.highWatermark(tp.topic, tp.partition);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        try (LogReader reader = new LogReader(dir, options.verifyChecksums);
+             BufferAllocator allocator = SharedAllocator.child("kstream-planner")) {
+            PayloadDecoder decoder = new PayloadDecoder(allocator);
+            long[] bases = reader.refresh();
+            for (long base : bases) {
+                long from = SparseIndex.times(dir, base).startFor(timestampMs);
+                if (from >= hw) return -1;
+                reader.seek(from);
+                Frame frame;
+                while ((frame = reader.next(hw)) != null) {
+                    if (frame.header.maxTimestamp < timestampMs || frame.header.isControl()) continue;
+                    long at = firstAtOrAfter(decoder, frame, timestampMs);
+                    if (at >= 0) return at;
+                }
+            }
+            return -1;
+        } catch (IOException e) {
+            throw new UncheckedIOException("looking up timestamp " + timestampMs + " in " + dir, e);
+        }
+    }
+
+    private static long firstAtOrAfter(PayloadDecoder decoder, Frame frame, long timestampMs) {
+        if (frame.header.logAppendTime()) return frame.header.maxTimestamp >= timestampMs ? frame.header.baseOffset : -1;
+        try (VectorSchemaRoot root = decoder.decode(frame, Set.of("timestamp"))) {
+            BigIntVector ts = (BigIntVector) root.getVector("timestamp");
+            if (ts == null) return frame.header.maxTimestamp >= timestampMs ? frame.header.baseOffset : -1;
+            for (int i = 0; i < root.getRowCount(); i++) {
+                if (!ts.isNull(i) && ts.get(i) >= timestampMs) return frame.header.baseOffset + i;
+            }
+            return -1;
+        }
+    }
+
+    /** One split per topic-partition with data between {@code start} and {@code end}. */
+    public List<OffsetRange> ranges(Map<TopicPartition, Long> start, Map<TopicPartition, Long> end) {
+        List<OffsetRange> out = new ArrayList<>();
+        for (Map.Entry<TopicPartition, Long> e : new TreeMap<>(end).entrySet()) {
+            long begin = start.getOrDefault(e.getKey(), 0L);
+            if (e.getValue() > begin) {
+                Bounds b = bounds(e.getKey());
+                out.add(new OffsetRange(e.getKey(), b.leaderDir, begin, e.getValue(), b.transactions));
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,130 @@
+"""The shared format vectors (tests/jvm/vectors.py), read by both languages.
+
+Python reads them back here with format.py and the Consumer; then the JUnit 5 tests of jvm/
+read the same files (``mvn -o test -Dkstream.vectors=DIR``), so a Java failure fails
+``make test``. Without Maven, or with no jar built (jvm/build.sh said why in one line), the
+Java half skips with one line; the Python half always runs.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+from tests.jvm.vectors import write_vectors
+
+from kstream import Consumer, TopicPartition
+from kstream.jars import jar_path
+from kstream.log import format as fmt
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+POM = os.path.join(ROOT, "jvm", "pom.xml")
+REPORTS = os.path.join(ROOT, "jvm", "target", "surefire-reports")
+MAVEN_TIMEOUT_S = 600
+# Test classes that read the vectors: each must have run, none skipped.
+VECTOR_TESTS = ("FormatParityTest", "FrameVectorTest", "IndexVectorTest", "RecoveryPointVectorTest",
+                "HighWatermarkVectorTest", "TxnIndexVectorTest", "MetadataSnapshotVectorTest",
+                "OptionNamesParityTest", "OptionParseParityTest")
+
+
+@pytest.fixture(scope="module")
+def vectors(tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp("vectors"))
+    return directory, write_vectors(directory)
+
+
+def _read(cluster: str, topic: str, partition: int, isolation: str) -> list:
+    consumer = Consumer({"cluster": cluster, "isolation.level": isolation})
+    try:
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        messages: list = []
+        for _ in range(100):
+            batch = consumer.consume(1000, timeout=0.1)
+            if not batch and messages:
+                break
+            messages += batch
+        return messages
+    finally:
+        consumer.close()
+
+
+def test_python_reads_every_codec(vectors):
+    directory, manifest = vectors
+    cluster = os.path.join(directory, "cluster")
+    for partition, codec in enumerate(manifest["codecs"]):
+        replica = manifest["replicas"][f"codecs-{partition}"]
+        assert {frame["attributes"] & fmt.CODEC_MASK for frame in replica["frames"]} == {fmt.CODECS[codec]}
+        messages = _read(cluster, "codecs", partition, "read_uncommitted")
+        expected = manifest["records"][f"codecs-{partition}"]
+        assert [m.offset() for m in messages] == list(range(len(expected)))
+        for message, record in zip(messages, expected, strict=True):
+            assert message.value() == record["value"].encode()
+            assert message.key() == (None if record["key"] is None else record["key"].encode())
+            assert message.timestamp()[1] == record["timestamp"]
+            assert [[name, value.decode()] for name, value in message.headers() or []] == record["headers"]
+
+
+def test_python_reads_transactions_under_both_isolations(vectors):
+    directory, manifest = vectors
+    cluster = os.path.join(directory, "cluster")
+    records = manifest["records"]["txn-0"]
+    everything = [r["value"] for r in records if not r["control"]]
+    committed = [r["value"] for r in records if not r["control"] and not r["aborted"]]
+    assert [m.value().decode() for m in _read(cluster, "txn", 0, "read_uncommitted")] == everything
+    assert [m.value().decode() for m in _read(cluster, "txn", 0, "read_committed")] == committed
+
+
+def test_python_reads_the_hand_made_files(vectors):
+    directory, manifest = vectors
+    files = os.path.join(directory, "files")
+    for name, expected in manifest["files"].items():
+        if name.startswith("rp-"):
+            with open(os.path.join(files, name, fmt.RECOVERY_POINT_FILE), "rb") as handle:
+                unpacked = fmt.unpack_recovery_point_file(handle.read())
+            assert (None if unpacked is None else list(unpacked[1])) == expected, name
+        elif name.startswith("hw-"):
+            with open(os.path.join(files, name), "rb") as handle:
+                raw = handle.read()[fmt.LOCK_HIGH_WATERMARK_POSITION:]
+            assert fmt.unpack_high_watermark(raw) == expected, name
+        else:
+            with open(os.path.join(files, name, fmt.segment_file_name(0, fmt.TXN_INDEX_SUFFIX)), "rb") as handle:
+                entries, whole = fmt.unpack_txn_entries(handle.read())
+            assert [list(entry) for entry in entries] == expected["entries"]
+            assert whole == expected["whole"]
+
+
+def _java_skip_reason() -> str | None:
+    if shutil.which("mvn") is None:
+        return "no mvn on PATH (scripts/ensure-java.sh installs it when root on Debian): Java tests not run"
+    if jar_path() is None:
+        return "no kstream jar was built (jvm/build.sh said why): Java tests not run"
+    return None
+
+
+@pytest.mark.jvm
+def test_java_reads_the_vectors(vectors):
+    reason = _java_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    directory, _ = vectors
+    shutil.rmtree(REPORTS, ignore_errors=True)
+    # -o: jvm/build.sh (make) already fetched every plugin and JUnit into ~/.m2.
+    result = subprocess.run(["mvn", "-o", "-q", "-B", "-Dstyle.color=never", "-f", POM, "test",
+                             f"-Dkstream.vectors={directory}"],
+                            capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S, check=False)
+    output = (result.stdout + result.stderr)[-20000:]
+    assert result.returncode == 0, (f"mvn -o test failed (a resolution error in offline mode means ~/.m2 lacks "
+                                    f"what make jar fetches: run make jar):\n{output}")
+    suites = {}
+    for report in glob.glob(os.path.join(REPORTS, "TEST-*.xml")):
+        suite = ET.parse(report).getroot()
+        suites[suite.get("name", "").rsplit(".", 1)[-1]] = suite
+    for name in VECTOR_TESTS:
+        assert name in suites, f"{name} did not run ({sorted(suites)})"
+        suite = suites[name]
+        assert int(suite.get("tests", "0")) > 0 and suite.get("skipped") == "0", (name, suite.attrib)
+        assert suite.get("failures") == "0" and suite.get("errors") == "0", (name, suite.attrib)
