@@ -33,10 +33,10 @@ import pyarrow as pa
 from kstream.consumer import Consumer
 from kstream.error import KafkaError
 from kstream.errors import ConfigError
+from kstream.log.element_count import row_elements
 from kstream.message import Message, TopicPartition
 from kstream.web.avro_bounds import AvroBoundsError, check_avro
 from kstream.web.limits import ConsoleLimits
-from kstream.web.typed_rows import row_elements
 
 MAX_RECORDS = 500
 POLL_TIMEOUT_S = 0.2
@@ -236,7 +236,7 @@ _NOT_VALUE_COLUMNS = frozenset(("key", "topic", "partition", "offset", "timestam
 
 def _typed_rows(consumer: Consumer, request: BrowseRequest, count: int, budget: DecodeBudget) -> Iterator[Row]:
     """A typed topic's records, read as Arrow (``poll_batch``) and converted to Python one row
-    at a time, each only once :func:`~kstream.web.typed_rows.row_elements` finds it within
+    at a time, each only once :func:`~kstream.log.element_count.row_elements` finds it within
     ``decode.max.items`` (``Consumer.poll`` would convert a whole batch first, however many
     values its zero-width columns hold). Stops at the high watermark read at the start."""
     end = consumer.get_watermark_offsets(TopicPartition(request.topic, request.partition))[1]
