@@ -187,6 +187,12 @@ def test_a_group_whose_only_offsets_are_of_a_deleted_topic_is_not_listed(cluster
     groups = ConsumerGroups(Cluster.open(cluster_path))
     assert groups.describe("g").state == "Dead"
     assert groups.describe("h").state == "Empty"
+    assert not groups.exists("g") and groups.exists("h")  # what single-group commands check
+    from click.testing import CliRunner
+
+    from kstream.cli.main import cli
+    described = CliRunner().invoke(cli, ["--cluster", cluster_path, "groups", "describe", "g"])
+    assert described.exit_code != 0 and "does not exist" in described.output
     if recreate_it:  # committing to the new topic brings g back
         produce(cluster_path, 3)
         groups.commit("g", {("t", 0): 2})

@@ -310,8 +310,16 @@ class ConsumerGroups:
         gone: :meth:`describe` calls it Dead, and it is not listed."""
         members = set(self.coordinator.list_groups())
         with_offsets = {group for group in self.table.groups() if group not in members
-                        and self._current(self.table.read(group))}
+                        and self._has_current_offsets(group)}
         return sorted(members | with_offsets)
+
+    def exists(self, group: str) -> bool:
+        """Would :meth:`list_groups` list ``group``? (Reads that group only.)"""
+        return self.coordinator.describe(group) is not None or self._has_current_offsets(group)
+
+    def _has_current_offsets(self, group: str) -> bool:
+        return any(self._of_current_topic(row["topic"], row["topic_id"], row["commit_time"])
+                   for row in self.table.rows(group).select(["topic", "topic_id", "commit_time"]).to_pylist())
 
     def lag(self, group: str, topics: Iterable[str] | None = None) -> list[PartitionLag]:
         """Per partition the group committed (or, with ``topics``, every partition of those)."""
