@@ -74,3 +74,18 @@ def test_kstream_consume_halts_on_it_naming_the_record(cluster_path, typed):
     assert result.exit_code != 0
     assert "t-0 offset 1" in result.output and "decode.max.items" in result.output
     assert "Processed a total of 1 messages" in result.output
+
+
+def test_the_consoles_tail_shows_such_a_record_as_an_error_cell(cluster_path, typed):
+    """The live tail converts with Consumer.poll (bounded by the console's decode.max.items):
+    the record is listed, its value cell says why it is not shown."""
+    from kstream.web.browser import row_of
+
+    c = consumer(cluster_path)
+    try:
+        rows = [row_of(c.poll(1), "auto") for _ in range(3)]
+    finally:
+        c.close()
+    assert [r.offset for r in rows] == [0, 1, 2]
+    assert rows[1].value.kind == "error" and "decode.max.items" in rows[1].value.text
+    assert rows[0].value.kind != "error"

@@ -193,8 +193,10 @@ def row_of(message: Message, decoding: str, avro: AvroSchema | None = None,
     headers = tuple((name, show(value, plain, None, budget)) for name, value in (message.headers() or []))
     partition, offset = message.partition(), message.offset()
     assert partition is not None and offset is not None
-    return Row(partition, offset, message.timestamp()[1], show(message.key(), plain, None, budget),
-               show(message.value(), decoding, avro, budget), headers)
+    error = message.error()  # e.g. a typed value past decode.max.items: the consumer did not convert it
+    value = show(message.value(), decoding, avro, budget) if error is None else Shown(
+        f"not decodable: {error.str()}", "error")
+    return Row(partition, offset, message.timestamp()[1], show(message.key(), plain, None, budget), value, headers)
 
 
 def browse(cluster_path: str, request: BrowseRequest, limits: ConsoleLimits | None = None) -> list[Row]:

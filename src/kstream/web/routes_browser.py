@@ -88,7 +88,8 @@ async def tail(request: Request, cluster: str, topic: str, partition: int = 0, o
     executor = console.tails.executor()  # one thread per slot: a tail never waits for one
 
     def open_consumer() -> Consumer:
-        consumer = Consumer({"cluster": ref.path, "enable.partition.eof": False})
+        consumer = Consumer({"cluster": ref.path, "enable.partition.eof": False,
+                             "decode.max.items": console.limits.decode_max_items})  # typed values: the page's bound
         try:
             consumer.cluster.partition(topic, partition).close()  # TopicNotFound/PartitionNotFound: 404 now
             consumer.assign([TopicPartition(topic, partition, -1 if offset is None else offset)])
