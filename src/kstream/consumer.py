@@ -59,6 +59,7 @@ from kstream.errors import (
     NoOffsetError,
     OffsetOutOfRangeError,
     PartitionNotAssignedError,
+    ValueTooLargeError,
 )
 from kstream.fetcher import Fetcher, PartitionFetch
 from kstream.group_names import check_group_name
@@ -546,15 +547,31 @@ class Consumer:
         return result
 
     def _to_messages(self, assigned: PartitionFetch, chunk: StoredBatch) -> Iterator[Message]:
-        keys, values, timestamps, headers = to_python_records(chunk, assigned.typed)
+        max_items = self._options["decode.max.items"]
+        keys, values, timestamps, headers, too_large = to_python_records(chunk, assigned.typed, max_items)
         n = chunk.batch.num_rows
         kind = TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME
         source = _FetchedSource(assigned.topic, assigned.partition, kind,
                                 chunk.leader_epoch if chunk.leader_epoch >= 0 else None)
-        # A list iterator, so position() can ask how many are left (length_hint).
-        return iter(list(map(Message, zip(
+        messages = list(map(Message, zip(
             repeat(source, n), range(chunk.base_offset, chunk.base_offset + n), keys, values,
-            headers, timestamps, strict=False))))
+            headers, timestamps, strict=False)))
+        for row, count in too_large.items():
+            # As confluent's DeserializingConsumer on a value it cannot deserialize: an error
+            # for that record, and the position goes on past it (poll_batch() still reads it).
+            offset = chunk.base_offset + row
+            error = ValueTooLargeError(
+                f"{assigned.topic}-{assigned.partition} offset {offset}: the typed value holds more than "
+                f"{max_items} values (counted {count}; nested lists, maps, structs), more than "
+                "decode.max.items lets poll() convert to Python; read it with poll_batch() (Arrow) or raise "
+                "decode.max.items")
+            self._log.error("consumer %s: %s", self._options["client.id"], error)
+            messages[row] = make_message(assigned.topic, assigned.partition, offset, messages[row].key(), None,
+                                         messages[row].headers(), *messages[row].timestamp(),
+                                         error=KafkaError(KafkaError._VALUE_DESERIALIZATION, str(error),
+                                                          exception=error))
+        # A list iterator, so position() can ask how many are left (length_hint).
+        return iter(messages)
 
     # -- Arrow API ---------------------------------------------------------------------------
 

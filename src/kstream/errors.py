@@ -286,3 +286,12 @@ class MetadataStorageError(ClusterError):
     says what to do; the failed call changed nothing."""
 
     error_name = "KAFKA_STORAGE_ERROR"
+
+
+class ValueTooLargeError(KStreamError):
+    """A typed record's value converts to more Python objects than ``decode.max.items``
+    allows (Arrow stores a list of nulls, of empty structs or of zero-width binaries in no
+    bytes, so a small record can hold millions of values): it is not converted. Read it as
+    Arrow (``poll_batch()``), or raise the limit."""
+
+    error_name = "_VALUE_DESERIALIZATION"

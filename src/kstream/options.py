@@ -285,6 +285,11 @@ CONSUMER_OPTIONS = _table(
     Option("fetch.wait.max.ms", "int", 100, "Longest a poll waits between looks at the log.",
            minimum=0),
     Option("check.crcs", "bool", True, "Verify every batch's checksum on read."),
+    Option("decode.max.items", "int", 1_000_000,
+           "Most values one typed record converts to in poll()/consume() (list and map items, struct "
+           "fields, at every nesting level; a list of nulls is stored in no bytes, so a small record can "
+           "hold millions); a record over it is an error Message (_VALUE_DESERIALIZATION) and is skipped: "
+           "read it with poll_batch() (Arrow), or raise this.", minimum=1, maximum=100_000_000),
     Option("enable.partition.eof", "bool", False, "Emit an EOF event at the end of a partition."),
     Option("enable.auto.commit", "bool", True,
            "With group.id: commit the positions of returned records every auto.commit.interval.ms, "

@@ -140,3 +140,82 @@ def test_spark_planning_from_the_group_ignores_a_deleted_topics_offsets(cluster_
     finally:
         cluster.close()
     assert offsets == {"t": {"0": 0}}
+
+
+def listed(cluster_path):
+    """The groups as the service, the AdminClient and `kstream groups list` list them."""
+    from click.testing import CliRunner
+
+    from kstream.admin import AdminClient
+    from kstream.cli.main import cli
+
+    groups = ConsumerGroups(Cluster.open(cluster_path))
+    try:
+        names = groups.list_groups()
+    finally:
+        groups.close()
+    client = AdminClient({"cluster": cluster_path})
+    try:
+        admin_names = sorted(g.group_id for g in client.list_consumer_groups().result().valid)
+    finally:
+        client.close()
+    cli_names = CliRunner().invoke(cli, ["--cluster", cluster_path, "groups", "list"],
+                                   catch_exceptions=False).output.split()
+    assert names == admin_names == cli_names
+    return names
+
+
+@pytest.mark.parametrize("recreate_it", [True, False])
+def test_a_group_whose_only_offsets_are_of_a_deleted_topic_is_not_listed(cluster_path, make_topic, recreate_it):
+    """As in Kafka: a group with no members whose offsets went with their topic is gone. It
+    was listed while describe called it Dead; list and describe now agree."""
+    make_topic("t", 1)
+    make_topic("u", 1)
+    produce(cluster_path, 10)
+    produce(cluster_path, 10, topic="u")
+    groups = ConsumerGroups(Cluster.open(cluster_path))
+    groups.commit("g", {("t", 0): 5})
+    groups.commit("h", {("t", 0): 5, ("u", 0): 5})
+    groups.close()
+    assert listed(cluster_path) == ["g", "h"]
+    if recreate_it:
+        recreate(cluster_path)
+    else:
+        with Admin({"cluster": cluster_path}) as admin:
+            admin.delete_topics(["t"])["t"].result()
+    assert listed(cluster_path) == ["h"]  # h still has u's offsets
+    groups = ConsumerGroups(Cluster.open(cluster_path))
+    assert groups.describe("g").state == "Dead"
+    assert groups.describe("h").state == "Empty"
+    assert not groups.exists("g") and groups.exists("h")  # what single-group commands check
+    from click.testing import CliRunner
+
+    from kstream.cli.main import cli
+    described = CliRunner().invoke(cli, ["--cluster", cluster_path, "groups", "describe", "g"])
+    assert described.exit_code != 0 and "does not exist" in described.output
+    if recreate_it:  # committing to the new topic brings g back
+        produce(cluster_path, 3)
+        groups.commit("g", {("t", 0): 2})
+    groups.close()
+    assert listed(cluster_path) == (["g", "h"] if recreate_it else ["h"])
+
+
+def test_the_monitors_commit_history_leaves_out_a_deleted_topics_commits(cluster_path, make_topic):
+    """The Burrow window of t-0 (kstream.monitor, read from the Delta history) holds only the
+    new topic's commits, not the old incarnation's offsets 100 and 110."""
+    from kstream.monitor.lag import group_lag
+
+    make_topic("t", 1)
+    produce(cluster_path, 120)
+    groups = ConsumerGroups(Cluster.open(cluster_path))
+    groups.commit("g", {("t", 0): 100})
+    groups.commit("g", {("t", 0): 110})
+    groups.close()
+    recreate(cluster_path)
+    produce(cluster_path, 20)
+    groups = ConsumerGroups(Cluster.open(cluster_path))
+    groups.commit("g", {("t", 0): 5})
+    groups.commit("g", {("t", 0): 15})
+    groups.close()
+    [partition] = group_lag(cluster_path, "g", min_distance_ms=0).partitions
+    assert [c.offset for c in partition.commits] == [5, 15]

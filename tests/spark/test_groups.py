@@ -194,3 +194,29 @@ def test_a_recreated_topic_starts_from_the_fallback_not_the_old_offsets(spark, c
     query.awaitTermination()
     assert sorted(r.v for r in spark.sql("SELECT v FROM recreated").collect()) == sorted(f"v{i}" for i in range(20))
     assert committed_offsets(cluster_path, "rg") == {("t", 0): 10, ("t", 1): 10}
+
+
+def test_a_committed_offset_past_the_log_end_takes_auto_offset_reset(spark, cluster_path, make_topic, tmp_path):
+    """A group offset past the partition's log end offset (the log was truncated under it) takes
+    auto.offset.reset, as the Consumer does; it raised "offset N does not exist yet". The other
+    partition starts at its committed offset (tests/groups/test_group_start_out_of_range.py
+    plans the other cases without Spark)."""
+    from kstream.groups import CommittedOffset
+
+    make_topic("t", partitions=2)
+    produce(cluster_path, "t", 0, 20)
+    service = ConsumerGroups(Cluster.open(cluster_path))
+    service.table.ensure_created()  # rows commit() refuses: it checks the log end
+    topic_id = service.cluster.topic("t").topic_id
+    service.table.write("pg", [CommittedOffset("t", 0, 10**6, topic_id=topic_id),
+                               CommittedOffset("t", 1, 5, topic_id=topic_id)])
+    service.close()
+    query = (spark.readStream.format("kstream").option("cluster", cluster_path).option("subscribe", "t")
+             .option("group.id", "pg").option("startingOffsets", "group").option("auto.offset.reset", "earliest")
+             .load().selectExpr("partition", "offset").writeStream.format("memory")
+             .queryName("past_log_end").option("checkpointLocation", str(tmp_path / "p"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    rows = sorted((r.partition, r.offset) for r in spark.sql("SELECT * FROM past_log_end").collect())
+    assert rows == [(0, o) for o in range(10)] + [(1, o) for o in range(5, 10)]
+    assert committed_offsets(cluster_path, "pg") == {("t", 0): 10, ("t", 1): 10}

@@ -206,7 +206,7 @@ def test_a_typed_row_of_zero_width_values_is_refused_before_conversion(read_only
 def test_count_elements_counts_every_nested_level():
     import pyarrow as pa
 
-    from kstream.web.typed_rows import count_elements
+    from kstream.log.element_count import count_elements
 
     assert count_elements(pa.array([[1, 2], [3]]), 100) == 2 + 3
     assert count_elements(pa.array([[1, 2], [3]]).slice(1, 1), 100) == 1 + 1

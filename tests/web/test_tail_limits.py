@@ -1,5 +1,6 @@
 """Live tails are capped per console and per client, and poll on threads of their own
-(issue 26 item 9: 300 open tails made a new one wait 25 s in asyncio's default pool).
+(issue 26 item 9: 300 open tails made a new one wait 25 s in asyncio's default pool); groups'
+live lag streams get the same treatment, with caps of their own (kstream.web.live_slots).
 
 The app is driven as ASGI directly: each tail is a task whose ``send`` reports the
 status of its first body chunk (a tail's ": tail of" comment, or a refusal page), and
@@ -20,17 +21,18 @@ from kstream.web.limits import ConsoleLimits
 
 
 class Tail:
-    """One GET of a tail from ``client_host``, running as a task until :meth:`close`."""
+    """One GET of a live stream (by default a tail) from ``client_host``, running as a task
+    until :meth:`close`."""
 
-    def __init__(self, app, client_host: str):
+    def __init__(self, app, client_host: str, path: str = "/c/main/topics/t/tail", query: bytes = b"partition=0"):
         loop = asyncio.get_running_loop()
         self.first = loop.create_future()  # (status, first body chunk)
         self.body = b""
         self.status = None
         self.gone = asyncio.Event()
         scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
-                 "scheme": "http", "path": "/c/main/topics/t/tail", "raw_path": b"/c/main/topics/t/tail",
-                 "query_string": b"partition=0", "headers": [(b"host", b"testserver")],
+                 "scheme": "http", "path": path, "raw_path": path.encode(),
+                 "query_string": query, "headers": [(b"host", b"testserver")],
                  "client": (client_host, 50000), "server": ("testserver", 80), "root_path": ""}
         self.task = asyncio.create_task(app(scope, self.receive, self.send))
 
@@ -162,3 +164,65 @@ def test_a_tail_whose_client_left_before_the_response_gives_back_its_slot(cluste
     asyncio.run(scenario())
     gc.collect()
     assert slots.open == 0
+
+
+def group_stream(app, client_host):
+    return Tail(app, client_host, "/c/main/groups/g/live", b"interval_s=1")
+
+
+def test_group_live_streams_are_capped_and_read_on_their_own_threads(clusters):
+    """They were uncapped and read on asyncio's default pool; the tails' caps do not count them."""
+    app = create_app(clusters, limits=ConsoleLimits(tail_max=1, tail_max_per_client=1, group_live_max=3,
+                                                    group_live_max_per_client=2))
+    streams = app.app.state.console.group_streams
+
+    async def scenario():
+        asyncio.get_running_loop().set_default_executor(RefusingExecutor())
+        a1, a2 = group_stream(app, "10.0.0.1"), group_stream(app, "10.0.0.1")
+        assert [(await s.first)[0] for s in (a1, a2)] == [200, 200]
+        a3 = group_stream(app, "10.0.0.1")
+        status, text = await a3.first
+        assert status == 429 and "10.0.0.1" in text and "--max-group-streams-per-client" in text
+        b1 = group_stream(app, "10.0.0.2")
+        assert (await b1.first)[0] == 200
+        c1 = group_stream(app, "10.0.0.3")
+        status, text = await c1.first
+        assert status == 429 and "3 live group streams" in text and "--max-group-streams " in text
+        tail = Tail(app, "10.0.0.4")  # a tail has slots of its own
+        assert (await tail.first)[0] == 200
+        assert streams.open == 3
+        for stream in (a1, a2, a3, b1, c1, tail):
+            await stream.close()
+        assert streams.open == 0
+        c2 = group_stream(app, "10.0.0.3")
+        assert (await c2.first)[0] == 200
+        await c2.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_missing_group_gives_back_its_stream_slot(client):
+    assert client.get("/c/main/groups/nosuch/live").status_code == 404
+    assert client.app.app.state.console.group_streams.open == 0
+
+
+def test_group_live_interval_has_a_minimum(client):
+    assert client.get("/c/main/groups/g/live", params={"interval_s": 0.1, "max_events": 1}).status_code == 400
+    assert client.app.app.state.console.group_streams.open == 0
+
+
+def test_kstream_console_takes_the_group_stream_caps_as_options(monkeypatch, cluster_dir):
+    from click.testing import CliRunner
+
+    from kstream.cli.main import cli
+
+    served = {}
+    monkeypatch.setattr("uvicorn.run", lambda app, host, port, log_level: served.update(app=app))
+    result = CliRunner().invoke(cli, ["console", "--cluster", f"main={cluster_dir}", "--sample-interval-s", "0",
+                                      "--max-group-streams", "9", "--max-group-streams-per-client", "2"])
+    assert result.exit_code == 0, result.output
+    limits = served["app"].app.state.console.limits
+    assert (limits.group_live_max, limits.group_live_max_per_client) == (9, 2)
+    bad = CliRunner().invoke(cli, ["console", "--cluster", cluster_dir, "--max-group-streams", "2",
+                                   "--max-group-streams-per-client", "3"])
+    assert bad.exit_code != 0 and "--max-group-streams-per-client" in str(bad.exception)

@@ -130,7 +130,7 @@ def check_offsets_request(request: Any, alter: bool) -> ConsumerGroupTopicPartit
 # -- the operations ------------------------------------------------------------------------
 
 def _exists(groups: ConsumerGroups, group: str) -> bool:
-    return group in groups.list_groups()
+    return groups.exists(group)
 
 
 def _state(description: GroupDescription) -> ConsumerGroupState:

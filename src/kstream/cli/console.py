@@ -20,6 +20,7 @@ from kstream.cli.common import cluster_options, parse_pairs, parse_properties, p
 from kstream.cli.formatter import MessageFormatter
 from kstream.cli.line_reader import LineReader
 from kstream.consumer import Consumer
+from kstream.error import KafkaError
 from kstream.message import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 from kstream.producer import Producer
 
@@ -164,6 +165,15 @@ def consume(ctx: click.Context, topic: str | None, topic_option: str | None, fro
             message = consumer.poll(timeout)
             if message is None:
                 break
+            error = message.error()
+            if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                # As kafka-console-consumer: an error halts (a record never prints as data).
+                out.flush()
+                click.echo(f"Processed a total of {seen} messages", err=True)
+                raise click.ClickException(f"{message.topic()}-{message.partition()} offset {message.offset()}: "
+                                           f"{error.str()}")
+            if error is not None:
+                continue
             printer.write(message, out)
             seen += 1
         out.flush()

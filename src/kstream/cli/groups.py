@@ -55,12 +55,11 @@ def _chosen(service: ConsumerGroups, group: str | None, more: tuple[str, ...], a
     named = list(dict.fromkeys(([group] if group else []) + list(more)))
     if all_groups and named:
         raise click.UsageError("give GROUP/--group or --all-groups, not both")
-    existing = service.list_groups()
     if all_groups:
-        return existing
+        return service.list_groups()
     if not named:
         raise click.UsageError("name a group (GROUP or --group G) or give --all-groups")
-    missing = [g for g in named if g not in existing]
+    missing = [g for g in named if not service.exists(g)]
     if must_exist and missing:
         raise click.ClickException(
             f"Consumer group {missing[0]!r} does not exist (it has no members and no committed "

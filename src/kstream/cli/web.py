@@ -42,17 +42,22 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
               help="Live tails open at once on the console (more are refused with 429).")
 @click.option("--max-tails-per-client", type=int, default=ConsoleLimits.tail_max_per_client, show_default=True,
               help="Live tails open at once per client address.")
+@click.option("--max-group-streams", type=int, default=ConsoleLimits.group_live_max, show_default=True,
+              help="Groups' live lag streams open at once on the console (more are refused with 429).")
+@click.option("--max-group-streams-per-client", type=int, default=ConsoleLimits.group_live_max_per_client,
+              show_default=True, help="Groups' live lag streams open at once per client address.")
 @click.pass_context
 def console_command(ctx: click.Context, cluster_options: tuple[str, ...], clusters_file: str | None, host: str,
                     port: int, read_only: bool, sample_interval_s: float, csv_dir: str | None,
                     decode_max_bytes: int, decode_max_items: int, decode_budget_ms: int, max_tails: int,
-                    max_tails_per_client: int) -> None:
+                    max_tails_per_client: int, max_group_streams: int, max_group_streams_per_client: int) -> None:
     """Serve the web console: topics, groups and lag, messages, reassignment, /metrics."""
     from kstream.web.clusters import check_clusters, parse_cluster_option, read_clusters_file
 
     limits = ConsoleLimits(decode_max_bytes=decode_max_bytes, decode_max_items=decode_max_items,
                            decode_budget_ms=decode_budget_ms, tail_max=max_tails,
-                           tail_max_per_client=max_tails_per_client)  # checked before anything is opened
+                           tail_max_per_client=max_tails_per_client, group_live_max=max_group_streams,
+                           group_live_max_per_client=max_group_streams_per_client)  # checked before anything opens
 
     refs = [parse_cluster_option(v) for v in cluster_options]
     if clusters_file:

@@ -25,15 +25,11 @@ settles such transactions first.
 Lag is computed from the table and the log, the Burrow way: right even when
 every consumer of the group is dead.
 
-Committed offsets belong to one incarnation of their topic (its topic id, see
-:class:`kstream.log.metadata.TopicInfo`): rows of a topic that was deleted, or
-deleted and created again, read as absent everywhere (``committed``, lag,
-describe, ``startingOffsets=group``), as Kafka drops a deleted topic's
-offsets, and the group's next commit drops them from the table. Tying rows to
-the id, not deleting them when the topic goes, needs no step that a crash
-could skip. A row without an id (written before kstream recorded them)
-counts for the topic that existed when it was committed: its commit time is
-not before the topic's creation.
+Committed offsets belong to one incarnation of their topic: rows of a
+deleted topic read as absent everywhere (committed, lag, describe, the group
+list, ``startingOffsets=group``), by the rule of
+:mod:`kstream.groups.topic_incarnations`, and the group's next commit drops
+them from the table.
 """
 
 from __future__ import annotations
@@ -52,16 +48,16 @@ from kstream.errors import (
     KStreamError,
     OffsetOutOfRangeError,
     PartitionNotFoundError,
-    TopicNotFoundError,
 )
 from kstream.group_names import check_group_name
 from kstream.groups.coordinator import Coordinator, Group, Member
 from kstream.groups.offsets_table import FILE_SCHEMA, Offsets, OffsetsTable
+from kstream.groups.topic_incarnations import TopicIncarnations
 from kstream.groups.txn_offsets import settle
 from kstream.log.cluster import Cluster
 from kstream.log.lock import PartitionLock
 from kstream.log.log_reader import LogReader
-from kstream.log.metadata import DataVersion, TopicInfo
+from kstream.log.metadata import TopicInfo
 
 _COMMIT_ATTEMPTS = 50  # concurrent commits of one group conflict; each conflict means one succeeded
 
@@ -119,7 +115,7 @@ class ConsumerGroups:
                                   cluster.metadata)
         self._hw_locks: dict[tuple[str, str, int], PartitionLock] = {}
         self._seen_hw: dict[tuple[str, str, int], int] = {}
-        self._topics: dict[str, tuple[DataVersion, TopicInfo]] = {}
+        self.incarnations = TopicIncarnations(cluster)  # which rows are of a topic that exists now
         self.identity = f"{socket.gethostname()}:{os.getpid()}"
 
     # -- committing -------------------------------------------------------------------
@@ -227,22 +223,11 @@ class ConsumerGroups:
 
     def _topic(self, name: str) -> TopicInfo:
         """Topic metadata, cached until the metadata database changes."""
-        version = self.cluster.metadata.data_version()
-        cached = self._topics.get(name)
-        if cached is None or cached[0] != version:
-            cached = self._topics[name] = (version, self.cluster.topic(name))
-        return cached[1]
+        return self.incarnations.topic(name)
 
     def _of_current_topic(self, topic: str, topic_id: str | None, commit_time: dt.datetime | None) -> bool:
-        """Is a row for the topic as it exists now (not for a deleted incarnation of it)?
-        See the module docstring."""
-        try:
-            info = self._topic(topic)
-        except TopicNotFoundError:
-            return False
-        if topic_id is not None:
-            return topic_id == info.topic_id
-        return commit_time is None or commit_time.timestamp() * 1000 >= info.created_ms
+        """Is a row for the topic as it exists now (not for a deleted incarnation of it)?"""
+        return self.incarnations.is_current(topic, topic_id, commit_time)
 
     def _current(self, rows: Offsets) -> Offsets:
         """``rows`` without those of deleted topic incarnations."""
@@ -320,7 +305,21 @@ class ConsumerGroups:
         return self._current(self.table.read(group, version, timestamp))
 
     def list_groups(self) -> list[str]:
-        return sorted(set(self.coordinator.list_groups()) | set(self.table.groups()))
+        """Groups with member rows, or with committed offsets of a topic that exists now. As
+        in Kafka, a group whose offsets went with their topic and that has no members is
+        gone: :meth:`describe` calls it Dead, and it is not listed."""
+        members = set(self.coordinator.list_groups())
+        with_offsets = {group for group in self.table.groups() if group not in members
+                        and self._has_current_offsets(group)}
+        return sorted(members | with_offsets)
+
+    def exists(self, group: str) -> bool:
+        """Would :meth:`list_groups` list ``group``? (Reads that group only.)"""
+        return self.coordinator.describe(group) is not None or self._has_current_offsets(group)
+
+    def _has_current_offsets(self, group: str) -> bool:
+        return any(self._of_current_topic(row["topic"], row["topic_id"], row["commit_time"])
+                   for row in self.table.rows(group).select(["topic", "topic_id", "commit_time"]).to_pylist())
 
     def lag(self, group: str, topics: Iterable[str] | None = None) -> list[PartitionLag]:
         """Per partition the group committed (or, with ``topics``, every partition of those)."""

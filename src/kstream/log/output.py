@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from kstream.log import format as fmt
+from kstream.log.element_count import row_elements
 from kstream.log.records import HEADER_TYPE, PayloadCodec
 from kstream.log.segment import Frame
 
@@ -170,15 +171,24 @@ _STORED, _CONSTANT, _OFFSET, _TIMESTAMP, _TIMESTAMP_TYPE = range(5)
 _INT64 = pa.int64()
 
 
-def to_python_records(stored: StoredBatch, typed: bool) -> tuple[Any, Any, Any, Any]:
-    """(keys, values, timestamps ms, headers) as iterables of Python objects, one per record."""
+def to_python_records(stored: StoredBatch, typed: bool, max_items: int
+                      ) -> tuple[Any, Any, Any, Any, dict[int, int]]:
+    """(keys, values, timestamps ms, headers) as iterables of Python objects, one per record,
+    and the records not converted: a typed value that would become more than ``max_items``
+    values (:mod:`kstream.log.element_count`) is None in ``values`` and its row index maps to
+    its count (a number past ``max_items``) in the last item."""
     batch = stored.batch
     n = batch.num_rows
     names = batch.schema.names
     keys = batch.column("key").to_pylist() if "key" in names else repeat(None, n)
+    too_large: dict[int, int] = {}
     if typed:
-        value_names = [name for name in names if name not in ("key", "timestamp", "headers")]
-        values: Any = batch.select(value_names).to_pylist()
+        value_columns = batch.select([name for name in names if name not in ("key", "timestamp", "headers")])
+        too_large = _too_large_rows(value_columns, max_items)
+        if too_large:  # convert the others one row at a time
+            values: Any = [None if i in too_large else value_columns.slice(i, 1).to_pylist()[0] for i in range(n)]
+        else:
+            values = value_columns.to_pylist()
     else:
         values = batch.column("value").to_pylist()
     if not stored.log_append_time and "timestamp" in names:
@@ -190,7 +200,17 @@ def to_python_records(stored: StoredBatch, typed: bool) -> tuple[Any, Any, Any, 
                         for h in batch.column("headers").to_pylist()]
     else:
         headers = repeat(None, n)
-    return keys, values, timestamps, headers
+    return keys, values, timestamps, headers, too_large
+
+
+def _too_large_rows(values: pa.RecordBatch, max_items: int) -> dict[int, int]:
+    """Row index -> element count of the rows over ``max_items``. One count of the whole batch
+    first: a batch within ``max_items`` in all has no such row (the common case, cheap:
+    counting reads lengths and offsets only)."""
+    if row_elements(values, max_items) <= max_items:
+        return {}
+    counts = ((i, row_elements(values.slice(i, 1), max_items)) for i in range(values.num_rows))
+    return {i: count for i, count in counts if count > max_items}
 
 
 def record_timestamps(stored: StoredBatch) -> np.ndarray:

@@ -28,10 +28,11 @@ the groups page re-reads only the commits made since.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from urllib.parse import unquote
@@ -45,6 +46,8 @@ from kstream.monitor.file_memo import FileMemo
 MAX_VERSIONS = 100_000
 DEFAULT_VERSIONS = 2_000
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+Current = Callable[[str, "str | None", "dt.datetime | None"], bool]
+"""Is a row (topic, topic id, commit time) of a topic as it exists now?"""
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,12 @@ class GroupCommit:
 
 
 def recent_commits(cluster_path: str, groups: Collection[str] | None = None, *,
-                   per_group: int, max_versions: int = DEFAULT_VERSIONS
+                   per_group: int, max_versions: int = DEFAULT_VERSIONS, current: Current | None = None
                    ) -> dict[str, list[GroupCommit]]:
     """The last ``per_group`` commits of each group (of ``groups``; None: every group met),
-    oldest first, found among the newest ``max_versions`` table versions."""
+    oldest first, found among the newest ``max_versions`` table versions. With ``current``
+    (:meth:`kstream.groups.topic_incarnations.TopicIncarnations.is_current`), a commit's
+    offsets leave out the rows it rejects: those of deleted topics."""
     if not 1 <= max_versions <= MAX_VERSIONS:
         raise ConfigError(f"max_versions={max_versions}: must be from 1 to {MAX_VERSIONS}")
     if per_group < 1:
@@ -90,7 +95,7 @@ def recent_commits(cluster_path: str, groups: Collection[str] | None = None, *,
     for group, entries in found.items():
         commits = []
         for version, ts_ms, path in entries:  # newest first
-            offsets = _read_offsets(os.path.join(table, path))
+            offsets = _read_offsets(os.path.join(table, path), current)
             if offsets is None:
                 break  # vacuumed: history starts after it
             commits.append(GroupCommit(version, ts_ms, offsets))
@@ -129,18 +134,28 @@ def _parse_commit(path: str) -> tuple[str | None, int, str | None]:
     return group, ts_ms, None if added is None else unquote(added)
 
 
-def _read_offsets(path: str) -> Mapping[tuple[str, int], int] | None:
+def _read_offsets(path: str, current: Current | None) -> Mapping[tuple[str, int], int] | None:
+    """The offsets a data file stored (those ``current`` keeps); None when vacuumed."""
     try:
-        return _OFFSETS.get(path)
+        rows = _OFFSETS.get(path)
     except FileNotFoundError:
         return None  # vacuumed
+    return MappingProxyType({(topic, partition): offset for topic, partition, offset, topic_id, commit_time in rows
+                             if current is None or current(topic, topic_id, commit_time)})
 
 
-def _parse_offsets(path: str) -> Mapping[tuple[str, int], int]:
-    table = pq.read_table(path, columns=["topic", "partition", "offset"], use_threads=False)
-    rows = table.to_pydict()
-    return MappingProxyType({(t, int(p)): int(o) for t, p, o in zip(rows["topic"], rows["partition"],
-                                                                     rows["offset"], strict=True)})
+_Row = tuple[str, int, int, "str | None", "dt.datetime | None"]
+
+
+def _parse_offsets(path: str) -> tuple[_Row, ...]:
+    """(topic, partition, offset, topic id, commit time) of each row; a file written before
+    topic ids were recorded has no topic_id column (read as None)."""
+    names = pq.read_schema(path).names
+    columns = ["topic", "partition", "offset", "commit_time", *(["topic_id"] if "topic_id" in names else [])]
+    rows = pq.read_table(path, columns=columns, use_threads=False).to_pydict()
+    ids = rows.get("topic_id", [None] * len(rows["topic"]))
+    return tuple((t, int(p), int(o), i, c) for t, p, o, i, c in zip(rows["topic"], rows["partition"], rows["offset"],
+                                                                     ids, rows["commit_time"], strict=True))
 
 
 MAX_MEMO_FILES = 10_000
@@ -148,4 +163,4 @@ MAX_MEMO_FILES = 10_000
 Burrow's window of 10 commits fit. A commit entry is a few hundred bytes; an offsets
 entry is about 100 bytes per partition the group committed."""
 _COMMITS: FileMemo[tuple[str | None, int, str | None]] = FileMemo(_parse_commit, MAX_MEMO_FILES)
-_OFFSETS: FileMemo[Mapping[tuple[str, int], int]] = FileMemo(_parse_offsets, MAX_MEMO_FILES)
+_OFFSETS: FileMemo[tuple[_Row, ...]] = FileMemo(_parse_offsets, MAX_MEMO_FILES)

@@ -120,7 +120,8 @@ def group_lag(cluster_path: str, group: str, now_ms: int | None = None, *,
     service = SharedReadsGroups(cluster, reads)
     try:
         description = service.describe(group)
-        commits = recent_commits(cluster_path, [group], per_group=window).get(group, [])
+        commits = recent_commits(cluster_path, [group], per_group=window,
+                                 current=service.incarnations.is_current).get(group, [])
         ends = _sampled_ends(cluster_path, commits, now_ms)
         return _group_lag(reads, description, commits, ends, now_ms, window, min_distance_ms)
     finally:
@@ -159,7 +160,8 @@ def all_groups_lag(cluster: Cluster, now_ms: int | None = None, *, window: int =
         names = service.list_groups()
         if len(names) > MAX_GROUPS:
             raise KStreamError(f"{len(names)} groups; an evaluation handles at most {MAX_GROUPS}")
-        history_by_group = recent_commits(cluster.path, names, per_group=window)
+        history_by_group = recent_commits(cluster.path, names, per_group=window,
+                                          current=service.incarnations.is_current)
         ends = _sampled_ends(cluster.path, [c for cs in history_by_group.values() for c in cs],
                              now_ms)
         return [_group_lag(reads, service.describe(name), history_by_group.get(name, []), ends,

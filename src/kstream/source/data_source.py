@@ -127,7 +127,8 @@ class KStreamBatchReader(DataSourceReader):
 
             def resolve(spec: OffsetSpec, missing: int) -> planning.Offsets:
                 return planning.resolve(cluster, spec, tps, missing, self.options.isolation_level,
-                                        self.options.group_id, _fallback(self.options), known)
+                                        self.options.group_id, _fallback(self.options), known,
+                                        self.options.fail_on_data_loss)
 
             start = resolve(self.options.starting_offsets, EARLIEST)
             end = resolve(self.options.ending_offsets, LATEST)
@@ -198,7 +199,8 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tps = planning.topic_partitions(self.cluster, self.options)
         planning.check_covers_selection("startingOffsets", self.options.starting_offsets, tps)
         return planning.resolve(self.cluster, self.options.starting_offsets, tps, EARLIEST,
-                                self.options.isolation_level, self.options.group_id, _fallback(self.options))
+                                self.options.isolation_level, self.options.group_id, _fallback(self.options),
+                                fail_on_data_loss=self.options.fail_on_data_loss)
 
     def _group_member(self) -> tuple[ConsumerGroups, str, int]:
         """Claim the group once per run of the query (fencing any earlier query)."""
@@ -226,10 +228,14 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return planning.resolve(self.cluster, "latest", tps, LATEST, self.options.isolation_level)
 
     def _available(self, start: dict) -> planning.Offsets:
-        latest = self._reported_latest = self._latest()
-        for topic, partitions in latest.items():
-            for partition in partitions:
-                start.setdefault(topic, {}).setdefault(partition, 0)  # new partitions: from the start
+        self._reported_latest = self._latest()
+        latest: planning.Offsets = {}
+        for topic, partitions in self._reported_latest.items():
+            for partition, end in partitions.items():
+                begun = start.setdefault(topic, {}).setdefault(partition, 0)  # new partitions: from the start
+                # A group's offset between the LSO/HW and the log end is a valid start: the
+                # partition waits there, its end never planned behind its start.
+                latest.setdefault(topic, {})[partition] = max(end, begun)
         return latest
 
     def prepareForTriggerAvailableNow(self) -> None:

@@ -6,6 +6,7 @@ Offsets travel as the Spark Kafka connector writes them: ``{"topic": {"0": 23}}`
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -21,6 +22,8 @@ from kstream.log.isolation import Isolation
 from kstream.log.transactions import TransactionStore
 from kstream.message import TopicPartition
 from kstream.source.options import EARLIEST, LATEST, GroupPosition, OffsetSpec, ReaderOptions, TimestampPosition
+
+log = logging.getLogger(__name__)
 
 Offsets = dict[str, dict[str, int]]
 
@@ -145,17 +148,20 @@ def timestamp_offsets(cluster: Cluster, spec: TimestampPosition, tps: list[tuple
 
 def resolve(cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]],
             missing: int, isolation_level: str = "read_committed", group: str | None = None,
-            group_fallback: int = LATEST, known_bounds: dict[tuple[str, int], tuple[int, int]] | None = None
-            ) -> Offsets:
+            group_fallback: int = LATEST, known_bounds: dict[tuple[str, int], tuple[int, int]] | None = None,
+            fail_on_data_loss: bool = True) -> Offsets:
     """Concrete offsets for ``tps``: 'earliest'/'latest', JSON with -2/-1 per partition, or a
     group's committed offsets. Partitions the JSON leaves out take ``missing`` (EARLIEST or
     LATEST); partitions a group never committed take ``group_fallback`` now, and EARLIEST in a
-    historical position (the group had read nothing of them by then). ``known_bounds`` keeps
-    each partition's bounds between calls that plan one read (its start and its end)."""
+    historical position (the group had read nothing of them by then). A group's offset out of
+    the log's range is settled by :func:`group_offset_in_range`. ``known_bounds`` keeps each
+    partition's bounds between calls that plan one read (its start and its end)."""
+    committed_by: str | None = None
     if isinstance(spec, GroupPosition):
         assert group is not None
         missing = EARLIEST if spec.historical else group_fallback
         spec = group_offsets(cluster, group, spec)
+        committed_by = group
     elif isinstance(spec, TimestampPosition):
         spec = timestamp_offsets(cluster, spec, tps)
     result: Offsets = {}
@@ -170,15 +176,61 @@ def resolve(cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]],
             if known_bounds is not None:
                 known_bounds[(topic, partition)] = found
         start, end = found
+        if committed_by is not None and wanted >= 0:
+            wanted = group_offset_in_range(cluster, committed_by, topic, partition, wanted, found,
+                                           group_fallback, fail_on_data_loss)
         if wanted < 0:
             wanted = start if wanted == EARLIEST else end
-        elif wanted > end:
+        elif wanted > end and committed_by is None:
             held = f"offsets {start}..{end - 1}" if end > start else f"no readable records (next offset {end})"
             raise OffsetOutOfRangeError(
                 f"offset {wanted} of {topic}-{partition} does not exist yet: it has {held}; "
                 f"use -1 for latest or an offset up to {end}")
         result.setdefault(topic, {})[str(partition)] = wanted
     return result
+
+
+def group_offset_in_range(cluster: Cluster, group: str, topic: str, partition: int, offset: int,
+                          found: tuple[int, int], reset: int, fail_on_data_loss: bool) -> int:
+    """A group's committed ``offset`` of a partition whose bounds are ``found`` (log start, end
+    a reader may read to), as the Consumer takes a committed position (docs/GROUPS.md): up to
+    the log end offset it is kept, even past ``end`` (between the HW/LSO and the LEO the read
+    waits for it); past the LEO it takes ``reset`` (auto.offset.reset: EARLIEST or LATEST),
+    nothing of the log being lost. Below the log start, retention deleted records the group had
+    not read: with ``fail_on_data_loss`` that is an OffsetOutOfRangeError (the Kafka
+    connector's failOnDataLoss promise), else it takes ``reset`` as the Consumer does."""
+    start, end = found
+    if start <= offset <= end:
+        return offset
+    if offset > end:
+        log_end = _log_end_offset(cluster, topic, partition)
+        if offset <= log_end:
+            return offset
+        log.warning("group %r's committed offset %d of %s-%d is past the log end offset %d; "
+                    "auto.offset.reset moves it to %s", group, offset, topic, partition, log_end,
+                    "the log start" if reset == EARLIEST else "the end")
+        return reset
+    if fail_on_data_loss:
+        raise OffsetOutOfRangeError(
+            f"group {group!r}'s committed offset {offset} of {topic}-{partition} is below the log start "
+            f"offset {start}: retention deleted offsets {offset}..{start - 1} before the group read them; "
+            "set failOnDataLoss=false to start such partitions from auto.offset.reset instead, or reset "
+            "the group's offsets (kstream groups reset-offsets)")
+    log.warning("group %r's committed offset %d of %s-%d is below the log start offset %d (deleted by "
+                "retention); auto.offset.reset moves it to %s (failOnDataLoss=false)", group, offset, topic,
+                partition, start, "the log start" if reset == EARLIEST else "the end")
+    return reset
+
+
+def _log_end_offset(cluster: Cluster, topic: str, partition: int) -> int:
+    """The partition's log end offset (LEO) on its leader."""
+    handle = cluster.partition(topic, partition)
+    reader = handle.reader(check_crcs=False)
+    try:
+        return reader.log_end_offset()
+    finally:
+        reader.close()
+        handle.close()
 
 
 def ranges(cluster_path: str, start: Offsets, end: Offsets, fail_on_data_loss: bool,

@@ -33,10 +33,10 @@ import pyarrow as pa
 from kstream.consumer import Consumer
 from kstream.error import KafkaError
 from kstream.errors import ConfigError
+from kstream.log.element_count import row_elements
 from kstream.message import Message, TopicPartition
 from kstream.web.avro_bounds import AvroBoundsError, check_avro
 from kstream.web.limits import ConsoleLimits
-from kstream.web.typed_rows import row_elements
 
 MAX_RECORDS = 500
 POLL_TIMEOUT_S = 0.2
@@ -193,8 +193,10 @@ def row_of(message: Message, decoding: str, avro: AvroSchema | None = None,
     headers = tuple((name, show(value, plain, None, budget)) for name, value in (message.headers() or []))
     partition, offset = message.partition(), message.offset()
     assert partition is not None and offset is not None
-    return Row(partition, offset, message.timestamp()[1], show(message.key(), plain, None, budget),
-               show(message.value(), decoding, avro, budget), headers)
+    error = message.error()  # e.g. a typed value past decode.max.items: the consumer did not convert it
+    value = show(message.value(), decoding, avro, budget) if error is None else Shown(
+        f"not decodable: {error.str()}", "error")
+    return Row(partition, offset, message.timestamp()[1], show(message.key(), plain, None, budget), value, headers)
 
 
 def browse(cluster_path: str, request: BrowseRequest, limits: ConsoleLimits | None = None) -> list[Row]:
@@ -236,7 +238,7 @@ _NOT_VALUE_COLUMNS = frozenset(("key", "topic", "partition", "offset", "timestam
 
 def _typed_rows(consumer: Consumer, request: BrowseRequest, count: int, budget: DecodeBudget) -> Iterator[Row]:
     """A typed topic's records, read as Arrow (``poll_batch``) and converted to Python one row
-    at a time, each only once :func:`~kstream.web.typed_rows.row_elements` finds it within
+    at a time, each only once :func:`~kstream.log.element_count.row_elements` finds it within
     ``decode.max.items`` (``Consumer.poll`` would convert a whole batch first, however many
     values its zero-width columns hold). Stops at the high watermark read at the start."""
     end = consumer.get_watermark_offsets(TopicPartition(request.topic, request.partition))[1]

@@ -4,8 +4,8 @@ The pages call the CLI's code, so they fail with the CLI's errors and messages:
 a :class:`KStreamError` or a ``click.ClickException`` raised by a CLI helper
 (``parse_pairs``, ``group_reset.scope``). Either renders as the error page with
 the message, status 404 for something that does not exist, 409 for a conflict
-(exists already, a busy group, a fenced writer), 429 for a live tail past the
-console's caps, 400 otherwise; never a 500. A
+(exists already, a busy group, a fenced writer), 429 for a live stream (a tail, a
+group's live lag) past the console's caps, 400 otherwise; never a 500. A
 parameter that does not parse (``partition=abc``) is a 400 box too, except on the
 JSON routes (``/api/``), which keep FastAPI's 422 document.
 """
@@ -27,8 +27,8 @@ from kstream.errors import (
     TopicExistsError,
     TopicNotFoundError,
 )
+from kstream.web.live_slots import TooManyLiveStreamsError
 from kstream.web.state import ClusterNameError, render
-from kstream.web.tails import TooManyTailsError
 
 NOT_FOUND: tuple[type[KStreamError], ...] = (TopicNotFoundError, PartitionNotFoundError, GroupNotFoundError,
                                              ClusterNameError)
@@ -40,7 +40,7 @@ def status_of(err: Exception) -> int:
         return 404
     if isinstance(err, CONFLICT):
         return 409
-    if isinstance(err, TooManyTailsError):
+    if isinstance(err, TooManyLiveStreamsError):
         return 429
     return 400
 

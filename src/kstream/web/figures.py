@@ -57,7 +57,7 @@ def group_view(ref: ClusterRef, group: str) -> GroupView:
     from kstream.monitor.lag import group_lag
 
     with open_groups(ref) as service:
-        if group not in service.list_groups():
+        if not service.exists(group):
             raise GroupNotFoundError(
                 f"Consumer group {group!r} does not exist (it has no members and no committed "
                 "offsets). List groups with `kstream groups list`.")

@@ -1,4 +1,4 @@
-"""The console's limits on what one request may cost: decoding and live tails.
+"""The console's limits on what one request may cost: decoding and live streams.
 
 A GET needs no write permission, and an ``<img src>`` on any page the operator
 visits can send one, so a read-only console must bound the work a GET can ask
@@ -14,6 +14,9 @@ console`` sets them from its options (docs/CONSOLE.md "Limits").
   still listed, each saying it was not decoded.
 * ``tail.max`` / ``tail.max.per.client``: live tails open at once on the console and per
   client address (each holds a consumer and a polling thread).
+* ``group.live.max`` / ``group.live.max.per.client``: the same for groups' live lag streams
+  (each reads the group's offsets and its partitions' ends on a thread every few seconds).
+  Both kinds are counted by :mod:`kstream.web.live_slots`.
 """
 
 from __future__ import annotations
@@ -30,7 +33,11 @@ OPTIONS: dict[str, tuple[str, int, int, str]] = {
     "decode.budget.ms": ("decode_budget_ms", 10, 60_000, "--decode-budget-ms"),
     "tail.max": ("tail_max", 1, 1024, "--max-tails"),
     "tail.max.per.client": ("tail_max_per_client", 1, 1024, "--max-tails-per-client"),
+    "group.live.max": ("group_live_max", 1, 1024, "--max-group-streams"),
+    "group.live.max.per.client": ("group_live_max_per_client", 1, 1024, "--max-group-streams-per-client"),
 }
+# (cap, per-client cap) pairs: a per-client cap above its console-wide cap is refused
+_PAIRS = (("tail.max", "tail.max.per.client"), ("group.live.max", "group.live.max.per.client"))
 
 
 @dataclass(frozen=True)
@@ -43,15 +50,19 @@ class ConsoleLimits:
     decode_budget_ms: int = 2_000
     tail_max: int = 32
     tail_max_per_client: int = 4
+    group_live_max: int = 32
+    group_live_max_per_client: int = 8
 
     def __post_init__(self) -> None:
         for name, (attribute, low, high, flag) in OPTIONS.items():
             value = getattr(self, attribute)
             if value.__class__ is not int or not low <= value <= high:  # a bool is not a count
                 raise ConfigError(f"{name} {value!r} ({flag}): give an integer {low}..{high}")
-        if self.tail_max_per_client > self.tail_max:
-            raise ConfigError(f"tail.max.per.client {self.tail_max_per_client} (--max-tails-per-client) is "
-                              f"more than tail.max {self.tail_max} (--max-tails): give at most {self.tail_max}")
+        for cap, per_client in _PAIRS:
+            most, each = getattr(self, OPTIONS[cap][0]), getattr(self, OPTIONS[per_client][0])
+            if each > most:
+                raise ConfigError(f"{per_client} {each} ({OPTIONS[per_client][3]}) is more than {cap} {most} "
+                                  f"({OPTIONS[cap][3]}): give at most {most}")
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ConsoleLimits:

@@ -28,9 +28,9 @@ from kstream.errors import ConfigError
 from kstream.message import TopicPartition
 from kstream.web import figures
 from kstream.web.browser import DECODINGS, MAX_RECORDS, BrowseRequest, DecodeBudget, Row, browse, row_of
+from kstream.web.live_slots import LiveSlot
 from kstream.web.sse import event, stream_response
 from kstream.web.state import render, state_of
-from kstream.web.tails import TailSlot
 
 router = APIRouter()
 TAIL_MAX_EVENTS = 10_000
@@ -78,7 +78,7 @@ async def tail(request: Request, cluster: str, topic: str, partition: int = 0, o
     """SSE: new records of one partition as table rows (event ``record``); a ``: waiting``
     comment when nothing arrived for a while, so proxies keep the stream open. At most
     ``tail.max`` tails at once on the console and ``tail.max.per.client`` per client address
-    (:mod:`kstream.web.tails`): past either, 429 before anything is opened."""
+    (:mod:`kstream.web.live_slots`): past either, 429 before anything is opened."""
     console = state_of(request)
     ref = console.cluster(cluster)
     if decoding == "avro":
@@ -88,7 +88,8 @@ async def tail(request: Request, cluster: str, topic: str, partition: int = 0, o
     executor = console.tails.executor()  # one thread per slot: a tail never waits for one
 
     def open_consumer() -> Consumer:
-        consumer = Consumer({"cluster": ref.path, "enable.partition.eof": False})
+        consumer = Consumer({"cluster": ref.path, "enable.partition.eof": False,
+                             "decode.max.items": console.limits.decode_max_items})  # typed values: the page's bound
         try:
             consumer.cluster.partition(topic, partition).close()  # TopicNotFound/PartitionNotFound: 404 now
             consumer.assign([TopicPartition(topic, partition, -1 if offset is None else offset)])
@@ -150,7 +151,7 @@ def _close_opened(opening: concurrent.futures.Future[Consumer]) -> None:
         opening.result().close()
 
 
-def _close(consumer: Consumer, slot: TailSlot) -> None:
+def _close(consumer: Consumer, slot: LiveSlot) -> None:
     """Close a tail's consumer and give back its slot, once (the stream's end or its finalizer)."""
     if slot.release():
         consumer.close()

@@ -14,10 +14,13 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import weakref
 from collections.abc import AsyncIterator
 from typing import Annotated
 from urllib.parse import quote
 
+import anyio
 import click
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
@@ -27,7 +30,7 @@ from kstream.errors import ConfigError
 from kstream.group_names import check_group_name
 from kstream.web import figures
 from kstream.web.clusters import ClusterRef, open_groups
-from kstream.web.sse import LIVE_INTERVAL_S, MAX_LIVE_EVENTS, event, stream_response
+from kstream.web.sse import LIVE_INTERVAL_S, LIVE_MIN_INTERVAL_S, MAX_LIVE_EVENTS, event, stream_response
 from kstream.web.state import render, state_of
 
 router = APIRouter()
@@ -59,26 +62,51 @@ def group_page(request: Request, cluster: str, group: str, done: str | None = No
 @router.get("/c/{cluster}/groups/{group}/live")
 async def group_live(request: Request, cluster: str, group: str,
                      max_events: Annotated[int, Query(ge=1, le=MAX_LIVE_EVENTS)] = MAX_LIVE_EVENTS,
-                     interval_s: Annotated[float, Query(ge=0.1, le=60)] = LIVE_INTERVAL_S
+                     interval_s: Annotated[float, Query(ge=LIVE_MIN_INTERVAL_S, le=60)] = LIVE_INTERVAL_S
                      ) -> StreamingResponse:
-    """SSE: event ``lag`` with the group's offsets table (HTML), every ``interval_s``."""
+    """SSE: event ``lag`` with the group's offsets table (HTML), every ``interval_s`` (at least
+    :data:`LIVE_MIN_INTERVAL_S`: each event reads the group's offsets and its partitions).
+    At most ``group.live.max`` such streams at once on the console and
+    ``group.live.max.per.client`` per client address, each reading on a thread of their own
+    (:mod:`kstream.web.live_slots`): past either, 429 before anything is read."""
     console = state_of(request)
     ref = console.cluster(cluster)
     name = check_group_name(group)
     templates = console.templates
-    first = await asyncio.to_thread(figures.group_view, ref, name)  # a missing group: 404 before streaming
+    slot = console.group_streams.acquire(request.client.host if request.client else "unknown")
+    executor = console.group_streams.executor()  # one thread per slot: a stream never waits for one
+    try:  # a missing group: 404 before streaming
+        first = await asyncio.wrap_future(executor.submit(figures.group_view, ref, name))
+    except BaseException:
+        slot.release()
+        raise
 
     async def events() -> AsyncIterator[str]:
-        for number in range(max_events):
-            if number:
-                await asyncio.sleep(interval_s)
-                if await request.is_disconnected():
-                    return
-            view = first if number == 0 else await asyncio.to_thread(figures.group_view, ref, name)
-            html = templates.get_template("group_offsets.html").render(view=view, cluster_name=cluster)
-            yield event("lag", html)
+        reading: concurrent.futures.Future[figures.GroupView] | None = None
+        try:
+            for number in range(max_events):
+                view = first
+                if number:
+                    await asyncio.sleep(interval_s)
+                    if await request.is_disconnected():
+                        return
+                    reading = executor.submit(figures.group_view, ref, name)
+                    view = await asyncio.wrap_future(reading)
+                html = templates.get_template("group_offsets.html").render(view=view, cluster_name=cluster)
+                yield event("lag", html)
+        finally:
+            # A disconnect cancels the await, not the read on its thread: the slot (and with it
+            # the thread) is given back once the read is over, shielded from the cancel.
+            with anyio.CancelScope(shield=True):
+                if reading is not None:
+                    await asyncio.wait([asyncio.wrap_future(reading)])
+            slot.release()
 
-    return stream_response(events())
+    stream = events()
+    # A stream never started (the client left before the response began) runs no finally:
+    # its slot is given back when the generator is collected.
+    weakref.finalize(stream, slot.release)
+    return stream_response(stream)
 
 
 def _plan(ref: ClusterRef, group: str, method: str, value: str | None, topics: list[str],

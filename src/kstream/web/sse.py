@@ -14,6 +14,7 @@ from fastapi.responses import StreamingResponse
 
 MAX_LIVE_EVENTS = 720  # one hour at the default interval; htmx reconnects after
 LIVE_INTERVAL_S = 5.0
+LIVE_MIN_INTERVAL_S = 1.0  # the shortest interval a client may ask for: each event costs a read
 
 
 def event(name: str, data: str) -> str:

@@ -3,7 +3,7 @@
 :class:`ConsoleState` is built once by :func:`kstream.web.app.create_app` and
 kept on ``app.state.console``; routes reach it with :func:`state_of`. It holds
 configuration (cluster refs, flags, limits, the samplers the console runs) and the
-live tails' slots and threads, never an open cluster: each request opens what it
+live streams' slots and threads (tails, groups' live lag), never an open cluster: each request opens what it
 reads and closes it.
 """
 
@@ -24,7 +24,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from kstream.errors import KStreamError
 from kstream.web.clusters import ClusterRef
 from kstream.web.limits import ConsoleLimits
-from kstream.web.tails import TailSlots
+from kstream.web.live_slots import LiveKind, LiveSlots
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 THEMES = ("auto", "light", "dark")
@@ -41,7 +41,8 @@ class ConsoleState:
     read_only: bool
     samplers: Mapping[str, Any] = field(default_factory=dict)
     limits: ConsoleLimits = field(default_factory=ConsoleLimits)
-    tails: TailSlots = field(init=False)
+    tails: LiveSlots = field(init=False)  # topic tails
+    group_streams: LiveSlots = field(init=False)  # groups' live lag
     templates: Jinja2Templates = field(init=False)
     vendored: bool = field(init=False)  # htmx/uPlot present (scripts/vendor_web_assets.py ran)
 
@@ -52,7 +53,12 @@ class ConsoleState:
         env.filters["when"] = when
         env.filters["tojson_compact"] = lambda value: json.dumps(value, separators=(",", ":"))
         self.templates = Jinja2Templates(env=env)
-        self.tails = TailSlots(self.limits)
+        limits = self.limits
+        self.tails = LiveSlots(LiveKind("live tails", limits.tail_max, limits.tail_max_per_client, "--max-tails",
+                                        "--max-tails-per-client", "a tab showing messages", "kstream-tail"))
+        self.group_streams = LiveSlots(LiveKind(
+            "live group streams", limits.group_live_max, limits.group_live_max_per_client, "--max-group-streams",
+            "--max-group-streams-per-client", "a group page (its live lag)", "kstream-group-live"))
         self.vendored = os.path.isfile(os.path.join(HERE, "static", "vendor", "htmx.min.js"))
 
     def cluster(self, name: str) -> ClusterRef:

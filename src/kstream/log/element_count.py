@@ -5,9 +5,10 @@ bytes at all: a ``list<null>`` of a billion nulls is a pair of 4-byte offsets
 (the null child has no buffers), as is a list of empty structs or of
 ``fixed_size_binary(0)``. A consumer converting such a record to Python builds a
 billion objects (396 bytes on disk became 20 million ``None`` in 2.8 s and
-160 MiB). The message browser therefore reads typed topics as Arrow batches and
-converts one row at a time, after :func:`count_elements` says the row is within
-``decode.max.items``.
+160 MiB). So a typed record becomes Python objects only once :func:`row_elements`
+says it is within a named limit: ``decode.max.items`` of the Consumer
+(:func:`kstream.log.output.to_python_records`, for ``poll()``/``consume()`` and
+``kstream consume``) and of the console's message browser.
 
 Counting reads only lengths and offsets: slicing and ``flatten`` are zero-copy,
 so it costs the row's nesting, plus one step per dictionary index and per
