@@ -224,27 +224,85 @@ def test_a_consumer_polling_through_an_expiry_sees_each_record_once(stuck):
     assert seen == COMMITTED_VIEW[1]
 
 
-@pytest.mark.xfail(strict=True, reason="not done in item 7: ConsumerGroups.lag()/describe()/committed() settle "
-                   "(kstream.groups.txn_offsets.settle) by finishing a decided commit that carries the group's "
-                   "offsets (markers, Delta commit); a read-only describe should overlay its pending offsets "
-                   "instead. Left for the groups code (item 4's branch touches the same read paths)")
-def test_groups_describe_writes_nothing_on_a_decided_commit_carrying_the_groups_offsets(stuck_with_group):
+def decided_etl(path: str) -> Producer:
+    """A transaction carrying group "g"'s offset 2 for txn-0 (the table holds 1), decided to
+    commit by a producer that "died" before its markers and Delta commit; the producer."""
     from kstream.groups.txn_offsets import ConsumerGroupMetadata
 
-    producer = Producer({"cluster": stuck_with_group, "transactional.id": "etl", "linger.ms": 0})
+    producer = Producer({"cluster": path, "transactional.id": "etl", "linger.ms": 0})
     producer.init_transactions()
     producer.begin_transaction()
     producer.produce("txn", b"etl-out", partition=0)
     producer.send_offsets_to_transaction([TopicPartition("txn", 0, 2)], ConsumerGroupMetadata("g"))
     store = TransactionStore.for_cluster(producer.cluster)
     store.prepare("etl", store.get("etl").epoch, commit=True)  # ... and "died" before its markers
+    return producer
+
+
+def etl_state(path: str) -> str:
+    cluster = Cluster.open(path)
+    try:
+        return TransactionStore(cluster.metadata).get("etl").state
+    finally:
+        cluster.close()
+
+
+def test_groups_describe_writes_nothing_on_a_decided_commit_carrying_the_groups_offsets(stuck_with_group):
+    from kstream.admin import AdminClient, ConsumerGroupTopicPartitions
+    from kstream.groups import ConsumerGroups
+
+    producer = decided_etl(stuck_with_group)
     before = snapshot(stuck_with_group)
     try:
-        result = CliRunner().invoke(cli, ["--cluster", stuck_with_group, "groups", "describe", "g"],
+        result = CliRunner().invoke(cli, ["--cluster", stuck_with_group, "groups", "describe", "g", "--json"],
                                     catch_exceptions=False)
         assert result.exit_code == 0, result.output
+        assert '"committed": 2' in result.output, result.output
+        groups = ConsumerGroups(Cluster.open(stuck_with_group))
+        try:  # the decided offsets laid over the table, on every read path
+            assert groups.committed("g")[("txn", 0)].offset == 2
+            assert groups.committed("g", require_stable=False)[("txn", 0)].offset == 2
+            assert [(p.partition, p.committed) for p in groups.lag("g")] == [(0, 2)]
+            assert groups.describe("g").partitions[0].committed == 2
+        finally:
+            groups.close()
+            groups.cluster.close()
+        with AdminClient({"cluster": stuck_with_group}) as client:
+            listed = client.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g")])["g"].result()
+            assert [(tp.partition, tp.offset) for tp in listed.topic_partitions] == [(0, 2)]
+        with Consumer({"cluster": stuck_with_group, "group.id": "g"}) as consumer:
+            assert consumer.committed([TopicPartition("txn", 0)])[0].offset == 2
         assert snapshot(stuck_with_group) == before
+        assert etl_state(stuck_with_group) == "PrepareCommit"
     finally:
+        producer.close()
+
+
+def test_a_joining_member_starts_at_a_decided_commits_offsets_and_its_commit_rolls_it_forward(stuck_with_group):
+    """Joining writes the member's rows, but its read of the starting offsets is a read: it
+    sees the decided offsets without finishing the transaction. Its own commit (a write of the
+    group's offsets) finishes the transaction first, so the transaction's offsets never land
+    over the member's later commit, whoever finishes it after."""
+    producer = decided_etl(stuck_with_group)
+    consumer = Consumer({"cluster": stuck_with_group, "group.id": "g", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    try:
+        positions: dict[int, int] = {}
+        consumer.subscribe(["txn"], on_assign=lambda c, tps: positions.update(
+            (tp.partition, tp.offset) for tp in c.position(tps)))
+        limit = time.monotonic() + 10
+        while not positions:
+            assert time.monotonic() < limit, "never assigned"
+            consumer.poll(0.05)
+        assert positions[0] == 2  # not the table's 1: the decided commit's offset
+        assert etl_state(stuck_with_group) == "PrepareCommit"  # ... and it was not finished
+        consumer.commit(offsets=[TopicPartition("txn", 0, 3)], asynchronous=False)
+        assert etl_state(stuck_with_group) == "CompleteCommit"  # finished before the commit
+        with Producer({"cluster": stuck_with_group, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
+            writer.init_transactions()  # the expiry passes by: nothing left to apply
+        assert consumer.committed([TopicPartition("txn", 0)])[0].offset == 3
+    finally:
+        consumer.close()
         producer.close()
 
 

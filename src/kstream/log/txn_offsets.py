@@ -30,7 +30,7 @@ import socket
 import sqlite3
 from dataclasses import dataclass
 
-from kstream.log.transactions import LIVE, TransactionState, TransactionStore
+from kstream.log.transactions import LIVE, PREPARE_COMMIT, TransactionState, TransactionStore
 
 OffsetRow = tuple[str, int, int, "str | None", "int | None"]  # topic, partition, offset, metadata, leader epoch
 
@@ -141,6 +141,19 @@ def of_group(store: TransactionStore, group: str) -> list[tuple[PendingOffsets, 
         f"WHERE p.group_id = ? AND t.state IN ({live}) ORDER BY p.transactional_id",
         (group, *LIVE)).fetchall()
     return [(_pending(r[0], *r[1:]), store.get(r[0])) for r in rows]
+
+
+def decided_of_group(connection: sqlite3.Connection, group: str) -> list[PendingOffsets]:
+    """Pending offsets for ``group`` of transactions decided to commit (PrepareCommit), their
+    markers or offsets not written yet, in transactional id order (the order
+    :func:`kstream.groups.txn_offsets.roll_forward` applies them). One indexed read, one
+    snapshot: the row and its decision together. Writes nothing."""
+    rows = connection.execute(
+        "SELECT p.transactional_id, p.group_id, p.member_id, p.generation, p.sequence, p.offsets, p.host, p.pid, "
+        "p.process_start "
+        "FROM transaction_offsets p JOIN transactions t ON t.transactional_id = p.transactional_id "
+        "WHERE p.group_id = ? AND t.state = ? ORDER BY p.transactional_id", (group, PREPARE_COMMIT)).fetchall()
+    return [_pending(r[0], *r[1:]) for r in rows]
 
 
 def has_pending(connection: sqlite3.Connection, transactional_id: str) -> bool:
