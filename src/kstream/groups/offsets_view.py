@@ -32,7 +32,6 @@ so a later commit is never covered by an older transaction's offsets.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 
 from kstream.groups.offsets_table import CommittedOffset, Offsets, OffsetsTable
@@ -69,9 +68,4 @@ def current_offsets(table: OffsetsTable, metadata: Metadata, group: str,
 def decided_offsets(metadata: Metadata, group: str) -> list[txn_offsets.PendingOffsets]:
     """The pending offsets of decided commits for ``group``; none on a cluster whose
     transaction tables were never made (no transaction ever ran: readers create nothing)."""
-    try:
-        return txn_offsets.decided_of_group(metadata.connection, group)
-    except sqlite3.OperationalError as err:
-        if "no such table" in str(err):
-            return []
-        raise
+    return txn_offsets.decided_of_group(metadata, group)
