@@ -123,9 +123,8 @@ def test_read_only_commands_write_nothing_on_unfinished_transactions(stuck, comm
 
 @pytest.mark.parametrize("command", GROUP_COMMANDS, ids=" ".join)
 def test_group_commands_write_nothing_on_unfinished_transactions(stuck_with_group, command):
-    # On a cluster with no group yet, `groups list` creates the group tables (schema) and may
-    # create the offsets table: read paths that create group state are item 4 (branch
-    # fix-groupsfix); this test takes a cluster that has them.
+    # A cluster that has the group tables and the offsets table; one that never had a group:
+    # test_read_only_commands_create_nothing_on_a_cluster_without_groups_or_transactions.
     before = snapshot(stuck_with_group)
     result = CliRunner().invoke(cli, ["--cluster", stuck_with_group, *command], catch_exceptions=False)
     assert result.exit_code == 0, result.output

@@ -26,6 +26,9 @@ wait in ``transaction_offsets`` (:mod:`kstream.log.txn_offsets`): the decision
 fixes them, completing a commit applies them, and the SQLite transaction that
 completes the transaction (either way) deletes them.
 
+The tables are made by the first write (:meth:`TransactionStore.ensure_schema`);
+every read takes a missing table for an empty one, so a reader creates none.
+
 Spark sink task writes (:mod:`kstream.log.sink_transactions`) share the
 ``open_transaction_partitions`` table: a row is held either by a live
 transactional id or by a ``sink_producers`` row. A row nobody holds is an
