@@ -143,7 +143,7 @@ class GroupSession:
     def _take(self, generation: int, assignment: tuple[tuple[str, int], ...]) -> None:
         assert self._membership is not None
         try:
-            committed = self._groups.committed(self.group)
+            committed = self._groups.start_offsets(self.group)
             partitions = []
             for topic, partition in assignment:
                 row = committed.get((topic, partition))

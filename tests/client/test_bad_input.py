@@ -347,6 +347,7 @@ def test_transactional_producer_ids_stop_at_the_i64_maximum(cluster_path, make_t
     make_topic("t")
     cluster = Cluster.open(cluster_path)
     store = TransactionStore(cluster.metadata)
+    store.ensure_schema()  # (made by the first write; this test writes the row itself)
     with cluster.metadata.transaction() as tx:
         tx.execute("INSERT INTO transactions VALUES ('last', ?, 0, 'Empty', '[]', 0)", ((1 << 63) - 1,))
     with pytest.raises(KStreamError, match="producer ids are used up"):

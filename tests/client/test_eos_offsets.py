@@ -222,7 +222,7 @@ def test_a_consumer_outside_the_group_may_not_send_offsets_while_it_has_members(
 
 # -- crashes between the steps of a commit --------------------------------------------------
 
-STEPS = {  # crash point of the 2nd commit -> offset and outputs once the group's readers settled it
+STEPS = {  # crash point of the 2nd commit -> offset and outputs the group's readers see
     "txn.offsets-sent:2": 10,
     "txn.prepared:2": 20,
     "txn.markers-written:2": 20,
@@ -237,7 +237,7 @@ def test_a_pipeline_killed_at_any_step_of_a_commit_shows_both_or_neither_and_res
     killed = run_pipeline(path, crash_at)
     assert killed.returncode == -9, killed.stderr.decode()[-2000:]
     seen_first = outputs(path)  # before anyone settled the transaction: a prefix of what follows
-    offset = started_at(path)  # settles it: rolled forward if decided
+    offset = started_at(path)  # a read: a decided commit's offsets laid over the table, nothing written
     seen = outputs(path)
     assert offset == STEPS[crash_at] and seen == expected(offset)
     assert seen_first == seen[:len(seen_first)]
@@ -254,8 +254,8 @@ def test_a_pipeline_killed_at_any_step_of_a_commit_shows_both_or_neither_and_res
 @pytest.mark.parametrize("crash_at", ["txn.offsets-sent:2", "txn.prepared:2"])
 def test_a_group_member_killed_mid_commit_is_replaced_by_a_member_that_resumes_exactly_once(tmp_path, crash_at):
     """KIP-447's shape: the pipeline is a subscribed member. The new member gets the
-    partition once the dead one is expired; its start position settles the dead member's
-    transaction (rolled forward if decided; not waited for if open: its sender is dead)."""
+    partition once the dead one is expired; its start position sees the dead member's
+    transaction (its offsets if decided; not waited for if open: its sender is dead)."""
     path = make_cluster(tmp_path)
     assert run_pipeline(path, crash_at, "subscribe").returncode == -9
     rerun = run_pipeline(path, None, "subscribe")
@@ -275,7 +275,9 @@ def test_a_new_instance_of_the_transactional_id_completes_the_offsets_of_a_decid
     assert table_offsets(path) == {("in", 0): 20}
 
 
-def test_describe_and_lag_roll_a_decided_commit_forward_before_they_show_offsets(tmp_path):
+def test_describe_and_lag_show_a_decided_commits_offsets_without_writing_them(tmp_path):
+    """Readers never write: the decided offsets are laid over the table in the reader's view;
+    the table keeps the old ones until a writer finishes the transaction."""
     path = make_cluster(tmp_path)
     assert run_pipeline(path, "txn.markers-written:2").returncode == -9
     assert outputs(path) == expected(20) and table_offsets(path) == {("in", 0): 10}
@@ -286,7 +288,7 @@ def test_describe_and_lag_roll_a_decided_commit_forward_before_they_show_offsets
     finally:
         groups.close()
         groups.cluster.close()
-    assert table_offsets(path) == {("in", 0): 20}
+    assert table_offsets(path) == {("in", 0): 10}
 
 
 def test_a_writers_expiry_completes_the_offsets_of_a_decided_commit_whose_producer_died(tmp_path):

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from helpers import consume_values, open_transaction
 from kstream import Admin, Consumer, FencedError, NewTopic, Producer, TopicPartition
 from kstream.cli.main import cli
+from kstream.errors import GroupNotFoundError
 from kstream.log.cluster import Cluster
 from kstream.log.isolation import READ_COMMITTED, Isolation
 from kstream.log.sink_transactions import SinkStore, TaskWrites
@@ -122,9 +123,8 @@ def test_read_only_commands_write_nothing_on_unfinished_transactions(stuck, comm
 
 @pytest.mark.parametrize("command", GROUP_COMMANDS, ids=" ".join)
 def test_group_commands_write_nothing_on_unfinished_transactions(stuck_with_group, command):
-    # On a cluster with no group yet, `groups list` creates the group tables (schema) and may
-    # create the offsets table: read paths that create group state are item 4 (branch
-    # fix-groupsfix); this test takes a cluster that has them.
+    # A cluster that has the group tables and the offsets table; one that never had a group:
+    # test_read_only_commands_create_nothing_on_a_cluster_without_groups_or_transactions.
     before = snapshot(stuck_with_group)
     result = CliRunner().invoke(cli, ["--cluster", stuck_with_group, *command], catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -224,27 +224,85 @@ def test_a_consumer_polling_through_an_expiry_sees_each_record_once(stuck):
     assert seen == COMMITTED_VIEW[1]
 
 
-@pytest.mark.xfail(strict=True, reason="not done in item 7: ConsumerGroups.lag()/describe()/committed() settle "
-                   "(kstream.groups.txn_offsets.settle) by finishing a decided commit that carries the group's "
-                   "offsets (markers, Delta commit); a read-only describe should overlay its pending offsets "
-                   "instead. Left for the groups code (item 4's branch touches the same read paths)")
-def test_groups_describe_writes_nothing_on_a_decided_commit_carrying_the_groups_offsets(stuck_with_group):
+def decided_etl(path: str) -> Producer:
+    """A transaction carrying group "g"'s offset 2 for txn-0 (the table holds 1), decided to
+    commit by a producer that "died" before its markers and Delta commit; the producer."""
     from kstream.groups.txn_offsets import ConsumerGroupMetadata
 
-    producer = Producer({"cluster": stuck_with_group, "transactional.id": "etl", "linger.ms": 0})
+    producer = Producer({"cluster": path, "transactional.id": "etl", "linger.ms": 0})
     producer.init_transactions()
     producer.begin_transaction()
     producer.produce("txn", b"etl-out", partition=0)
     producer.send_offsets_to_transaction([TopicPartition("txn", 0, 2)], ConsumerGroupMetadata("g"))
     store = TransactionStore.for_cluster(producer.cluster)
     store.prepare("etl", store.get("etl").epoch, commit=True)  # ... and "died" before its markers
+    return producer
+
+
+def etl_state(path: str) -> str:
+    cluster = Cluster.open(path)
+    try:
+        return TransactionStore(cluster.metadata).get("etl").state
+    finally:
+        cluster.close()
+
+
+def test_groups_describe_writes_nothing_on_a_decided_commit_carrying_the_groups_offsets(stuck_with_group):
+    from kstream.admin import AdminClient, ConsumerGroupTopicPartitions
+    from kstream.groups import ConsumerGroups
+
+    producer = decided_etl(stuck_with_group)
     before = snapshot(stuck_with_group)
     try:
-        result = CliRunner().invoke(cli, ["--cluster", stuck_with_group, "groups", "describe", "g"],
+        result = CliRunner().invoke(cli, ["--cluster", stuck_with_group, "groups", "describe", "g", "--json"],
                                     catch_exceptions=False)
         assert result.exit_code == 0, result.output
+        assert '"committed": 2' in result.output, result.output
+        groups = ConsumerGroups(Cluster.open(stuck_with_group))
+        try:  # the decided offsets laid over the table, on every read path
+            assert groups.committed("g")[("txn", 0)].offset == 2
+            assert groups.committed("g", require_stable=False)[("txn", 0)].offset == 2
+            assert [(p.partition, p.committed) for p in groups.lag("g")] == [(0, 2)]
+            assert groups.describe("g").partitions[0].committed == 2
+        finally:
+            groups.close()
+            groups.cluster.close()
+        with AdminClient({"cluster": stuck_with_group}) as client:
+            listed = client.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g")])["g"].result()
+            assert [(tp.partition, tp.offset) for tp in listed.topic_partitions] == [(0, 2)]
+        with Consumer({"cluster": stuck_with_group, "group.id": "g"}) as consumer:
+            assert consumer.committed([TopicPartition("txn", 0)])[0].offset == 2
         assert snapshot(stuck_with_group) == before
+        assert etl_state(stuck_with_group) == "PrepareCommit"
     finally:
+        producer.close()
+
+
+def test_a_joining_member_starts_at_a_decided_commits_offsets_and_its_commit_rolls_it_forward(stuck_with_group):
+    """Joining writes the member's rows, but its read of the starting offsets is a read: it
+    sees the decided offsets without finishing the transaction. Its own commit (a write of the
+    group's offsets) finishes the transaction first, so the transaction's offsets never land
+    over the member's later commit, whoever finishes it after."""
+    producer = decided_etl(stuck_with_group)
+    consumer = Consumer({"cluster": stuck_with_group, "group.id": "g", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    try:
+        positions: dict[int, int] = {}
+        consumer.subscribe(["txn"], on_assign=lambda c, tps: positions.update(
+            (tp.partition, tp.offset) for tp in c.position(tps)))
+        limit = time.monotonic() + 10
+        while not positions:
+            assert time.monotonic() < limit, "never assigned"
+            consumer.poll(0.05)
+        assert positions[0] == 2  # not the table's 1: the decided commit's offset
+        assert etl_state(stuck_with_group) == "PrepareCommit"  # ... and it was not finished
+        consumer.commit(offsets=[TopicPartition("txn", 0, 3)], asynchronous=False)
+        assert etl_state(stuck_with_group) == "CompleteCommit"  # finished before the commit
+        with Producer({"cluster": stuck_with_group, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
+            writer.init_transactions()  # the expiry passes by: nothing left to apply
+        assert consumer.committed([TopicPartition("txn", 0)])[0].offset == 3
+    finally:
+        consumer.close()
         producer.close()
 
 
@@ -325,3 +383,167 @@ def test_the_admin_clients_describe_and_list_calls_write_nothing(stuck_with_grou
             future.result()
         client.describe_log_dirs()
     assert snapshot(stuck_with_group) == before
+
+
+# -- a cluster that never had a group or a transaction: readers create no table -----------------------
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    """Topic "txn" (2 partitions) with plain records, and nothing else: no transaction ever
+    ran and no group ever existed, so neither their tables nor the offsets table exist."""
+    path = str(tmp_path / "c")
+    with Admin({"cluster": path}) as admin:
+        admin.create_topics([NewTopic("txn", 2)])["txn"].result()
+    with Producer({"cluster": path, "linger.ms": 0, "enable.idempotence": False}) as plain:
+        for partition in (0, 1):
+            plain.produce("txn", b"plain-%d" % partition, partition=partition)
+    assert consume_values(path, "txn", 2, "read_uncommitted")  # (any first open's derived files: made now)
+    return path
+
+
+def metadata_tables(path: str) -> set[str]:
+    connection = sqlite3.connect(f"file:{os.path.join(path, 'metadata.db')}?mode=ro", uri=True)
+    try:
+        return {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        connection.close()
+
+
+GROUP_AND_TXN_TABLES = {"consumer_groups", "group_members", "transactions", "open_transaction_partitions",
+                        "transaction_offsets", "sink_batches"}
+
+
+def test_the_fixture_has_no_group_or_transaction_table(fresh):
+    assert not metadata_tables(fresh) & GROUP_AND_TXN_TABLES
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS + GROUP_COMMANDS, ids=" ".join)
+def test_read_only_commands_create_nothing_on_a_cluster_without_groups_or_transactions(fresh, command):
+    before = snapshot(fresh)
+    result = CliRunner().invoke(cli, ["--cluster", fresh, *command], catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output  # `groups describe g`: no such group (exit 1)
+    assert snapshot(fresh) == before
+    assert not os.path.exists(os.path.join(fresh, "__consumer_offsets"))
+
+
+def test_clients_create_nothing_on_a_cluster_without_groups_or_transactions(fresh):
+    from kstream.admin import (
+        AdminClient,
+        ConfigResource,
+        ConsumerGroupTopicPartitions,
+        IsolationLevel,
+        OffsetSpec,
+        TopicCollection,
+    )
+    from kstream.groups import ConsumerGroups
+    from kstream.source.planning import bounds
+
+    before = snapshot(fresh)
+    for level in ("read_committed", "read_uncommitted"):
+        assert [consume_values(fresh, "txn", [p], level) for p in (0, 1)] == [[b"plain-0"], [b"plain-1"]]
+    with Consumer({"cluster": fresh, "group.id": "g", "isolation.level": "read_committed",
+                   "auto.offset.reset": "earliest", "enable.auto.commit": False}) as consumer:
+        assert consumer.committed([TopicPartition("txn", 0)])[0].offset < 0
+        consumer.assign([TopicPartition("txn", 1)])  # OFFSET_INVALID: the group's offset, none
+        assert consumer.poll(1.0).value() == b"plain-1"
+    with AdminClient({"cluster": fresh}) as client:
+        client.list_topics()
+        client.list_groups()
+        client.describe_cluster().result()
+        for future in client.describe_topics(TopicCollection(["txn"])).values():
+            future.result()
+        for future in client.describe_configs([ConfigResource("topic", "txn")]).values():
+            future.result()
+        client.list_consumer_groups().result()
+        with pytest.raises(GroupNotFoundError):  # no such group: said, not made
+            client.describe_consumer_groups(["g"])["g"].result()
+        client.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g")])["g"].result()
+        for level in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
+            for future in client.list_offsets({TopicPartition("txn", p): OffsetSpec.latest() for p in (0, 1)},
+                                              isolation_level=level).values():
+                future.result()
+        client.describe_log_dirs()
+    groups = ConsumerGroups(Cluster.open(fresh))
+    try:
+        assert groups.list_groups() == [] and groups.committed("g") == {} and groups.lag("g") == []
+        assert groups.describe("g").state == "Dead"
+        assert [bounds(groups.cluster, "txn", p, "read_committed") for p in (0, 1)] == [(0, 1), (0, 1)]
+    finally:
+        groups.close()
+        groups.cluster.close()
+    assert snapshot(fresh) == before
+    assert not metadata_tables(fresh) & GROUP_AND_TXN_TABLES
+
+
+def test_the_read_only_console_creates_nothing_on_a_cluster_without_groups_or_transactions(fresh):
+    from fastapi.testclient import TestClient
+
+    from kstream.web.app import create_app
+    from kstream.web.clusters import ClusterRef, check_clusters
+
+    before = snapshot(fresh)
+    clusters = check_clusters([ClusterRef("main", fresh)])
+    with TestClient(create_app(clusters, read_only=True)) as client:
+        for page in ("/c/main/topics/txn", "/c/main/topics/txn/messages", "/c/main/groups"):
+            assert client.get(page).status_code == 200, page
+    assert snapshot(fresh) == before
+
+
+def test_writers_still_create_the_tables_they_need(fresh):
+    """The first transactional producer and the first group member make their tables (two at
+    once: each waits for the other's creation, neither fails)."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def transactional(n: int) -> None:
+        try:
+            with Producer({"cluster": fresh, "transactional.id": f"t{n}", "linger.ms": 0}) as producer:
+                producer.init_transactions()
+                producer.begin_transaction()
+                producer.produce("txn", b"in-txn", partition=0)
+                producer.commit_transaction()
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=transactional, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with Consumer({"cluster": fresh, "group.id": "g", "enable.auto.commit": False,
+                   "auto.offset.reset": "earliest"}) as member:
+        member.subscribe(["txn"])
+        message = member.poll(10.0)
+        assert message is not None and message.error() is None
+        member.commit(message=message, asynchronous=False)
+    assert GROUP_AND_TXN_TABLES <= metadata_tables(fresh)
+    assert consume_values(fresh, "txn", [0]) == [b"plain-0", b"in-txn", b"in-txn"]
+
+
+def test_a_cluster_with_only_some_tables_reads_the_missing_ones_as_empty(fresh):
+    """A cluster made by an older kstream has the tables of its day only: readers read the
+    missing ones as empty and make none; the next writer makes them."""
+    connection = sqlite3.connect(os.path.join(fresh, "metadata.db"), isolation_level=None)
+    try:
+        connection.execute("CREATE TABLE transactions (transactional_id TEXT PRIMARY KEY, producer_id INTEGER "
+                           "NOT NULL, epoch INTEGER NOT NULL, state TEXT NOT NULL, partitions TEXT NOT NULL, "
+                           "updated_ms INTEGER NOT NULL)")
+        connection.execute("CREATE TABLE consumer_groups (group_id TEXT PRIMARY KEY)")  # (no group_members)
+    finally:
+        connection.close()
+    before = snapshot(fresh)
+    assert [consume_values(fresh, "txn", [p]) for p in (0, 1)] == [[b"plain-0"], [b"plain-1"]]
+    for command in READ_COMMANDS + GROUP_COMMANDS:
+        result = CliRunner().invoke(cli, ["--cluster", fresh, *command], catch_exceptions=False)
+        assert result.exit_code in (0, 1), result.output
+    assert snapshot(fresh) == before
+    with Producer({"cluster": fresh, "transactional.id": "new", "linger.ms": 0}) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.produce("txn", b"in-txn", partition=1)
+        producer.commit_transaction()
+    assert {"transaction_offsets", "sink_batches", "open_transaction_partitions"} <= metadata_tables(fresh)
+    assert consume_values(fresh, "txn", [1]) == [b"plain-1", b"in-txn"]

@@ -175,7 +175,7 @@ def committed_offsets(groups: ConsumerGroups, request: ConsumerGroupTopicPartiti
                       require_stable: bool = False) -> ConsumerGroupTopicPartitions:
     """The group's committed offsets (all, or those asked for; OFFSET_INVALID if none). With
     ``require_stable``, an open transaction carrying offsets for the group is waited for
-    (Kafka's UNSTABLE_OFFSET_COMMIT); without, decided ones are still rolled forward first."""
+    (Kafka's UNSTABLE_OFFSET_COMMIT). Decided ones read as committed; nothing is written."""
     committed = (groups.committed(request.group_id, require_stable=require_stable)
                  if _exists(groups, request.group_id) else {})
     wanted = request.topic_partitions

@@ -161,9 +161,11 @@ class Coordinator:
         self._commit_dir = os.path.join(self._lock_dir, COMMITS_DIR)
         self._removed: list[tuple[str, str]] = []  # heartbeat files to remove once committed
 
-    def _tx(self) -> sqlite3.Connection:
-        self.metadata.ensure_schema("groups", _SCHEMA)
-        return self.metadata.connection
+    def _tables(self) -> bool:
+        """Do the group tables exist? A cluster where no group was ever joined, claimed or
+        sent transaction offsets has none: readers see no groups and create nothing; writes
+        make them (:meth:`ensure_schema`)."""
+        return self.metadata.has_schema("groups", _SCHEMA)
 
     # -- the group lock ----------------------------------------------------------------
 
@@ -191,7 +193,7 @@ class Coordinator:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction; the heartbeat files of members it removed go once it committed."""
-        self._tx()
+        self.ensure_schema()
         self._removed = []
         with self.metadata.transaction() as tx:
             yield tx
@@ -217,7 +219,9 @@ class Coordinator:
 
     def describe(self, group: str) -> Group | None:
         """The group as of one read transaction (a WAL reader: never waits for writers)."""
-        tx = self._tx()
+        if not self._tables():
+            return None
+        tx = self.metadata.connection
         tx.execute("BEGIN")
         try:
             return self._read(tx, group)
@@ -225,7 +229,9 @@ class Coordinator:
             tx.execute("COMMIT")
 
     def list_groups(self) -> list[str]:
-        return [r[0] for r in self._tx().execute("SELECT group_id FROM consumer_groups ORDER BY 1")]
+        if not self._tables():
+            return []
+        return [r[0] for r in self.metadata.connection.execute("SELECT group_id FROM consumer_groups ORDER BY 1")]
 
     def _read(self, tx: sqlite3.Connection, group: str) -> Group | None:
         row = tx.execute("SELECT generation, state, protocol, leader, rebalance_started_ms, topics "
@@ -327,7 +333,9 @@ class Coordinator:
         except FileNotFoundError:
             pass  # removed with the member (expired): the group read below says so
         now = _now_ms()
-        tx = self._tx()
+        if not self._tables():
+            return None  # (a member's join made them: only a cluster replaced under it has none)
+        tx = self.metadata.connection
         tx.execute("BEGIN")  # a read transaction: one consistent view, never waits for writers
         try:
             current = self._read(tx, group)
@@ -446,8 +454,9 @@ class Coordinator:
         return self._read(tx, group)
 
     def ensure_schema(self) -> None:
-        """Create the group tables if missing (never inside a transaction: it commits one)."""
-        self._tx()
+        """Create the group tables if missing (never inside a transaction: it commits one).
+        Write paths only."""
+        self.metadata.ensure_schema("groups", _SCHEMA)
 
     def delete(self, group: str) -> None:
         with self._locked(group) as tx:

@@ -19,8 +19,10 @@ idempotent.
 
 Offsets a transaction carries (``send_offsets_to_transaction``) are applied
 by whoever finishes the transaction (:mod:`kstream.groups.txn_offsets`), with
-``force`` and an app transaction; every read of a group's current offsets
-settles such transactions first.
+``force`` and an app transaction. Every other write of a group's offsets
+(a commit, a reset, a delete) first finishes the decided ones for the group
+(:func:`kstream.groups.txn_offsets.roll_forward`); a read writes nothing and
+sees them laid over the table (:mod:`kstream.groups.offsets_view`).
 
 Lag is computed from the table and the log, the Burrow way: right even when
 every consumer of the group is dead.
@@ -52,8 +54,9 @@ from kstream.errors import (
 from kstream.group_names import check_group_name
 from kstream.groups.coordinator import Coordinator, Group, Member
 from kstream.groups.offsets_table import FILE_SCHEMA, Offsets, OffsetsTable
+from kstream.groups.offsets_view import current_offsets
 from kstream.groups.topic_incarnations import TopicIncarnations
-from kstream.groups.txn_offsets import settle
+from kstream.groups.txn_offsets import roll_forward, wait_stable
 from kstream.log.cluster import Cluster
 from kstream.log.lock import PartitionLock
 from kstream.log.log_reader import LogReader
@@ -138,6 +141,8 @@ class ConsumerGroups:
         epochs = [c.leader_epoch for c in checked.values()]
         n = len(keys)
         topic_ids = [self._topic(topic).topic_id for topic, _ in keys]
+        if transaction is None:  # (a transaction's own offsets come from its finisher)
+            roll_forward(self, group)  # a decided transaction's offsets land before this commit
         new = pa.table({
             "topic": [k[0] for k in keys], "partition": pa.array([k[1] for k in keys], pa.int32()),
             "offset": pa.array(values, pa.int64()), "leader_epoch": pa.array(epochs, pa.int32()),
@@ -291,18 +296,31 @@ class ConsumerGroups:
 
     def committed(self, group: str, version: int | None = None,
                   timestamp: dt.datetime | None = None, *, require_stable: bool = True) -> Offsets:
-        """The group's committed offsets now, at a table version, or as of a time. Reading
-        the current offsets (to start from them) first rolls forward the decided
-        transactions that carry offsets for the group and, with ``require_stable`` (Kafka's
-        name; what a consumer starting from them needs), waits for the open ones
-        (:func:`kstream.groups.txn_offsets.settle`), then fences stale commits. Rows of a
-        deleted topic incarnation are left out (see the module docstring), in history reads too:
-        an old version's offsets are never applied to a topic created since."""
+        """The group's committed offsets now, at a table version, or as of a time. Writes
+        nothing. The current offsets include those of decided transactions not applied yet
+        (:mod:`kstream.groups.offsets_view`); with ``require_stable`` (Kafka's name; what a
+        consumer starting from them needs) the open transactions that may still commit
+        offsets for the group are waited for first (:func:`kstream.groups.txn_offsets.wait_stable`).
+        Rows of a deleted topic incarnation are left out (see the module docstring), in
+        history reads too: an old version's offsets are never applied to a topic created since."""
         check_group_name(group)
         if version is None and timestamp is None:
-            settle(self, group, wait=require_stable)
-            self._fence_stale_commits(group)
+            if require_stable:
+                wait_stable(self, group)
+            return self._current(self._view(group))
         return self._current(self.table.read(group, version, timestamp))
+
+    def start_offsets(self, group: str) -> Offsets:
+        """What a member that got its assignment starts from: :meth:`committed` (stable),
+        after fencing the commits in flight of members that left (a write of the table
+        only when there are such: a member is not a reader, it writes its membership)."""
+        check_group_name(group)
+        wait_stable(self, group)
+        self._fence_stale_commits(group)
+        return self._current(self._view(group))
+
+    def _view(self, group: str) -> Offsets:
+        return current_offsets(self.table, self.cluster.metadata, group, self.incarnations.topic_id)
 
     def list_groups(self) -> list[str]:
         """Groups with member rows, or with committed offsets of a topic that exists now. As
@@ -323,8 +341,8 @@ class ConsumerGroups:
 
     def lag(self, group: str, topics: Iterable[str] | None = None) -> list[PartitionLag]:
         """Per partition the group committed (or, with ``topics``, every partition of those)."""
-        settle(self, check_group_name(group), wait=False)  # never show half a transaction
-        committed = self._current(self.table.read(group))
+        # Decided transactions' offsets laid over the table: never half a transaction, no write.
+        committed = self._current(self._view(check_group_name(group)))
         keys = set(committed)
         for topic in topics or ():
             keys |= {(topic, p) for p in range(self._topic(topic).num_partitions)}
@@ -367,7 +385,7 @@ class ConsumerGroups:
         """Set the group's offsets (an operator's reset); refused while members are active."""
         check_group_name(group)  # before fencing anyone
         current = self._refuse_if_active(group, "reset its offsets", force)
-        settle(self, group, wait=False)  # a decided transaction's offsets land before the reset, not after
+        roll_forward(self, group)  # a decided transaction's offsets land before the reset, not after
         if current is not None and current.members:
             self.coordinator.fence_all(group)
         return self.commit(group, offsets, force=True,
@@ -377,7 +395,7 @@ class ConsumerGroups:
         """Forget the group: its member rows and its offsets (history stays in old versions)."""
         check_group_name(group)
         self._refuse_if_active(group, "delete it", force)
-        settle(self, group, wait=False)
+        roll_forward(self, group)
         self.coordinator.delete(group)
         if group in self.table.groups():
             with self.coordinator.lock(group):

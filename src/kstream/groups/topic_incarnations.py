@@ -36,6 +36,13 @@ class TopicIncarnations:
             cached = self._topics[name] = (version, self.cluster.topic(name))
         return cached[1]
 
+    def topic_id(self, name: str) -> str | None:
+        """The id of the topic as it exists now; None when there is no such topic."""
+        try:
+            return self.topic(name).topic_id
+        except TopicNotFoundError:
+            return None
+
     def is_current(self, topic: str, topic_id: str | None, commit_time: dt.datetime | None) -> bool:
         """Is a row committed for ``topic`` (with this id, at this time) one of the topic as it
         exists now, not of a deleted incarnation of it?"""

@@ -22,13 +22,16 @@ TxnOffsetCommit:
   Delta commit per group with a Delta app transaction (app id per
   transactional id and group, version = the transaction's offsets sequence):
   whoever finishes the transaction, however many times, writes them once.
-- :func:`settle` runs before anyone reads a group's offsets (the Consumer's
+- Readers never write: a read of a group's current offsets (the Consumer's
   start position and ``committed()``, ``kstream groups describe``, lag,
-  Spark's ``startingOffsets=group``): a decided commit that carries offsets
-  for the group is rolled forward first (markers, offsets, Complete), so no
-  reader sees output committed and offsets not, or the reverse. A reader that
-  starts from the offsets (``wait=True``, Kafka's require_stable) also waits
-  for an Ongoing transaction carrying offsets for the group until it is
+  Spark's ``startingOffsets=group``) lays a decided commit's pending offsets
+  over the table in its own view (:mod:`kstream.groups.offsets_view`), so no
+  reader sees output committed and offsets not, or the reverse; a writer of
+  the group's offsets (a commit, a reset, a delete) first rolls such
+  transactions forward for real (:func:`roll_forward`: markers, offsets,
+  Complete), so their offsets never land over a later commit. A reader that
+  starts from the offsets (:func:`wait_stable`, Kafka's require_stable) also
+  waits for an Ongoing transaction carrying offsets for the group until it is
   decided, or until it is past ``transaction.timeout.ms`` (then it can no longer
   commit; the reader does not write its abort, the next writer's expiry does). It does not
   wait for one that can no longer commit them: its member left or its
@@ -164,22 +167,30 @@ def apply_offsets(cluster: Cluster, store: TransactionStore, decided: Transactio
             groups.close()
 
 
-def settle(groups: ConsumerGroups, group: str, wait: bool) -> None:
-    """Before reading ``group``'s offsets (see the module docstring): roll forward decided
-    commits carrying offsets for it; with ``wait``, also wait for the Ongoing ones that may
-    still commit them, up to their deadline (past it they cannot commit; nothing is
-    expired here). UnstableOffsetCommitError if the wait outlives transaction.timeout.ms."""
+def roll_forward(groups: ConsumerGroups, group: str) -> None:
+    """Before a write of ``group``'s offsets (a commit, a reset, a delete): finish the decided
+    commits carrying offsets for it (markers, offsets, Complete), so their offsets land before
+    the write and never over it. Writers only: readers overlay them instead
+    (:mod:`kstream.groups.offsets_view`)."""
+    store = TransactionStore.for_cluster(groups.cluster)
+    for _, state in txn_offsets.of_group(store, group):
+        if state.state == PREPARE_COMMIT:
+            finish(groups.cluster, store, state, groups)
+
+
+def wait_stable(groups: ConsumerGroups, group: str) -> None:
+    """Before reading ``group``'s offsets to start from them (Kafka's require_stable): wait
+    for the Ongoing transactions carrying offsets for it that may still commit them, until
+    they are decided or past their deadline (then they cannot commit; nothing is expired
+    here). Writes nothing. UnstableOffsetCommitError if the wait outlives
+    transaction.timeout.ms."""
     store = TransactionStore.for_cluster(groups.cluster)
     timeout_s = (store.timeout_ms or 0) / 1000.0
     give_up = time.monotonic() + timeout_s + SETTLE_MARGIN_S
     while True:
-        waiting: list[TransactionState] = []
-        for pending, state in txn_offsets.of_group(store, group):
-            if state.state == PREPARE_COMMIT:
-                finish(groups.cluster, store, state, groups)
-            elif (state.state == ONGOING and wait and not _past_deadline(store, state)
-                  and _worth_waiting_for(groups.coordinator, pending)):
-                waiting.append(state)
+        waiting = [state for pending, state in txn_offsets.of_group(store, group)
+                   if state.state == ONGOING and not _past_deadline(store, state)
+                   and _worth_waiting_for(groups.coordinator, pending)]
         if not waiting:
             return
         if time.monotonic() >= give_up:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -27,6 +28,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from kstream.errors import ClusterError, TopicExistsError, TopicNotFoundError
 from kstream.log import metadata_snapshot
@@ -51,6 +53,7 @@ CREATE TABLE IF NOT EXISTS partitions (
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS formatted_log_dirs (id INTEGER PRIMARY KEY);
 """
+_SCHEMA_OBJECT = re.compile(r"CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)")
 _IS_KSTREAM_METADATA = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'log_dirs'"
 
 
@@ -268,11 +271,45 @@ class Metadata:
         self._local.connection = None
 
     def ensure_schema(self, name: str, ddl: str) -> None:
-        """Run another module's CREATE TABLE IF NOT EXISTS script once per connection."""
+        """Make the tables and indexes of another module's ``CREATE ... IF NOT EXISTS``
+        script ``ddl`` that are missing. For write paths only: readers create nothing (they
+        read a missing table as an empty one, :meth:`read_rows`). Checked once per connection;
+        when something is missing, the whole script runs in one write transaction, so its
+        tables appear together and two processes creating at once queue on SQLite's write
+        lock (the second finds them made). Never call it inside a transaction."""
+        if self.has_schema(name, ddl):
+            return
+        with self.transaction() as tx:
+            for statement in ddl.split(";"):
+                if statement.strip():
+                    tx.execute(statement)
+        self._local.schemas_made.add(name)
+
+    def has_schema(self, name: str, ddl: str) -> bool:
+        """Does every table and index of ``ddl`` exist? Writes nothing (once true, it stays
+        true for this connection: kstream never drops them)."""
         connection = self.connection  # (a new one starts with an empty schemas_made)
-        if name not in self._local.schemas_made:
-            connection.executescript(ddl)
-            self._local.schemas_made.add(name)
+        if name in self._local.schemas_made:
+            return True
+        wanted = set(_SCHEMA_OBJECT.findall(ddl))
+        found = {r[0] for r in connection.execute(
+            f"SELECT name FROM sqlite_master WHERE name IN ({','.join('?' * len(wanted))})", tuple(wanted))}
+        if found != wanted:
+            return False
+        self._local.schemas_made.add(name)
+        return True
+
+    def read_rows(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """The rows of a read on this thread's connection; none when a table it reads does not
+        exist. A table is made by the first writer that needs it (readers create nothing) and
+        a cluster made by an older kstream may lack newer ones: either way nothing was ever
+        written to it, so it reads as empty."""
+        try:
+            return self.connection.execute(sql, args).fetchall()
+        except sqlite3.OperationalError as err:
+            if str(err).startswith("no such table"):
+                return []
+            raise
 
     def data_version(self) -> DataVersion:
         """Changes whenever anyone commits (another connection, or this one through

@@ -35,7 +35,10 @@ sink is kept (the only one Spark can replay); a commit of an older one is a roll
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -62,17 +65,24 @@ class TaskWrites:
 
 
 class SinkStore:
-    """The sink tables in a cluster's metadata database (created with the transaction tables)."""
+    """The sink tables in a cluster's metadata database (made with the transaction tables, by
+    the first write: a missing table reads as empty)."""
 
     def __init__(self, cluster: Cluster, transactions: TransactionStore | None = None):
         self.cluster = cluster
         self.transactions = transactions or TransactionStore.for_cluster(cluster)
 
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        self.transactions.ensure_schema()
+        with self.cluster.metadata.transaction() as tx:
+            yield tx
+
     def new_task_producer(self, sink_id: str, batch_id: int | None = None) -> int:
         """A producer id for one task attempt. With ``batch_id`` (when the task knows it),
         FencedError if that batch is already decided: the attempt is a zombie."""
         producer_id = self.cluster.metadata.next_counter("producer_id")
-        with self.cluster.metadata.transaction() as tx:
+        with self._write() as tx:
             if batch_id is not None:
                 row = tx.execute("SELECT state FROM sink_batches WHERE sink_id = ? AND batch_id = ?",
                                  (sink_id, batch_id)).fetchone()
@@ -85,7 +95,7 @@ class SinkStore:
     def add_partition(self, sink_id: str, producer_id: int, topic: str, partition: int, first_offset: int) -> None:
         """The task attempt's first frame on the partition comes next (call under its lock):
         FencedError when the attempt's writes were aborted or its batch decided without it."""
-        with self.cluster.metadata.transaction() as tx:
+        with self._write() as tx:
             row = tx.execute("SELECT partitions, created_ms FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
                              (sink_id, producer_id)).fetchone()
             if row is None:
@@ -100,12 +110,11 @@ class SinkStore:
 
     def check_live(self, sink_id: str, producer_id: int) -> None:
         """Before every append of a task attempt, under the partition lock."""
-        row = self.cluster.metadata.connection.execute(
-            "SELECT created_ms FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
-            (sink_id, producer_id)).fetchone()
-        if row is None:
+        rows = self.cluster.metadata.read_rows(
+            "SELECT created_ms FROM sink_producers WHERE sink_id = ? AND producer_id = ?", (sink_id, producer_id))
+        if not rows:
             raise _zombie(sink_id, producer_id)
-        self._refuse_if_timed_out(sink_id, producer_id, row[0])
+        self._refuse_if_timed_out(sink_id, producer_id, rows[0][0])
 
     def _refuse_if_timed_out(self, sink_id: str, producer_id: int, created_ms: int) -> None:
         """A task write past transaction.timeout.ms reads as aborted to every reader
@@ -119,17 +128,16 @@ class SinkStore:
 
     def last_committed(self, sink_id: str) -> int | None:
         """The newest batch of the sink that is Committed (older ones are pruned)."""
-        row = self.cluster.metadata.connection.execute(
-            "SELECT MAX(batch_id) FROM sink_batches WHERE sink_id = ? AND state = ?", (sink_id, COMMITTED)
-        ).fetchone()
-        return None if row is None else row[0]
+        rows = self.cluster.metadata.read_rows(
+            "SELECT MAX(batch_id) FROM sink_batches WHERE sink_id = ? AND state = ?", (sink_id, COMMITTED))
+        return rows[0][0] if rows else None
 
     def batch_state(self, sink_id: str, batch_id: int) -> tuple[str, list[TaskWrites]] | None:
-        row = self.cluster.metadata.connection.execute(
-            "SELECT state, writes FROM sink_batches WHERE sink_id = ? AND batch_id = ?", (sink_id, batch_id)
-        ).fetchone()
-        if row is None:
+        rows = self.cluster.metadata.read_rows(
+            "SELECT state, writes FROM sink_batches WHERE sink_id = ? AND batch_id = ?", (sink_id, batch_id))
+        if not rows:
             return None
+        row = rows[0]
         return row[0], [TaskWrites(w[0], tuple(tuple(p) for p in w[1]), w[2]) for w in json.loads(row[1])]
 
     def commit(self, sink_id: str, batch_id: int, writes: list[TaskWrites]) -> bool:
@@ -153,7 +161,7 @@ class SinkStore:
             return False
         payload = json.dumps([[w.producer_id, [list(p) for p in w.partitions], w.records] for w in writes])
         timeout_ms = self.transactions.timeout_ms
-        with self.cluster.metadata.transaction() as tx:
+        with self._write() as tx:
             # A write past its deadline already reads as aborted (kstream.log.txn_view): it is
             # gone for the decision too, even while its row waits for the expiry.
             cutoff = -1 if timeout_ms is None else _now() - timeout_ms
@@ -188,10 +196,10 @@ class SinkStore:
             return []
         query = "SELECT sink_id, producer_id FROM sink_producers WHERE created_ms <= ?"
         cutoff = (_now() - timeout_ms,)
-        if not self.cluster.metadata.connection.execute(query, cutoff).fetchone():
+        if not self.cluster.metadata.read_rows(query, cutoff):
             return []  # the usual case: no write lock taken
         recover = set()
-        with self.cluster.metadata.transaction() as tx:
+        with self._write() as tx:
             for sink_id, producer_id in tx.execute(query, cutoff).fetchall():
                 if producer_id in _decided(tx, sink_id):
                     recover.add(sink_id)
@@ -202,8 +210,8 @@ class SinkStore:
 
     def recover(self, sink_id: str) -> None:
         """Roll forward a commit a crashed driver decided but did not finish."""
-        rows = self.cluster.metadata.connection.execute(
-            "SELECT batch_id FROM sink_batches WHERE sink_id = ? AND state = ?", (sink_id, COMMITTING)).fetchall()
+        rows = self.cluster.metadata.read_rows(
+            "SELECT batch_id FROM sink_batches WHERE sink_id = ? AND state = ?", (sink_id, COMMITTING))
         for (batch_id,) in rows:
             state = self.batch_state(sink_id, batch_id)
             assert state is not None
@@ -217,7 +225,7 @@ class SinkStore:
         for w in writes:
             write_markers(self.cluster, self.transactions, sorted(w.partitions), w.producer_id, _SINK_EPOCH,
                           True, decided)
-        with self.cluster.metadata.transaction() as tx:
+        with self._write() as tx:
             tx.execute("UPDATE sink_batches SET state = ?, updated_ms = ? WHERE sink_id = ? AND batch_id = ?",
                        (COMMITTED, _now(), sink_id, batch_id))
             # Only the newest committed batch is ever replayed: older rows would grow without bound.
@@ -228,14 +236,14 @@ class SinkStore:
                            (sink_id, w.producer_id))
 
     def _abort_orphans(self, sink_id: str) -> None:
-        rows = self.cluster.metadata.connection.execute(
-            "SELECT producer_id FROM sink_producers WHERE sink_id = ?", (sink_id,)).fetchall()
+        rows = self.cluster.metadata.read_rows(
+            "SELECT producer_id FROM sink_producers WHERE sink_id = ?", (sink_id,))
         self._abort(sink_id, {r[0] for r in rows})
 
     def _abort(self, sink_id: str, producer_ids: set[int]) -> None:
         """Fence the writes first (their rows go: every later append of theirs is refused),
         then abort what they left open."""
-        with self.cluster.metadata.transaction() as tx:
+        with self._write() as tx:
             fenced = producer_ids - _decided(tx, sink_id)
             tx.executemany("DELETE FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
                            [(sink_id, producer_id) for producer_id in fenced])

@@ -26,6 +26,9 @@ wait in ``transaction_offsets`` (:mod:`kstream.log.txn_offsets`): the decision
 fixes them, completing a commit applies them, and the SQLite transaction that
 completes the transaction (either way) deletes them.
 
+The tables are made by the first write (:meth:`TransactionStore.ensure_schema`);
+every read takes a missing table for an empty one, so a reader creates none.
+
 Spark sink task writes (:mod:`kstream.log.sink_transactions`) share the
 ``open_transaction_partitions`` table: a row is held either by a live
 transactional id or by a ``sink_producers`` row. A row nobody holds is an
@@ -37,9 +40,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kstream.errors import FencedError, KStreamError
 from kstream.log.metadata import Metadata
@@ -124,7 +128,19 @@ class TransactionStore:
         self.metadata = metadata
         self.cluster = cluster
         self.timeout_ms: int | None = None if cluster is None else int(cluster.config["transaction.timeout.ms"])
-        metadata.ensure_schema("transactions", _SCHEMA)
+
+    def ensure_schema(self) -> None:
+        """Make the transaction tables if missing: every write here does it first; a writer
+        of them elsewhere (the sink tables) calls it. Readers never do (a missing table reads
+        as empty: :meth:`Metadata.read_rows`), so a cluster where no transaction ever ran
+        has none and a read-only reader creates none."""
+        self.metadata.ensure_schema("transactions", _SCHEMA)
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        self.ensure_schema()
+        with self.metadata.transaction() as tx:
+            yield tx
 
     @classmethod
     def for_cluster(cls, cluster: Cluster) -> TransactionStore:
@@ -144,7 +160,7 @@ class TransactionStore:
         """A new instance takes over: if a transaction of the id is live, bump the epoch (the
         old instance is fenced) and return its decision to finish (PrepareCommit stays a
         commit; Ongoing becomes PrepareAbort)."""
-        with self.metadata.transaction() as tx:
+        with self._write() as tx:
             row = _row(tx, transactional_id)
             if row is None or row.state not in LIVE:
                 return None
@@ -157,7 +173,7 @@ class TransactionStore:
         """Register (or re-register) the id with a bumped epoch, fencing every older instance.
         None when a transaction of the id is live (:meth:`fence` and finish it first). When
         the epoch would pass :data:`MAX_EPOCH` the id gets a new producer id at epoch 0."""
-        with self.metadata.transaction() as tx:
+        with self._write() as tx:
             row = _row(tx, transactional_id)
             if row is not None and row.state in LIVE:
                 return None
@@ -176,7 +192,7 @@ class TransactionStore:
         return self.get(transactional_id)
 
     def get(self, transactional_id: str) -> TransactionState:
-        row = _row(self.metadata.connection, transactional_id)
+        row = self._read_row(transactional_id)
         if row is None:
             raise KStreamError(f"transactional id {transactional_id!r} is unknown; call init_transactions()")
         return row
@@ -201,7 +217,7 @@ class TransactionStore:
             raise self._timed_out(transactional_id, epoch)
 
     def begin(self, transactional_id: str, epoch: int) -> None:
-        with self.metadata.transaction() as tx:
+        with self._write() as tx:
             row = _row(tx, transactional_id)
             if row is None or row.epoch != epoch:
                 raise _fenced(transactional_id, epoch, row)
@@ -221,7 +237,7 @@ class TransactionStore:
         the senders' to commit); what it raises leaves the transaction open."""
         target = PREPARE_COMMIT if commit else PREPARE_ABORT
         timed_out = False
-        with self.metadata.transaction() as tx:
+        with self._write() as tx:
             row = _row(tx, transactional_id)
             if row is None or row.epoch != epoch:
                 raise _fenced(transactional_id, epoch, row)
@@ -246,7 +262,7 @@ class TransactionStore:
                       first_offset: int) -> None:
         """Record that the open transaction writes ``topic``-``partition`` from ``first_offset``
         (call under the partition lock, before the first frame is appended)."""
-        with self.metadata.transaction() as tx:
+        with self._write() as tx:
             row = tx.execute("SELECT epoch, state, partitions FROM transactions WHERE transactional_id = ?",
                              (transactional_id,)).fetchone()
             if row is None or row[0] != epoch or row[1] != ONGOING:
@@ -262,7 +278,7 @@ class TransactionStore:
 
     def decision_stands(self, state: TransactionState) -> bool:
         """True while ``state`` (a Prepare state) is still the id's row: its markers may be written."""
-        row = _row(self.metadata.connection, state.transactional_id)
+        row = self._read_row(state.transactional_id)
         return row is not None and (row.producer_id, row.epoch, row.state) == (
             state.producer_id, state.epoch, state.state)
 
@@ -271,7 +287,7 @@ class TransactionStore:
         applied): Complete, and its pending group offsets go. False when someone else (a newer
         instance, an expiry) already moved the id on."""
         final = COMMITTED if state.state == PREPARE_COMMIT else ABORTED
-        with self.metadata.transaction() as tx:
+        with self._write() as tx:
             if tx.execute(
                     "UPDATE transactions SET state = ?, partitions = '[]', updated_ms = ? WHERE transactional_id = ? "
                     "AND producer_id = ? AND epoch = ? AND state = ?",
@@ -290,9 +306,9 @@ class TransactionStore:
             return 0
         query = "SELECT transactional_id, epoch FROM transactions WHERE state = ? AND updated_ms <= ?"
         args = (ONGOING, _now() - self.timeout_ms)
-        if not self.metadata.connection.execute(query, args).fetchone():
-            return 0  # the usual case: no write lock taken
-        with self.metadata.transaction() as tx:
+        if not self.metadata.read_rows(query, args):
+            return 0  # the usual case: no write lock taken (nor a table made)
+        with self._write() as tx:
             rows = tx.execute(query, args).fetchall()
             for transactional_id, epoch in rows:
                 tx.execute("UPDATE transactions SET epoch = ?, state = ? WHERE transactional_id = ?",
@@ -303,14 +319,14 @@ class TransactionStore:
         """Decided (Prepare) transactions past their deadline: their deciders died half way."""
         if self.timeout_ms is None:
             return []
-        rows = self.metadata.connection.execute(
+        rows = self.metadata.read_rows(
             "SELECT transactional_id FROM transactions WHERE state IN (?, ?) AND updated_ms <= ?",
-            (PREPARE_COMMIT, PREPARE_ABORT, _now() - self.timeout_ms)).fetchall()
+            (PREPARE_COMMIT, PREPARE_ABORT, _now() - self.timeout_ms))
         return [self.get(r[0]) for r in rows]
 
     def orphans(self) -> list[tuple[str, int, int]]:
         """(topic, partition, producer id) of open rows no live transaction or sink write holds."""
-        return [tuple(r) for r in self.metadata.connection.execute(
+        return [tuple(r) for r in self.metadata.read_rows(
             "SELECT o.topic, o.partition, o.producer_id FROM open_transaction_partitions o WHERE NOT EXISTS "
             f"(SELECT 1 FROM transactions t WHERE t.producer_id = o.producer_id AND t.state IN {_LIVE_SQL}) "
             "AND NOT EXISTS (SELECT 1 FROM sink_producers s WHERE s.producer_id = o.producer_id)")]
@@ -322,17 +338,16 @@ class TransactionStore:
     # -- partitions --------------------------------------------------------------------------------
 
     def is_open(self, topic: str, partition: int, producer_id: int) -> bool:
-        row = self.metadata.connection.execute(
+        return bool(self.metadata.read_rows(
             "SELECT 1 FROM open_transaction_partitions WHERE topic = ? AND partition = ? AND producer_id = ?",
-            (topic, partition, producer_id)).fetchone()
-        return row is not None
+            (topic, partition, producer_id)))
 
     def end_partition(self, topic: str, partition: int, producer_id: int, marker_offset: int,
                       aborted: bool) -> None:
         """The marker is written: the partition no longer holds the transaction open. Only a
         row that began before the marker is ended (a later transaction of the same producer
         id keeps its own)."""
-        with self.metadata.transaction() as tx:
+        with self._write() as tx:
             row = tx.execute("SELECT first_offset FROM open_transaction_partitions WHERE topic = ? AND "
                              "partition = ? AND producer_id = ? AND first_offset < ?",
                              (topic, partition, producer_id, marker_offset)).fetchone()
@@ -346,12 +361,13 @@ class TransactionStore:
 
     def holders(self, topic: str, partition: int) -> list[Holder]:
         """The open transactions holding the partition, oldest first, with their owners and deadlines."""
-        rows = self.metadata.connection.execute(
+        # (A table an older kstream did not have reads as no holder: the files then hold the LSO.)
+        rows = self.metadata.read_rows(
             "SELECT o.producer_id, o.first_offset, t.transactional_id, t.epoch, t.state, t.updated_ms, "
             "s.sink_id, s.created_ms FROM open_transaction_partitions o "
             f"LEFT JOIN transactions t ON t.producer_id = o.producer_id AND t.state IN {_LIVE_SQL} "
             "LEFT JOIN sink_producers s ON s.producer_id = o.producer_id "
-            "WHERE o.topic = ? AND o.partition = ? ORDER BY o.first_offset", (topic, partition)).fetchall()
+            "WHERE o.topic = ? AND o.partition = ? ORDER BY o.first_offset", (topic, partition))
         out = []
         for producer_id, first, txn_id, epoch, state, started, sink_id, created in rows:
             if txn_id is not None:
@@ -377,7 +393,7 @@ class TransactionStore:
         """Those of the sink task ``producer_ids`` that a Committing sink batch decision names
         (their writes commit, whoever writes the markers)."""
         named: set[int] = set()
-        for (writes,) in self.metadata.connection.execute(
+        for (writes,) in self.metadata.read_rows(
                 "SELECT b.writes FROM sink_batches b WHERE b.state = ? AND b.sink_id IN (SELECT s.sink_id FROM "
                 f"sink_producers s WHERE s.producer_id IN ({','.join('?' * len(producer_ids))}))",
                 (SINK_COMMITTING, *producer_ids)):
@@ -386,25 +402,30 @@ class TransactionStore:
 
     def first_open_offset(self, topic: str, partition: int) -> int | None:
         """The smallest first offset of an open transaction in the partition (LSO), if any."""
-        row = self.metadata.connection.execute(
+        rows = self.metadata.read_rows(
             "SELECT MIN(first_offset) FROM open_transaction_partitions WHERE topic = ? AND partition = ?",
-            (topic, partition)).fetchone()
-        return row[0]
+            (topic, partition))
+        return rows[0][0] if rows else None
 
     def aborted(self, topic: str, partition: int, from_offset: int) -> list[tuple[int, int, int]]:
         """(producer id, first offset, marker offset) of aborted transactions ending at or after
         ``from_offset``."""
-        return [tuple(r) for r in self.metadata.connection.execute(
+        return [tuple(r) for r in self.metadata.read_rows(
             "SELECT producer_id, first_offset, last_offset FROM aborted_transactions WHERE topic = ? AND "
             "partition = ? AND last_offset >= ? ORDER BY first_offset", (topic, partition, from_offset))]
 
     # -- helpers -----------------------------------------------------------------------------------
 
+    def _read_row(self, transactional_id: str) -> TransactionState | None:
+        """The id's row, read outside a write transaction (None also when no transaction ever ran)."""
+        rows = self.metadata.read_rows(_ROW_SQL, (transactional_id,))
+        return _state(transactional_id, rows[0]) if rows else None
+
     def _past_deadline(self, state: TransactionState) -> bool:
         return self.timeout_ms is not None and _now() >= state.updated_ms + self.timeout_ms
 
     def _fence_timed_out(self, transactional_id: str, epoch: int) -> None:
-        with self.metadata.transaction() as tx:
+        with self._write() as tx:
             tx.execute("UPDATE transactions SET epoch = ?, state = ? WHERE transactional_id = ? AND epoch = ? "
                        "AND state = ?", (epoch + 1, PREPARE_ABORT, transactional_id, epoch, ONGOING))
 
@@ -415,12 +436,15 @@ class TransactionStore:
             "call init_transactions() (or commit sooner / raise transaction.timeout.ms)")
 
 
-def _row(connection, transactional_id: str) -> TransactionState | None:
-    row = connection.execute(
-        "SELECT producer_id, epoch, state, partitions, updated_ms FROM transactions WHERE transactional_id = ?",
-        (transactional_id,)).fetchone()
-    if row is None:
-        return None
+_ROW_SQL = "SELECT producer_id, epoch, state, partitions, updated_ms FROM transactions WHERE transactional_id = ?"
+
+
+def _row(tx: sqlite3.Connection, transactional_id: str) -> TransactionState | None:
+    row = tx.execute(_ROW_SQL, (transactional_id,)).fetchone()
+    return None if row is None else _state(transactional_id, row)
+
+
+def _state(transactional_id: str, row: tuple[Any, ...]) -> TransactionState:
     return TransactionState(transactional_id, row[0], row[1], row[2],
                             tuple(tuple(p) for p in json.loads(row[3])), row[4])
 

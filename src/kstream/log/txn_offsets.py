@@ -30,7 +30,8 @@ import socket
 import sqlite3
 from dataclasses import dataclass
 
-from kstream.log.transactions import LIVE, TransactionState, TransactionStore
+from kstream.log.metadata import Metadata
+from kstream.log.transactions import LIVE, PREPARE_COMMIT, TransactionState, TransactionStore
 
 OffsetRow = tuple[str, int, int, "str | None", "int | None"]  # topic, partition, offset, metadata, leader epoch
 
@@ -131,21 +132,34 @@ def of_decided(store: TransactionStore, decided: TransactionState) -> list[Pendi
 
 def of_group(store: TransactionStore, group: str) -> list[tuple[PendingOffsets, TransactionState]]:
     """Pending offsets for ``group`` of live (Ongoing or decided) transactions, with their rows.
-    One indexed read: the usual answer is none."""
-    connection = store.metadata.connection
+    One indexed read: the usual answer is none (also when no transaction ever ran)."""
     live = ", ".join("?" * len(LIVE))
-    rows = connection.execute(
+    rows = store.metadata.read_rows(
         "SELECT p.transactional_id, p.group_id, p.member_id, p.generation, p.sequence, p.offsets, p.host, p.pid, "
         "p.process_start "
         "FROM transaction_offsets p JOIN transactions t ON t.transactional_id = p.transactional_id "
         f"WHERE p.group_id = ? AND t.state IN ({live}) ORDER BY p.transactional_id",
-        (group, *LIVE)).fetchall()
+        (group, *LIVE))
     return [(_pending(r[0], *r[1:]), store.get(r[0])) for r in rows]
 
 
-def has_pending(connection: sqlite3.Connection, transactional_id: str) -> bool:
-    return connection.execute("SELECT 1 FROM transaction_offsets WHERE transactional_id = ? LIMIT 1",
-                              (transactional_id,)).fetchone() is not None
+def decided_of_group(metadata: Metadata, group: str) -> list[PendingOffsets]:
+    """Pending offsets for ``group`` of transactions decided to commit (PrepareCommit), their
+    markers or offsets not written yet, in transactional id order (the order
+    :func:`kstream.groups.txn_offsets.roll_forward` applies them). One indexed read, one
+    snapshot: the row and its decision together. Writes nothing (none when no transaction ever
+    ran: the tables are made by the first writer)."""
+    rows = metadata.read_rows(
+        "SELECT p.transactional_id, p.group_id, p.member_id, p.generation, p.sequence, p.offsets, p.host, p.pid, "
+        "p.process_start "
+        "FROM transaction_offsets p JOIN transactions t ON t.transactional_id = p.transactional_id "
+        "WHERE p.group_id = ? AND t.state = ? ORDER BY p.transactional_id", (group, PREPARE_COMMIT))
+    return [_pending(r[0], *r[1:]) for r in rows]
+
+
+def has_pending(metadata: Metadata, transactional_id: str) -> bool:
+    return bool(metadata.read_rows("SELECT 1 FROM transaction_offsets WHERE transactional_id = ? LIMIT 1",
+                                   (transactional_id,)))
 
 
 def _pending(transactional_id: str, group: str, member_id: str | None, generation: int, sequence: int,

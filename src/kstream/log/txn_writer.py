@@ -88,7 +88,7 @@ def finish(cluster: Cluster, store: TransactionStore, decided: TransactionState,
     write_markers(cluster, store, sorted(decided.partitions), decided.producer_id, decided.epoch,
                   commit, lambda: store.decision_stands(decided))
     crash_point("txn.markers-written")
-    if commit and txn_offsets.has_pending(store.metadata.connection, decided.transactional_id):
+    if commit and txn_offsets.has_pending(store.metadata, decided.transactional_id):
         # The group offsets table is Delta (deltalake): loaded only by transactions that carry offsets.
         from kstream.groups.txn_offsets import apply_offsets
 

@@ -20,8 +20,8 @@ Figures per partition (:class:`PartitionLagStatus`):
   commits had a sample.
 
 The evaluation reads, and never writes anything the CLI's ``groups describe``
-would not (that settles decided transactions that carry offsets, as every read
-of a group's offsets does). Cost: one metadata read and a few stat/pread calls
+would not: nothing (decided transactions that carry offsets are laid over the
+table in its view, as every read of a group's offsets does). Cost: one metadata read and a few stat/pread calls
 per partition, one walk of the recent Delta commit files for all groups, one
 scan of the high watermark samples; each partition's log start and end are read once
 per evaluation however many groups consume it (:class:`SharedReadsGroups`).
