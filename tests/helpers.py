@@ -115,3 +115,30 @@ def spark_checkpoint(path, query_id: str | None = None) -> str:
     with open(os.path.join(path, "metadata"), "w") as f:
         f.write(json.dumps({"id": query_id}) + "\n")
     return query_id
+
+
+def file_tree(*roots: str) -> dict[str, tuple]:
+    """Every file (size, mtime) and directory (a trailing ``/``) under ``roots``, but SQLite's
+    ``-wal``/``-shm`` and the partition lock files (any opener of a partition makes its lock
+    file): what a read-only command must leave as it found it."""
+    found: dict[str, tuple] = {}
+    for top in roots:
+        for root, dirs, files in os.walk(top):
+            for name in dirs:
+                found[os.path.join(root, name) + "/"] = ()
+            for name in files:
+                if not name.endswith(("-wal", "-shm", ".lock")):
+                    stat = os.stat(os.path.join(root, name))
+                    found[os.path.join(root, name)] = (stat.st_size, stat.st_mtime_ns)
+    return found
+
+
+def metadata_dump(cluster_path: str) -> list[str]:
+    """metadata.db's full contents (``iterdump``), read through a read-only connection."""
+    import sqlite3
+
+    connection = sqlite3.connect(f"file:{os.path.join(cluster_path, 'metadata.db')}?mode=ro", uri=True)
+    try:
+        return list(connection.iterdump())
+    finally:
+        connection.close()

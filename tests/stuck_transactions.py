@@ -9,11 +9,9 @@ a sink task write no decision names; committed records around them.
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
 import time
 
-from helpers import consume_values, open_transaction
+from helpers import consume_values, file_tree, metadata_dump, open_transaction
 from kstream import Admin, NewTopic, Producer
 from kstream.groups import ConsumerGroups
 from kstream.log.cluster import Cluster
@@ -32,23 +30,8 @@ def wait_past_deadline(opened_after_ms: float) -> None:
 
 
 def snapshot(path: str) -> tuple[dict, list[str]]:
-    """Every file and dir under ``path`` (size, mtime; SQLite's -wal/-shm and the partition
-    lock files aside, as tests/cli/test_cli_read_only.py counts them) and the metadata
-    database's full contents, read through a read-only connection."""
-    found = {}
-    for root, dirs, files in os.walk(path):
-        for name in files + [d + "/" for d in dirs]:
-            if name.endswith(("-wal", "-shm", ".lock")):
-                continue
-            full = os.path.join(root, name)
-            stat = os.stat(full.rstrip("/"))
-            found[full] = (stat.st_size, stat.st_mtime_ns) if not name.endswith("/") else ()
-    connection = sqlite3.connect(f"file:{os.path.join(path, 'metadata.db')}?mode=ro", uri=True)
-    try:
-        dump = list(connection.iterdump())
-    finally:
-        connection.close()
-    return found, dump
+    """Every file and dir under ``path`` and the metadata database's full contents."""
+    return file_tree(path), metadata_dump(path)
 
 
 def task_attempt(path: str, sink_id: str) -> tuple[Producer, SinkTaskWriter]:

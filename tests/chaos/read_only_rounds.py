@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 import time
 
@@ -41,6 +40,7 @@ from chaos.harness import (
     setup,
     wait_for_acks,
 )
+from helpers import file_tree, metadata_dump
 from kstream import Admin, Producer, TopicPartition
 from kstream.admin import IsolationLevel, OffsetSpec
 from kstream.log.cluster import Cluster
@@ -163,23 +163,8 @@ def _read_only_views(ctx: Ctx) -> tuple[dict, dict]:
 
 
 def _snapshot(ctx: Ctx) -> tuple[dict, list[str]]:
-    """Every file and dir of the cluster and its log dirs (size, mtime; SQLite's -wal/-shm and
-    the partition lock files aside) and metadata.db's contents."""
-    found: dict[str, tuple] = {}
-    for top in {ctx.cluster, *ctx.log_dirs}:
-        for root, dirs, files in os.walk(top):
-            for name in dirs:
-                found[os.path.join(root, name) + "/"] = ()
-            for name in files:
-                if not name.endswith(("-wal", "-shm", ".lock")):
-                    stat = os.stat(os.path.join(root, name))
-                    found[os.path.join(root, name)] = (stat.st_size, stat.st_mtime_ns)
-    connection = sqlite3.connect(f"file:{os.path.join(ctx.cluster, 'metadata.db')}?mode=ro", uri=True)
-    try:
-        dump = list(connection.iterdump())
-    finally:
-        connection.close()
-    return found, dump
+    """Every file and dir of the cluster and its log dirs and metadata.db's contents."""
+    return file_tree(*{ctx.cluster, *ctx.log_dirs}), metadata_dump(ctx.cluster)
 
 
 def _compare_snapshots(ctx: Ctx, before: tuple[dict, list[str]], after: tuple[dict, list[str]]) -> None:

@@ -10,6 +10,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+from helpers import file_tree
 from kstream import Producer
 from kstream.cli.main import cli
 from kstream.groups import ConsumerGroups
@@ -34,17 +35,9 @@ READ_ONLY = [
 
 
 def tree(path):
-    """Every file under ``path`` with its size and modification time, but SQLite's journal
-    files and the partition lock files (any opener of a partition makes its lock file)."""
-    found = {}
-    for root, _, files in os.walk(path):
-        for name in files:
-            if name.endswith(("-wal", "-shm", ".lock")):
-                continue
-            full = os.path.join(root, name)
-            stat = os.stat(full)
-            found[full] = (stat.st_size, stat.st_mtime_ns)
-    return found
+    """Every file and dir under ``path`` but SQLite's journal files and the partition lock files
+    (tests/helpers.py's file_tree)."""
+    return file_tree(path)
 
 
 @pytest.fixture

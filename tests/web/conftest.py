@@ -3,11 +3,10 @@ groups with commits; and TestClients of the console over it (read-write and read
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from fastapi.testclient import TestClient
 
+from helpers import file_tree
 from kstream import ConsumerGroups, Producer
 from kstream.admin import Admin, NewTopic
 from kstream.log.cluster import Cluster
@@ -68,14 +67,5 @@ def read_only_client(clusters):
 
 
 def tree(path):
-    """Every file under ``path`` with size and mtime, but SQLite's journal files and the
-    partition lock files (as tests/cli/test_cli_read_only.py counts them)."""
-    found = {}
-    for root, dirs, files in os.walk(path):
-        for name in files + [d + "/" for d in dirs]:
-            if name.endswith(("-wal", "-shm", ".lock")):
-                continue
-            full = os.path.join(root, name)
-            stat = os.stat(full.rstrip("/"))
-            found[full] = (stat.st_size, stat.st_mtime_ns) if not name.endswith("/") else ()
-    return found
+    """Every file and dir under ``path`` (tests/helpers.py's file_tree)."""
+    return file_tree(path)
