@@ -142,3 +142,29 @@ def metadata_dump(cluster_path: str) -> list[str]:
         return list(connection.iterdump())
     finally:
         connection.close()
+
+
+def write_committed_and_aborted(cluster_path: str, transactional_id: str, topic: str = "txn") -> None:
+    """On partition 0 of ``topic``: plain-0, plain-1, committed-0..2 + COMMIT marker, plain-2,
+    aborted-0..1 + ABORT marker, plain-3 (offsets 0-10): a log every reader must agree on."""
+    from kstream import Producer
+
+    with Producer({"cluster": cluster_path}) as plain, \
+            Producer({"cluster": cluster_path, "transactional.id": transactional_id}) as tx:
+        for i in range(2):
+            plain.produce(topic, f"plain-{i}".encode(), partition=0)
+        plain.flush()
+        tx.init_transactions()
+        tx.begin_transaction()
+        for i in range(3):
+            tx.produce(topic, f"committed-{i}".encode(), partition=0)
+        tx.commit_transaction()
+        plain.produce(topic, b"plain-2", partition=0)
+        plain.flush()
+        tx.begin_transaction()
+        for i in range(2):
+            tx.produce(topic, f"aborted-{i}".encode(), partition=0)
+        tx.flush()
+        tx.abort_transaction()
+        plain.produce(topic, b"plain-3", partition=0)
+        plain.flush()

@@ -31,6 +31,7 @@ import sys
 from typing import Any
 
 import numpy as np
+from tests.helpers import write_committed_and_aborted
 
 from kstream import Admin, NewTopic, Producer
 from kstream.errors import ConfigError
@@ -199,25 +200,7 @@ def _write_cluster(cluster: str) -> dict[str, Any]:
 def _write_transactions(cluster: str) -> list[dict[str, Any]]:
     """plain-0, plain-1, committed-0..2 + marker, plain-2, aborted-0..1 + marker, plain-3: every
     offset's value (a marker's is COMMIT or ABORT), ``control`` and ``aborted`` flags."""
-    with Producer({"cluster": cluster}) as plain, \
-            Producer({"cluster": cluster, "transactional.id": "vectors"}) as tx:
-        for i in range(2):
-            plain.produce("txn", f"plain-{i}".encode(), partition=0)
-        plain.flush()
-        tx.init_transactions()
-        tx.begin_transaction()
-        for i in range(3):
-            tx.produce("txn", f"committed-{i}".encode(), partition=0)
-        tx.commit_transaction()
-        plain.produce("txn", b"plain-2", partition=0)
-        plain.flush()
-        tx.begin_transaction()
-        for i in range(2):
-            tx.produce("txn", f"aborted-{i}".encode(), partition=0)
-        tx.flush()
-        tx.abort_transaction()
-        plain.produce("txn", b"plain-3", partition=0)
-        plain.flush()
+    write_committed_and_aborted(cluster, "vectors")
     values = ["plain-0", "plain-1", "committed-0", "committed-1", "committed-2", fmt.COMMIT_MARKER.decode(),
               "plain-2", "aborted-0", "aborted-1", fmt.ABORT_MARKER.decode(), "plain-3"]
     markers = {fmt.COMMIT_MARKER.decode(), fmt.ABORT_MARKER.decode()}

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pytest
 from tests.spark.jvm_support import load
 
+from helpers import write_committed_and_aborted
 from kstream import Admin, NewTopic, Producer, TopicPartition
 
 pytestmark = pytest.mark.spark
@@ -99,24 +100,7 @@ def _write_typed(path: str) -> None:
 def _write_transactions(path: str) -> None:
     """plain 0..1, committed c0..c2, plain 5, aborted a0..a1 + its marker, plain, then an open
     transaction (its producer process exits without ending it) followed by one more plain record."""
-    with Producer({"cluster": path}) as plain, Producer({"cluster": path, "transactional.id": "tx-ok"}) as tx:
-        for i in range(2):
-            plain.produce("txn", f"plain-{i}".encode(), partition=0)
-        plain.flush()
-        tx.init_transactions()
-        tx.begin_transaction()
-        for i in range(3):
-            tx.produce("txn", f"committed-{i}".encode(), partition=0)
-        tx.commit_transaction()
-        plain.produce("txn", b"plain-2", partition=0)
-        plain.flush()
-        tx.begin_transaction()
-        for i in range(2):
-            tx.produce("txn", f"aborted-{i}".encode(), partition=0)
-        tx.flush()
-        tx.abort_transaction()
-        plain.produce("txn", b"plain-3", partition=0)
-        plain.flush()
+    write_committed_and_aborted(path, "tx-ok")
     script = textwrap.dedent(f"""
         import os
         from kstream import Producer
