@@ -53,6 +53,13 @@ class Tail:
         await self.task
 
 
+def run_apart(coroutine) -> None:
+    """asyncio.run() on a thread of its own: the browser tests' playwright keeps an event loop
+    running on the main thread for the whole session, where asyncio.run() refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, coroutine).result()
+
+
 class RefusingExecutor(concurrent.futures.ThreadPoolExecutor):
     """A default executor that fails the test if anything runs on it."""
 
@@ -89,7 +96,7 @@ def test_tails_are_capped_per_client_and_per_console_then_freed(clusters, fast_p
         assert (await c2.first)[0] == 200
         await c2.close()
 
-    asyncio.run(scenario())
+    run_apart(scenario())
 
 
 def test_a_refused_tail_holds_nothing(clusters, fast_polls):
@@ -108,7 +115,7 @@ def test_a_refused_tail_holds_nothing(clusters, fast_polls):
         await first.close()
         assert slots.open == 0
 
-    asyncio.run(scenario())
+    run_apart(scenario())
 
 
 def test_a_missing_topic_gives_back_its_slot(client):
@@ -161,7 +168,7 @@ def test_a_tail_whose_client_left_before_the_response_gives_back_its_slot(cluste
             pass
         gone.set()
 
-    asyncio.run(scenario())
+    run_apart(scenario())
     gc.collect()
     assert slots.open == 0
 
@@ -198,7 +205,7 @@ def test_group_live_streams_are_capped_and_read_on_their_own_threads(clusters):
         assert (await c2.first)[0] == 200
         await c2.close()
 
-    asyncio.run(scenario())
+    run_apart(scenario())
 
 
 def test_a_missing_group_gives_back_its_stream_slot(client):
