@@ -32,8 +32,34 @@ def cli(ctx: click.Context, cluster: str, verbose: bool) -> None:
     ctx.obj = {"cluster": cluster}
 
 
+def _set_cluster(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    """``--cluster`` given after a command (Kafka's tools take --bootstrap-server on every
+    command): it names the cluster as the root's option does; given both ways, they must agree."""
+    if value is None:
+        return
+    root = ctx.find_root()
+    given_before = root.get_parameter_source("cluster") == click.core.ParameterSource.COMMANDLINE
+    if given_before and root.obj["cluster"] != value:
+        raise click.UsageError(f"--cluster given twice: {root.obj['cluster']!r} before the command and {value!r} "
+                               "after it; give it once")
+    root.obj["cluster"] = value
+
+
+def _accept_cluster_anywhere(command: click.Command) -> None:
+    """Add ``--cluster`` to ``command`` and every command under it, but to those that have an
+    option of that name already (the console's ``--cluster [NAME=]PATH``, which names several)."""
+    if not any("--cluster" in getattr(p, "opts", ()) for p in command.params):
+        command.params.append(click.Option(
+            ["--cluster"], metavar="PATH", expose_value=False, callback=_set_cluster, is_eager=True,
+            help="Cluster path (as `kstream --cluster PATH ...`; default $KSTREAM_CLUSTER or ./data)."))
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _accept_cluster_anywhere(sub)
+
+
 for command in (topics, groups, produce, consume, get_offsets, delete_records, dump_log, perf, log_dirs,
                 replicator, elect_leaders, reassign, verify_replicas, jar_path, console_command):
+    _accept_cluster_anywhere(command)
     cli.add_command(command)
 
 
