@@ -20,13 +20,31 @@ if TYPE_CHECKING:
     from kstream.log.transactions import Holder, TransactionStore
 
 
+def topic_argument(command):
+    """TOPIC as the command's argument or, in Kafka's form, ``--topic TOPIC`` (kafka-topics.sh
+    --create --topic foo): one of the two; see :func:`one_topic`."""
+    command = click.option("--topic", "topic_option", metavar="TOPIC",
+                           help="The topic, as kafka-topics.sh takes it (instead of the TOPIC argument).")(command)
+    return click.argument("topic", required=False)(command)
+
+
+def one_topic(argument: str | None, option: str | None) -> str:
+    """The topic named by the argument or by --topic (both: they must agree)."""
+    if argument is not None and option is not None and argument != option:
+        raise click.UsageError(f"two topics named: {argument!r} and --topic {option!r}; name one")
+    topic = argument if argument is not None else option
+    if topic is None:
+        raise click.UsageError("name the topic: as an argument (kstream topics create NAME) or with --topic NAME")
+    return topic
+
+
 @click.group()
 def topics() -> None:
     """Create, list, describe, alter and delete topics."""
 
 
 @topics.command("create")
-@click.argument("topic")
+@topic_argument
 @click.option("--partitions", type=int, default=-1, help="Partitions (default: num.partitions).")
 @click.option("--replication-factor", type=int, default=-1,
               help="Replicas (default: default.replication.factor).")
@@ -37,10 +55,11 @@ def topics() -> None:
               help="Broker-side setting; used when this creates the cluster.")
 @click.option("--if-not-exists", is_flag=True, help="Succeed if the topic already exists.")
 @click.pass_context
-def create(ctx: click.Context, topic: str, partitions: int, replication_factor: int,
-           configs: tuple[str, ...], schema: str | None, log_dirs: str | None,
+def create(ctx: click.Context, topic: str | None, topic_option: str | None, partitions: int,
+           replication_factor: int, configs: tuple[str, ...], schema: str | None, log_dirs: str | None,
            cluster_configs: tuple[str, ...], if_not_exists: bool) -> None:
-    """Create TOPIC."""
+    """Create TOPIC (or --topic TOPIC)."""
+    topic = one_topic(topic, topic_option)
     broker = parse_pairs(cluster_configs, "--cluster-config")
     unknown = [k for k in broker if k not in CLUSTER_OPTIONS]
     if unknown:
@@ -71,10 +90,13 @@ def list_(ctx: click.Context) -> None:
 
 @topics.command("describe")
 @click.argument("names", nargs=-1)
+@click.option("--topic", "topic_options", multiple=True, metavar="TOPIC",
+              help="A topic to describe, as kafka-topics.sh takes it (repeatable; or name them as arguments).")
 @click.pass_context
-def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
+def describe(ctx: click.Context, names: tuple[str, ...], topic_options: tuple[str, ...]) -> None:
     """Describe topics (all when none named): partitions, leaders, replicas, offsets, the LSO
     and the open transactions holding it. Read-only: an expired transaction is shown, not aborted."""
+    names = tuple(dict.fromkeys(names + topic_options))
     from kstream.log.transactions import TransactionStore
 
     out = console()
@@ -141,15 +163,16 @@ def _when(ms: int | None) -> str:
 
 
 @topics.command("alter")
-@click.argument("topic")
+@topic_argument
 @click.option("--config", "configs", multiple=True, metavar="K=V", help="Set a topic config.")
 @click.option("--delete-config", "deletes", multiple=True, metavar="K", help="Remove an override.")
 @click.option("--partitions", type=int, help="Increase the partition count to this.")
 @click.option("--add-columns", help="Typed topic: nullable columns to append, name:type,...")
 @click.pass_context
-def alter(ctx: click.Context, topic: str, configs: tuple[str, ...], deletes: tuple[str, ...],
-          partitions: int | None, add_columns: str | None) -> None:
-    """Change TOPIC's configs, partition count or schema."""
+def alter(ctx: click.Context, topic: str | None, topic_option: str | None, configs: tuple[str, ...],
+          deletes: tuple[str, ...], partitions: int | None, add_columns: str | None) -> None:
+    """Change TOPIC's (or --topic TOPIC's) configs, partition count or schema."""
+    topic = one_topic(topic, topic_option)
     with Admin(cluster_options(ctx)) as admin:
         changes: dict[str, str | None] = dict(parse_pairs(configs, "--config"))
         changes.update({k: None for k in deletes})
@@ -169,10 +192,11 @@ def alter(ctx: click.Context, topic: str, configs: tuple[str, ...], deletes: tup
 
 
 @topics.command("delete")
-@click.argument("topic")
+@topic_argument
 @click.pass_context
-def delete(ctx: click.Context, topic: str) -> None:
-    """Delete TOPIC and its data."""
+def delete(ctx: click.Context, topic: str | None, topic_option: str | None) -> None:
+    """Delete TOPIC (or --topic TOPIC) and its data."""
+    topic = one_topic(topic, topic_option)
     with Admin(cluster_options(ctx)) as admin:
         admin.delete_topics([topic])[topic].result()
         click.echo(f"Deleted topic {topic}.")

@@ -1,4 +1,5 @@
-"""`--cluster` after the command, as Kafka's tools take --bootstrap-server on every command (issue 20)."""
+"""Kafka's CLI habits (issue 20): `--cluster` after the command, as Kafka's tools take
+--bootstrap-server on every command, and `kstream topics create --topic foo` as kafka-topics.sh's form."""
 
 from __future__ import annotations
 
@@ -52,3 +53,20 @@ def test_every_command_takes_it_and_the_console_keeps_its_own():
     console = cli.commands["console"]
     (option,) = [p for p in console.params if "--cluster" in getattr(p, "opts", ())]
     assert option.multiple  # the console's --cluster [NAME=]PATH, which names several clusters
+
+
+def test_topics_commands_take_kafkas_topic_option(cluster_path):
+    def run(*args):
+        return CliRunner().invoke(cli, ["--cluster", cluster_path, "topics", *args])
+
+    assert run("create", "--topic", "foo", "--partitions", "2").exit_code == 0
+    described = run("describe", "--topic", "foo")
+    assert described.exit_code == 0 and "PartitionCount: 2" in described.output
+    assert run("alter", "--topic", "foo", "--partitions", "3").exit_code == 0
+    assert "PartitionCount: 3" in run("describe", "foo", "--topic", "foo").output  # named twice: described once
+    assert run("delete", "--topic", "foo").exit_code == 0
+    both = run("create", "a", "--topic", "b")
+    assert both.exit_code == 2 and "two topics named" in both.output
+    neither = run("create")
+    assert neither.exit_code == 2 and "name the topic" in neither.output
+    assert "Topic: " not in run("describe").output  # no topics left
