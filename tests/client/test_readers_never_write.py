@@ -365,19 +365,26 @@ def test_an_expired_transaction_is_not_read_as_aborted_while_a_decision_taken_in
     slow.close()
 
 
+def _cluster_reads(client) -> None:
+    """The AdminClient's describe and list calls that do not name a group."""
+    from kstream.admin import ConfigResource, TopicCollection
+
+    client.list_topics()
+    client.list_groups()
+    client.describe_cluster().result()
+    for future in client.describe_topics(TopicCollection(["txn"])).values():
+        future.result()
+    for future in client.describe_configs([ConfigResource("topic", "txn")]).values():
+        future.result()
+    client.list_consumer_groups().result()
+
+
 def test_the_admin_clients_describe_and_list_calls_write_nothing(stuck_with_group):
-    from kstream.admin import AdminClient, ConfigResource, ConsumerGroupTopicPartitions, TopicCollection
+    from kstream.admin import AdminClient, ConsumerGroupTopicPartitions
 
     before = snapshot(stuck_with_group)
     with AdminClient({"cluster": stuck_with_group}) as client:
-        client.list_topics()
-        client.list_groups()
-        client.describe_cluster().result()
-        for future in client.describe_topics(TopicCollection(["txn"])).values():
-            future.result()
-        for future in client.describe_configs([ConfigResource("topic", "txn")]).values():
-            future.result()
-        client.list_consumer_groups().result()
+        _cluster_reads(client)
         client.describe_consumer_groups(["g"])["g"].result()
         for future in client.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g")]).values():
             future.result()
@@ -430,11 +437,9 @@ def test_read_only_commands_create_nothing_on_a_cluster_without_groups_or_transa
 def test_clients_create_nothing_on_a_cluster_without_groups_or_transactions(fresh):
     from kstream.admin import (
         AdminClient,
-        ConfigResource,
         ConsumerGroupTopicPartitions,
         IsolationLevel,
         OffsetSpec,
-        TopicCollection,
     )
     from kstream.groups import ConsumerGroups
     from kstream.source.planning import bounds
@@ -448,14 +453,7 @@ def test_clients_create_nothing_on_a_cluster_without_groups_or_transactions(fres
         consumer.assign([TopicPartition("txn", 1)])  # OFFSET_INVALID: the group's offset, none
         assert consumer.poll(1.0).value() == b"plain-1"
     with AdminClient({"cluster": fresh}) as client:
-        client.list_topics()
-        client.list_groups()
-        client.describe_cluster().result()
-        for future in client.describe_topics(TopicCollection(["txn"])).values():
-            future.result()
-        for future in client.describe_configs([ConfigResource("topic", "txn")]).values():
-            future.result()
-        client.list_consumer_groups().result()
+        _cluster_reads(client)
         with pytest.raises(GroupNotFoundError):  # no such group: said, not made
             client.describe_consumer_groups(["g"])["g"].result()
         client.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g")])["g"].result()

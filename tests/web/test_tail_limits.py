@@ -123,7 +123,11 @@ def test_a_missing_topic_gives_back_its_slot(client):
     assert client.app.app.state.console.tails.open == 0
 
 
-def test_kstream_console_takes_the_tail_caps_as_options(monkeypatch, cluster_dir):
+@pytest.mark.parametrize("flag, per_client, fields", [
+    ("--max-tails", "--max-tails-per-client", ("tail_max", "tail_max_per_client")),
+    ("--max-group-streams", "--max-group-streams-per-client", ("group_live_max", "group_live_max_per_client")),
+])
+def test_kstream_console_takes_the_caps_as_options(monkeypatch, cluster_dir, flag, per_client, fields):
     from click.testing import CliRunner
 
     from kstream.cli.main import cli
@@ -131,13 +135,12 @@ def test_kstream_console_takes_the_tail_caps_as_options(monkeypatch, cluster_dir
     served = {}
     monkeypatch.setattr("uvicorn.run", lambda app, host, port, log_level: served.update(app=app))
     result = CliRunner().invoke(cli, ["console", "--cluster", f"main={cluster_dir}", "--sample-interval-s", "0",
-                                      "--max-tails", "7", "--max-tails-per-client", "3"])
+                                      flag, "7", per_client, "3"])
     assert result.exit_code == 0, result.output
     limits = served["app"].app.state.console.limits
-    assert (limits.tail_max, limits.tail_max_per_client) == (7, 3)
-    bad = CliRunner().invoke(cli, ["console", "--cluster", cluster_dir, "--max-tails", "2",
-                                   "--max-tails-per-client", "3"])
-    assert bad.exit_code != 0 and "--max-tails-per-client" in str(bad.exception)
+    assert (getattr(limits, fields[0]), getattr(limits, fields[1])) == (7, 3)
+    bad = CliRunner().invoke(cli, ["console", "--cluster", cluster_dir, flag, "2", per_client, "3"])
+    assert bad.exit_code != 0 and per_client in str(bad.exception)
 
 
 def test_a_tail_whose_client_left_before_the_response_gives_back_its_slot(clusters, fast_polls):
@@ -218,18 +221,3 @@ def test_group_live_interval_has_a_minimum(client):
     assert client.app.app.state.console.group_streams.open == 0
 
 
-def test_kstream_console_takes_the_group_stream_caps_as_options(monkeypatch, cluster_dir):
-    from click.testing import CliRunner
-
-    from kstream.cli.main import cli
-
-    served = {}
-    monkeypatch.setattr("uvicorn.run", lambda app, host, port, log_level: served.update(app=app))
-    result = CliRunner().invoke(cli, ["console", "--cluster", f"main={cluster_dir}", "--sample-interval-s", "0",
-                                      "--max-group-streams", "9", "--max-group-streams-per-client", "2"])
-    assert result.exit_code == 0, result.output
-    limits = served["app"].app.state.console.limits
-    assert (limits.group_live_max, limits.group_live_max_per_client) == (9, 2)
-    bad = CliRunner().invoke(cli, ["console", "--cluster", cluster_dir, "--max-group-streams", "2",
-                                   "--max-group-streams-per-client", "3"])
-    assert bad.exit_code != 0 and "--max-group-streams-per-client" in str(bad.exception)
