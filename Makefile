@@ -28,11 +28,11 @@ $(JAR): $(STAMP) $(JAVA_SOURCES) jvm/build.sh
 jar: $(JAR)
 
 # The console's htmx / SSE extension / uPlot, from the npm registry, checked against
-# src/kstream/web/assets.lock. Unreachable registry: one line (exit 3), pages still serve.
+# src/kstream/tools/web/assets.lock. Unreachable registry: one line (exit 3), pages still serve.
 web-assets: $(STAMP)
 	@$(PY) scripts/vendor_web_assets.py || test $$? -eq 3
 
-# Debian's chromium for the console's browser tests (tests/browser, playwright from the dev extra).
+# Debian's chromium for the console's browser tests (tests/tools/browser, playwright from the dev extra).
 # Cannot install it (not root, no apt-get): one line, and those tests skip with one line.
 browser:
 	@bash scripts/ensure-browser.sh

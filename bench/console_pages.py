@@ -50,8 +50,8 @@ def build_cluster(path: str, topics: int, partitions: int, groups: int) -> None:
     """The cluster described in the module docstring, at ``path`` (which must not exist)."""
     from kstream import ConsumerGroups, Producer
     from kstream.admin import Admin, NewTopic
-    from kstream.log.cluster import Cluster
-    from kstream.monitor.sampler import Sampler
+    from kstream.log.cluster.cluster import Cluster
+    from kstream.tools.monitor.sampler import Sampler
 
     typed = pa.schema([("id", pa.int64()), ("name", pa.string())])
     with Admin({"cluster": path, "log.dirs": LOG_DIRS}) as admin:
@@ -118,8 +118,8 @@ def time_pages(get: Callable[[str], tuple[int, int]], urls: dict[str, str], repe
 def run_testclient(path: str, urls: dict[str, str], repeats: int) -> list[dict[str, object]]:
     from fastapi.testclient import TestClient
 
-    from kstream.web.app import create_app
-    from kstream.web.clusters import ClusterRef, check_clusters
+    from kstream.tools.web.app import create_app
+    from kstream.tools.web.clusters import ClusterRef, check_clusters
 
     app = create_app(check_clusters([ClusterRef(CLUSTER_NAME, path)]))
     with TestClient(app) as client:
@@ -141,8 +141,8 @@ def run_uvicorn(path: str, urls: dict[str, str], repeats: int) -> list[dict[str,
     import httpx
     import uvicorn
 
-    from kstream.web.app import create_app
-    from kstream.web.clusters import ClusterRef, check_clusters
+    from kstream.tools.web.app import create_app
+    from kstream.tools.web.clusters import ClusterRef, check_clusters
 
     port = free_port()
     app = create_app(check_clusters([ClusterRef(CLUSTER_NAME, path)]))

@@ -28,7 +28,8 @@ import pyarrow as pa
 
 from bench import peers
 from bench.harness import Row, median, medians, new_cluster, produce_batches, run_sections, timed, timed_seconds
-from kstream import OFFSET_BEGINNING, Consumer, Producer, TopicPartition, perf
+from kstream import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from kstream.tools import perf
 
 
 def poll_batches(cluster: str, topic: str, partitions: int, records: int, check_crcs: bool) -> None:

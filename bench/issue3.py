@@ -25,7 +25,8 @@ import time
 
 from bench import peers
 from bench.harness import Row, medians, produce_batches, run_sections, timed_seconds
-from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition, perf
+from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition
+from kstream.tools import perf
 
 
 def cluster_with(root: str, name: str, dirs: int, topics: dict[str, tuple[int, int]]) -> str:

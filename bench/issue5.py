@@ -30,7 +30,7 @@ from bench.harness import Row, new_cluster, run_sections
 from kstream import Consumer, Producer
 from kstream.groups import ConsumerGroups, OffsetsTable
 from kstream.groups.offsets_table import SCHEMA
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 
 def percentile(values: list[float], q: float) -> float:

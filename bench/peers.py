@@ -53,8 +53,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kstream.perf import ceiling, peer
-from kstream.perf.result import PerfResult
+from kstream.tools.perf import ceiling, peer
+from kstream.tools.perf.result import PerfResult
 
 Measurement = dict[str, Any]
 """Result of one measurement (see module docstring for the keys)."""
@@ -116,7 +116,7 @@ def _value_bytes(batch: pa.RecordBatch) -> int:
 
 def make_batches(n_records: int, value_size: int, batch_bytes: int = 1 << 20, *, seed: int = 0
                  ) -> list[pa.RecordBatch]:
-    """:func:`kstream.perf.ceiling.make_batches` (schema :data:`VALUE_SCHEMA`)."""
+    """:func:`kstream.tools.perf.ceiling.make_batches` (schema :data:`VALUE_SCHEMA`)."""
     return ceiling.make_batches(n_records, value_size, batch_bytes, seed=seed)
 
 
@@ -126,13 +126,13 @@ def _from_result(name: str, result: PerfResult, **extra: Any) -> Measurement:
 
 
 # --------------------------------------------------------------------------
-# Raw Arrow IPC baselines (kstream.perf.ceiling, as Measurements)
+# Raw Arrow IPC baselines (kstream.tools.perf.ceiling, as Measurements)
 # --------------------------------------------------------------------------
 
 
 def raw_ipc_write(path: str | os.PathLike[str], batches: Sequence[pa.RecordBatch], fsync_each_batch: bool
                   ) -> Measurement:
-    """:func:`kstream.perf.ceiling.raw_ipc_write`: the floor of ``produce_batch``."""
+    """:func:`kstream.tools.perf.ceiling.raw_ipc_write`: the floor of ``produce_batch``."""
     name = "raw_ipc_write_fsync_each_batch" if fsync_each_batch else "raw_ipc_write"
     return _from_result(name, ceiling.raw_ipc_write(os.fspath(path), batches, fsync_each_batch),
                         batches=len(batches))
@@ -140,13 +140,13 @@ def raw_ipc_write(path: str | os.PathLike[str], batches: Sequence[pa.RecordBatch
 
 def raw_ipc_write_copies(paths: Sequence[str | os.PathLike[str]], batches: Sequence[pa.RecordBatch],
                          fsync_copies: int) -> Measurement:
-    """:func:`kstream.perf.ceiling.raw_ipc_write_copies`: the floor of replicated ``produce_batch``."""
+    """:func:`kstream.tools.perf.ceiling.raw_ipc_write_copies`: the floor of replicated ``produce_batch``."""
     return _from_result("raw_ipc_write_copies",
                         ceiling.raw_ipc_write_copies([os.fspath(p) for p in paths], batches, fsync_copies))
 
 
 def raw_ipc_read(path: str | os.PathLike[str]) -> Measurement:
-    """:func:`kstream.perf.ceiling.raw_ipc_read`: the floor of ``poll_batch``."""
+    """:func:`kstream.tools.perf.ceiling.raw_ipc_read`: the floor of ``poll_batch``."""
     result = ceiling.raw_ipc_read(os.fspath(path))
     return _from_result("raw_ipc_read", result, batches=result.config["batches"])
 
@@ -371,7 +371,7 @@ tansu_available = peer.tansu_available
 
 @contextlib.contextmanager
 def tansu_broker(topic: str, partitions: int = 1, *, startup_timeout: float = 15.0) -> Iterator[str]:
-    """:func:`kstream.perf.peer.tansu_broker` (memory storage only: no disk I/O)."""
+    """:func:`kstream.tools.perf.peer.tansu_broker` (memory storage only: no disk I/O)."""
     with peer.tansu_broker(topic, partitions, startup_timeout_s=startup_timeout) as bootstrap:
         yield bootstrap
 

@@ -13,7 +13,7 @@ for round in 1 2 3 4 5; do
     name=$([ "$tree" = "$BEFORE" ] && echo before || echo after)
     C=$(mktemp -d)/c
     export KSTREAM_CLUSTER=$C
-    run() { PYTHONPATH=$tree/src $PY -c 'import sys; sys.argv[0]="kstream"; from kstream.cli import main; main()' "$@" --json 2>/dev/null | tail -1; }
+    run() { PYTHONPATH=$tree/src $PY -c 'import sys; sys.argv[0]="kstream"; from kstream.tools.cli import main; main()' "$@" --json 2>/dev/null | tail -1; }
     for acks in 1 all; do
       r=$(run perf produce --topic t$acks --num-records 1000000 --record-size 100 --partitions 6 --acks $acks)
       echo "{\"tree\":\"$name\",\"round\":$round,\"what\":\"produce acks=$acks\",\"r\":$r}" >> "$OUT"

@@ -35,9 +35,9 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 
 from kstream.jars import with_jar
-from kstream.log.cluster import Cluster, resolve_cluster_path
-from kstream.source.options import GroupPosition
+from kstream.log.cluster.cluster import Cluster, resolve_cluster_path
 from kstream.source.planning import group_offsets
+from kstream.source.read_options import GroupPosition
 
 OFFSETS_KEY = "kstream.offsets"
 COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp"]

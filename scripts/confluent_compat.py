@@ -211,7 +211,7 @@ def make_cluster(path: Path) -> None:
     script's own interpreter never imports kstream)."""
     code = (
         "import sys\n"
-        "from kstream.log.cluster import Cluster\n"
+        "from kstream.log.cluster.cluster import Cluster\n"
         "cluster = Cluster.open(sys.argv[1], {}, create=True)\n"
         f"for name, partitions in {TOPICS!r}.items():\n"
         "    cluster.create_topic(name, partitions, 1)\n"

@@ -10,7 +10,7 @@ the viewport only) for each page of :data:`PAGES`. A page that does not answer 2
 shows an error box or a failed chart stops the script (exit 1): a screenshot of a
 broken page is worse than none.
 
-The browser tests (tests/browser) import this module for the same parts, so the
+The browser tests (tests/tools/browser) import this module for the same parts, so the
 script stays working. Chromium is Debian's package (scripts/ensure-browser.sh)
 driven by playwright through ``executable_path``; playwright's own browser
 download is never used (it cannot work here). Needs the ``dev`` extra (playwright).
@@ -93,8 +93,8 @@ def demo_cluster(path: str, history_rounds: int = HISTORY_ROUNDS) -> Iterator[An
 
     from kstream import ConsumerGroups, Producer
     from kstream.admin import Admin, NewTopic
-    from kstream.log.cluster import Cluster
-    from kstream.monitor.sampler import Sampler
+    from kstream.log.cluster.cluster import Cluster
+    from kstream.tools.monitor.sampler import Sampler
 
     typed = pa.schema([("id", pa.int64()), ("amount", pa.float64()), ("currency", pa.string())])
     with Admin({"cluster": path}) as admin:
@@ -150,8 +150,8 @@ def serve_console(clusters: Any, *, read_only: bool = False, samplers: Any = Non
     socket is bound before the thread starts, so there is no race for the port."""
     import uvicorn
 
-    from kstream.cli.web import LOOPBACK_HOSTS
-    from kstream.web.app import create_app
+    from kstream.tools.cli.web import LOOPBACK_HOSTS
+    from kstream.tools.web.app import create_app
 
     app = create_app(clusters, read_only=read_only, samplers=samplers, allowed_hosts=LOOPBACK_HOSTS)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -216,7 +216,7 @@ def shoot(browser: Any, base_url: str, out_dir: str) -> list[str]:
 def run(out_dir: str, browser: Any = None, chromium: str | None = None) -> list[str]:
     """Demo cluster, console, screenshots into ``out_dir``. ``browser``: a playwright
     Browser to use (the tests pass theirs); None: launch ``chromium`` (or find one)."""
-    from kstream.web.clusters import ClusterRef, check_clusters
+    from kstream.tools.web.clusters import ClusterRef, check_clusters
 
     with tempfile.TemporaryDirectory(prefix="kstream-screens-") as work:
         path = os.path.join(work, DEMO)

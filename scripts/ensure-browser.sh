@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The console's browser tests (tests/browser) drive Debian's chromium with playwright; playwright's
+# The console's browser tests (tests/tools/browser) drive Debian's chromium with playwright; playwright's
 # own browser download cannot work here, so it is never called. Use a chromium on PATH (or
 # KSTREAM_CHROMIUM); otherwise install Debian's chromium package when we may (root with apt-get);
 # if we cannot, say so in one line and go on: the browser tests then skip with one line.

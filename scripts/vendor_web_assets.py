@@ -1,10 +1,10 @@
 """Fetch the console's browser assets (htmx, its SSE extension, uPlot) from the npm registry.
 
-Reads ``src/kstream/web/assets.lock``: per package the pinned version, the tarball's
+Reads ``src/kstream/tools/web/assets.lock``: per package the pinned version, the tarball's
 integrity (npm's ``dist.integrity``: base64 sha512) and which files to copy. Each tarball
 is downloaded from ``https://registry.npmjs.org/NAME/-/BASENAME-VERSION.tgz`` (or
 ``$KSTREAM_NPM_REGISTRY``), checked against the lock (a mismatch is an error: nothing is
-copied), and the listed files land in ``src/kstream/web/static/vendor/`` (git-ignored).
+copied), and the listed files land in ``src/kstream/tools/web/static/vendor/`` (git-ignored).
 Files already there from the same lock are kept (a stamp file records the lock's hash).
 
 Exit status: 0 done, 2 a checksum mismatch or a broken lock, 3 the registry is
@@ -25,8 +25,8 @@ import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LOCK = os.path.join(ROOT, "src", "kstream", "web", "assets.lock")
-VENDOR = os.path.join(ROOT, "src", "kstream", "web", "static", "vendor")
+LOCK = os.path.join(ROOT, "src", "kstream", "tools", "web", "assets.lock")
+VENDOR = os.path.join(ROOT, "src", "kstream", "tools", "web", "static", "vendor")
 STAMP = os.path.join(VENDOR, ".lock-sha256")
 MAX_TARBALL_BYTES = 8 << 20  # the three packages are well under 1 MiB each
 TIMEOUT_S = 30

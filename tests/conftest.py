@@ -34,8 +34,8 @@ def make_topic(admin):
 
 @pytest.fixture
 def journal(tmp_path, monkeypatch):
-    """The power-cut journal (kstream.log.faults) for this test: what each fsync made durable."""
-    from kstream.log import faults
+    """The power-cut journal (kstream.log.storage.faults) for this test: what each fsync made durable."""
+    from kstream.log.storage import faults
 
     path = str(tmp_path / "journal")
     monkeypatch.setattr(faults, "JOURNAL", None)

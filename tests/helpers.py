@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import time
 
-from kstream.log.lock import PartitionLock
-from kstream.log.log_config import LogConfig
-from kstream.log.log_reader import LogReader
-from kstream.log.output import decode_frame
-from kstream.log.partition_log import EncodedBatch, PartitionLog
-from kstream.log.records import PayloadCodec, batch_from_records
+from kstream.log.storage.lock import PartitionLock
+from kstream.log.storage.log_config import LogConfig
+from kstream.log.storage.log_reader import LogReader
+from kstream.log.storage.output import decode_frame
+from kstream.log.storage.partition_log import EncodedBatch, PartitionLog
+from kstream.log.storage.records import PayloadCodec, batch_from_records
 
 
 def encoded(values: list[bytes], timestamp_ms: int | None = None, codec: PayloadCodec | None = None
@@ -81,7 +81,7 @@ def produce_range(cluster_path: str, topic: str, start: int, count: int, *, pref
 def committed_offsets(cluster_path: str, group: str) -> dict[tuple[str, int], int]:
     """A group's committed offsets, read from the offsets table."""
     from kstream import ConsumerGroups
-    from kstream.log.cluster import Cluster
+    from kstream.log.cluster.cluster import Cluster
 
     service = ConsumerGroups(Cluster.open(cluster_path))
     try:

@@ -14,9 +14,9 @@ import time
 from helpers import consume_values, file_tree, metadata_dump, open_transaction
 from kstream import Admin, NewTopic, Producer
 from kstream.groups import ConsumerGroups
-from kstream.log.cluster import Cluster
-from kstream.log.sink_transactions import COMMITTING, SinkStore, SinkTaskWriter
-from kstream.log.transactions import TransactionStore
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.transactions.sink import COMMITTING, SinkStore, SinkTaskWriter
+from kstream.log.transactions.store import TransactionStore
 
 TIMEOUT_MS = 1000  # the smallest transaction.timeout.ms allowed
 COMMITTED_VIEW = [[b"c-0", b"c-1", b"later-0"], [b"decided", b"sink-committing", b"later-1"]]

@@ -7,11 +7,11 @@ import os
 import time
 
 from helpers import encoded
-from kstream.log import format as fmt
-from kstream.log.log_reader import LogReader
-from kstream.log.partition_log import EncodedBatch
-from kstream.log.records import PayloadCodec, batch_from_records
-from kstream.log.txn_index_reader import TxnIndexReader, TxnState
+from kstream.log.storage import format as fmt
+from kstream.log.storage.log_reader import LogReader
+from kstream.log.storage.partition_log import EncodedBatch
+from kstream.log.storage.records import PayloadCodec, batch_from_records
+from kstream.log.storage.txn_index_reader import TxnIndexReader, TxnState
 
 
 def txn_data(values: list[bytes], producer_id: int) -> EncodedBatch:

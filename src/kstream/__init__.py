@@ -5,7 +5,7 @@ TopicPartition) with Arrow-native additions (``Producer.produce_batch``,
 ``Consumer.poll_batch``). See README.md and docs/.
 
 Importing the package loads only the error classes: every other name here is
-imported on first use (module ``__getattr__``), so ``import kstream.log.segment``
+imported on first use (module ``__getattr__``), so ``import kstream.log.storage.segment``
 (or a Spark worker unpickling a storage-engine object) does not pull in the
 clients, consumer groups and their Delta table (deltalake), or Spark.
 """
@@ -54,8 +54,11 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     )
     from kstream._version import libversion, version
     from kstream.admin import Admin, AdminClient, NewPartitions, NewTopic, TopicDescription
-    from kstream.consumer import Consumer
-    from kstream.deserializing_consumer import DeserializingConsumer
+    from kstream.client.consumer import Consumer
+    from kstream.client.deserializing_consumer import DeserializingConsumer
+    from kstream.client.producer import BatchResult, Producer
+    from kstream.client.serializing_producer import SerializingProducer
+    from kstream.client.share_consumer import ShareConsumer
     from kstream.groups import ConsumerGroups, OffsetCommit
     from kstream.message import (
         OFFSET_BEGINNING,
@@ -69,10 +72,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
         TopicPartition,
     )
     from kstream.messages import Messages
-    from kstream.producer import BatchResult, Producer
-    from kstream.serializing_producer import SerializingProducer
-    from kstream.share_consumer import ShareConsumer
-    from kstream.source.lag import QueryPartitionLag, query_lag
+    from kstream.source.query_lag import QueryPartitionLag, query_lag
     from kstream.throttle_event import ThrottleEvent
 
 __version__ = "0.1.0"
@@ -89,10 +89,10 @@ _LAZY = {
     "Node": "kstream._model",
     "TopicCollection": "kstream._model",
     "TopicPartitionInfo": "kstream._model",
-    "BatchResult": "kstream.producer",
-    "Consumer": "kstream.consumer",
+    "BatchResult": "kstream.client.producer",
+    "Consumer": "kstream.client.consumer",
     "ConsumerGroups": "kstream.groups",
-    "DeserializingConsumer": "kstream.deserializing_consumer",
+    "DeserializingConsumer": "kstream.client.deserializing_consumer",
     "Message": "kstream.message",
     "Messages": "kstream.messages",
     "NewPartitions": "kstream.admin",
@@ -102,10 +102,10 @@ _LAZY = {
     "OFFSET_INVALID": "kstream.message",
     "OFFSET_STORED": "kstream.message",
     "OffsetCommit": "kstream.groups",
-    "Producer": "kstream.producer",
-    "QueryPartitionLag": "kstream.source.lag",
-    "SerializingProducer": "kstream.serializing_producer",
-    "ShareConsumer": "kstream.share_consumer",
+    "Producer": "kstream.client.producer",
+    "QueryPartitionLag": "kstream.source.query_lag",
+    "SerializingProducer": "kstream.client.serializing_producer",
+    "ShareConsumer": "kstream.client.share_consumer",
     "TIMESTAMP_CREATE_TIME": "kstream.message",
     "TIMESTAMP_LOG_APPEND_TIME": "kstream.message",
     "TIMESTAMP_NOT_AVAILABLE": "kstream.message",
@@ -113,7 +113,7 @@ _LAZY = {
     "TopicDescription": "kstream.admin",
     "TopicPartition": "kstream.message",
     "libversion": "kstream._version",
-    "query_lag": "kstream.source.lag",
+    "query_lag": "kstream.source.query_lag",
     "version": "kstream._version",
 }
 

@@ -1,6 +1,6 @@
 """Makes `format("kstream")` work with no register call: Spark registers a top-level
 module named `pyspark_<name>` that exposes `DefaultSource` by itself."""
 
-from kstream.source.data_source import KStreamDataSource as DefaultSource
+from kstream.data_source import KStreamDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

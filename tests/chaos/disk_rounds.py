@@ -48,8 +48,8 @@ from chaos.harness import (
     write_after,
 )
 from kstream import Admin, Consumer, Producer, TopicPartition
-from kstream.log import faults
-from kstream.log import format as fmt
+from kstream.log.storage import faults
+from kstream.log.storage import format as fmt
 
 BLOCK = 4096
 

@@ -78,8 +78,8 @@ def member(cluster: str, group: str, topic: str, out_path: str, name: str, pause
 def sink(cluster: str, sink_id: str, topic: str, rows_path: str, pause_at: str) -> None:
     from kstream import Producer
     from kstream.errors import FencedError
-    from kstream.log.sink_transactions import SinkStore, SinkTaskWriter
-    from kstream.log.txn_expiry import try_expire
+    from kstream.log.transactions.expiry import try_expire
+    from kstream.log.transactions.sink import SinkStore, SinkTaskWriter
 
     with open(rows_path) as f:
         rows = json.load(f)
@@ -106,8 +106,8 @@ def sink(cluster: str, sink_id: str, topic: str, rows_path: str, pause_at: str) 
 
 def commit(cluster: str, sink_id: str, batch: str, writes: str) -> None:
     from kstream.errors import FencedError
-    from kstream.log.cluster import Cluster
-    from kstream.log.sink_transactions import SinkStore, TaskWrites
+    from kstream.log.cluster.cluster import Cluster
+    from kstream.log.transactions.sink import SinkStore, TaskWrites
 
     opened = Cluster.open(cluster)
     task_writes = [TaskWrites(w[0], tuple(tuple(p) for p in w[1]), w[2]) for w in json.loads(writes)]

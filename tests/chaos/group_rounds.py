@@ -44,8 +44,8 @@ from chaos.harness import lines as child_lines
 from kstream import Admin, NewTopic, Producer
 from kstream.errors import FencedError
 from kstream.groups import ConsumerGroups
-from kstream.log.cluster import Cluster
-from kstream.log.sink_transactions import SinkStore, TaskWrites
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.transactions.sink import SinkStore, TaskWrites
 
 GROUP_CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "group_child.py")
 GROUP = "g"

@@ -19,9 +19,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from chaos.checker import Ack, History
 from chaos.power_cut import sync_all
 from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition
-from kstream.log import faults
-from kstream.log.transactions import TransactionStore
-from kstream.log.txn_view import visible_state
+from kstream.log.storage import faults
+from kstream.log.transactions.store import TransactionStore
+from kstream.log.transactions.view import visible_state
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 TOPIC = "t"

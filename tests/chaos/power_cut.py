@@ -1,6 +1,6 @@
 """Build the on-disk state a power loss could leave, from the power-cut journal.
 
-The journal (``kstream.log.faults``, ``KSTREAM_POWER_JOURNAL``) holds, per
+The journal (``kstream.log.storage.faults``, ``KSTREAM_POWER_JOURNAL``) holds, per
 inode, what the last fsync made durable: a file's content, a directory's
 entries. After the writers are killed (SIGKILL keeps the page cache, so the
 tree on disk then holds everything written), :func:`build` makes a new tree
@@ -30,7 +30,7 @@ import random
 import shutil
 from dataclasses import dataclass, field
 
-from kstream.log import faults
+from kstream.log.storage import faults
 
 DURABLE_AS_IS = ("metadata.db", "metadata.db-wal", "metadata.db-shm", "metadata.db-journal",
                  "__consumer_offsets")

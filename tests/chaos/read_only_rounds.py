@@ -43,9 +43,9 @@ from chaos.harness import (
 from helpers import file_tree, metadata_dump
 from kstream import Admin, Producer, TopicPartition
 from kstream.admin import IsolationLevel, OffsetSpec
-from kstream.log.cluster import Cluster
-from kstream.log.sink_transactions import COMMITTING, SinkStore, SinkTaskWriter
-from kstream.log.transactions import TransactionStore
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.transactions.sink import COMMITTING, SinkStore, SinkTaskWriter
+from kstream.log.transactions.store import TransactionStore
 
 _TIMEOUT_S = 1.3  # past the rounds' transaction.timeout.ms=1000
 _MAX_SHOWN = 3  # differences named per problem
@@ -127,8 +127,8 @@ def _write(ctx: Ctx, producer: Producer, tag: str) -> list[bytes]:
 def _read_only_views(ctx: Ctx) -> tuple[dict, dict]:
     """What the read-only readers saw per partition, and the high watermarks then. Their LSOs
     must be the high watermark: no transaction holds a reader back any more."""
-    from kstream.cli.main import cli
-    from kstream.web.browser import MAX_RECORDS, BrowseRequest, browse
+    from kstream.tools.cli.main import cli
+    from kstream.tools.web.browser import MAX_RECORDS, BrowseRequest, browse
 
     h, seen, high_watermarks = ctx.history, {}, {}
     with Admin({"cluster": ctx.cluster}) as admin:

@@ -40,8 +40,8 @@ from chaos.harness import (
 )
 from chaos.power_cut import power_cut
 from kstream import Admin, Consumer, Producer, TopicPartition
-from kstream.log import faults
-from kstream.log import format as fmt
+from kstream.log.storage import faults
+from kstream.log.storage import format as fmt
 
 
 def power_cut_round(ctx: Ctx, rf: int) -> None:

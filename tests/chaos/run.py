@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from chaos.checker import Verdict, check
 from chaos.harness import ROUND_TIMEOUT_S, Ctx, RoundHungError, kill_all
 from chaos.rounds import CLASSES
-from kstream.log import faults
+from kstream.log.storage import faults
 
 # -- running rounds -------------------------------------------------------------------------
 

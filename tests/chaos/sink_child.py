@@ -19,7 +19,7 @@ import sys
 import pyarrow as pa
 
 from kstream import KStreamError
-from kstream.log.sink_transactions import TaskWrites
+from kstream.log.transactions.sink import TaskWrites
 from kstream.sink.writer import KStreamStreamWriter, TaskCommit
 
 

@@ -37,7 +37,7 @@ from chaos.harness import TOPIC, Ctx, lines, produce_child, read_back, record_pr
 from chaos.power_cut import power_cut
 from chaos.visibility_rounds import read_committed_reader
 from kstream import Admin, NewTopic
-from kstream.log.txn_expiry import expire
+from kstream.log.transactions.expiry import expire
 
 SINK_CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sink_child.py")
 TXN_TIMEOUT_MS = 5000  # above a task child's start-up (it imports pyspark)

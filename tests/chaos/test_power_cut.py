@@ -7,7 +7,7 @@ import random
 import shutil
 
 from chaos.power_cut import CutReport, Journal, build, cut_content, power_cut, sync_all
-from kstream.log import faults
+from kstream.log.storage import faults
 
 
 def _write(path, data, mode="wb"):

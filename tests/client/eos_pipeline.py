@@ -6,7 +6,7 @@ Reads topic "in" partition 0 (assigned, or with "subscribe" as a member of GROUP
 1 s session timeout) from the group's committed offset, writes b"out-" + value to
 "out" partition 0, and commits every BATCH records' output and input offsets in one
 transaction (send_offsets_to_transaction). Stops at the end of "in". Set KSTREAM_CRASH_AT
-to SIGKILL it at a step of a commit (kstream.log.faults.crash_point).
+to SIGKILL it at a step of a commit (kstream.log.storage.faults.crash_point).
 """
 
 from __future__ import annotations

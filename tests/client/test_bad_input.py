@@ -26,7 +26,7 @@ from kstream import (
     TopicNotFoundError,
     TopicPartition,
 )
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 
 def stored_bytes(cluster_path):
@@ -302,8 +302,8 @@ def test_topic_names_past_the_file_name_limit_are_refused(admin, cluster_path, m
 
 
 def test_the_longest_topic_name_works_end_to_end(admin, cluster_path):
-    from kstream.log import format as fmt
-    from kstream.log.cluster import MAX_PARTITIONS
+    from kstream.log.cluster.cluster import MAX_PARTITIONS
+    from kstream.log.storage import format as fmt
 
     name = "n" * 210
     for _ in range(2):  # created, produced to, read, deleted, and created again
@@ -342,7 +342,7 @@ def test_transactional_producer_ids_grow_by_one(cluster_path, make_topic):
 
 
 def test_transactional_producer_ids_stop_at_the_i64_maximum(cluster_path, make_topic):
-    from kstream.log.transactions import TransactionStore
+    from kstream.log.transactions.store import TransactionStore
 
     make_topic("t")
     cluster = Cluster.open(cluster_path)
@@ -363,8 +363,8 @@ def test_opening_the_metadata_never_opens_its_file_outside_sqlite(cluster_path, 
     them (a "malformed" database). So a second connection must not read the file itself."""
     import builtins
 
-    from kstream.log import format as fmt
-    from kstream.log.metadata import Metadata
+    from kstream.log.cluster.metadata import Metadata
+    from kstream.log.storage import format as fmt
 
     make_topic("t")
     first = Metadata(os.path.join(cluster_path, fmt.METADATA_DB))

@@ -9,8 +9,8 @@ import sys
 
 from click.testing import CliRunner
 
-from kstream.cli.main import cli
-from kstream.log import format as fmt
+from kstream.log.storage import format as fmt
+from kstream.tools.cli.main import cli
 
 
 def run(cluster, *args, input=None):
@@ -66,7 +66,7 @@ def test_perf_produce_and_consume_json(cluster_path):
 
 def test_errors_are_one_line_messages(cluster_path, make_topic):
     make_topic("other")
-    result = subprocess.run([sys.executable, "-c", "from kstream.cli import main; main()",
+    result = subprocess.run([sys.executable, "-c", "from kstream.tools.cli import main; main()",
                              "--cluster", cluster_path, "produce", "missing"],
                             input=b"x\n", capture_output=True)
     assert result.returncode == 1

@@ -24,11 +24,11 @@ from kstream import (
     Producer,
     TopicPartition,
 )
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 
 def kstream_cli(cwd, cluster, *args, input=None):
-    return subprocess.run([sys.executable, "-c", "from kstream.cli.main import main; main()",
+    return subprocess.run([sys.executable, "-c", "from kstream.tools.cli.main import main; main()",
                            "--cluster", cluster, *args], capture_output=True, text=True, input=input,
                           cwd=cwd)
 

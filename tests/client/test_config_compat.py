@@ -12,7 +12,7 @@ import time
 import pytest
 
 from kstream import ConfigError, Consumer, KafkaError, Producer, TopicPartition
-from kstream.librdkafka_config import IGNORED, render_markdown
+from kstream.config.librdkafka import IGNORED, render_markdown
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -178,7 +178,7 @@ def test_config_doc_lists_the_librdkafka_names():
 
 
 def test_consumer_error_cb_hears_of_a_corrupt_batch(cluster_path, make_topic):
-    from kstream.log import format as fmt
+    from kstream.log.storage import format as fmt
     make_topic("t")
     with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
         for i in range(2):
@@ -198,7 +198,7 @@ def test_consumer_error_cb_hears_of_a_corrupt_batch(cluster_path, make_topic):
 
 def test_oauth_cb_is_called_on_librdkafkas_schedule_and_retried_after_a_failure(cluster_path, make_topic,
                                                                                   monkeypatch):
-    import kstream.client_callbacks as callbacks
+    import kstream.client.callbacks as callbacks
     monkeypatch.setattr(callbacks, "RETRY_S", 0.01)
     make_topic("t")
     calls = []

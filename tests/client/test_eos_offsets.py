@@ -21,8 +21,8 @@ from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition
 from kstream.errors import IllegalGenerationError
 from kstream.groups import ConsumerGroups
 from kstream.groups.offsets_table import OffsetsTable
-from kstream.groups.txn_offsets import ConsumerGroupMetadata
-from kstream.log.cluster import Cluster
+from kstream.groups.transactional_offsets import ConsumerGroupMetadata
+from kstream.log.cluster.cluster import Cluster
 
 PIPELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "eos_pipeline.py")
 INPUTS = 25
@@ -311,7 +311,7 @@ def test_a_reader_waits_for_an_open_transaction_carrying_the_groups_offsets(tmp_
     code = (
         "import sys, time\n"
         "from kstream import Producer, TopicPartition\n"
-        "from kstream.groups.txn_offsets import ConsumerGroupMetadata\n"
+        "from kstream.groups.transactional_offsets import ConsumerGroupMetadata\n"
         "p = Producer({'cluster': sys.argv[1], 'transactional.id': 'etl'})\n"
         "p.init_transactions(); p.begin_transaction()\n"
         "p.produce('out', b'out-v0', partition=0); p.flush()\n"
@@ -330,7 +330,7 @@ def test_a_reader_waits_for_an_open_transaction_carrying_the_groups_offsets(tmp_
 def test_a_sender_is_alive_only_while_its_process_runs_and_a_reused_pid_is_no_match():
     import socket
 
-    from kstream.log.txn_offsets import PendingOffsets, process_start
+    from kstream.log.transactions.pending_offsets import PendingOffsets, process_start
 
     here, me = socket.gethostname(), os.getpid()
     assert PendingOffsets("t", "g", None, -1, 1, (), here, me, process_start(me)).sender_alive

@@ -28,7 +28,7 @@ from kstream import (
 )
 from kstream.error import ConsumeError, KeySerializationError, ProduceError, SerializationError, code_of
 from kstream.errors import CorruptBatchError, NotEnoughReplicasError
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 from kstream.message import MessageSource
 from kstream.serialization import (
     DoubleDeserializer,

@@ -13,9 +13,9 @@ import pytest
 from helpers import consume_values, encoded
 from kstream import Admin, NewTopic, NotEnoughReplicasError, Producer
 from kstream.errors import FencedError, OutOfOrderSequenceError
-from kstream.log import faults
-from kstream.log.cluster import Cluster
-from kstream.log.replica_ops import sync_all
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.cluster.replica_ops import sync_all
+from kstream.log.storage import faults
 
 
 @pytest.fixture(autouse=True)

@@ -18,8 +18,8 @@ import pytest
 
 from kstream import Admin, NewTopic, Producer
 from kstream.errors import ClusterError, MetadataStorageError
-from kstream.log.cluster import Cluster
-from kstream.log.metadata import Metadata
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.cluster.metadata import Metadata
 
 
 def counters(path):

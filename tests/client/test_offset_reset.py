@@ -12,7 +12,7 @@ import pytest
 from kstream import Consumer, KafkaError, Producer, TopicPartition
 from kstream.errors import NoOffsetError, OffsetOutOfRangeError
 from kstream.groups import CommittedOffset, ConsumerGroups
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 
 @pytest.fixture

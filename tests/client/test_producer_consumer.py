@@ -16,8 +16,8 @@ from kstream import (
     Producer,
     TopicPartition,
 )
-from kstream.log import format as fmt
-from kstream.partitioner import partition_for_key
+from kstream.client.partitioner import partition_for_key
+from kstream.log.storage import format as fmt
 
 
 def consumer_for(cluster_path, topic, partitions, offset=OFFSET_BEGINNING, **config):
@@ -217,7 +217,7 @@ def test_acks_all_reports_wait_for_background_fsyncs_and_keep_batch_order(cluste
     is reported only once its batch's fsyncs returned, and reports come in batch order."""
     import threading
 
-    from kstream.log.partition import Partition
+    from kstream.log.cluster.partition import Partition
     make_topic("t", 3)
     gate = threading.Event()
     real_sync = Partition.sync_replica
@@ -255,7 +255,7 @@ def test_linger_zero_acks_all_batches_records_while_their_partition_is_fsynced(c
     on after batch.size bytes, not after every small batch)."""
     import threading
 
-    from kstream.log.partition import Partition
+    from kstream.log.cluster.partition import Partition
     make_topic("t", 3)
     gate = threading.Event()
     real_sync = Partition.sync_replica
@@ -272,7 +272,7 @@ def test_linger_zero_acks_all_batches_records_while_their_partition_is_fsynced(c
     assert len(messages) == 50 and len({m.partition() for m in messages}) == 1  # all on the sticky one
     assert [m.value() for m in messages] == [f"r{i}".encode() for i in range(50)]
     from kstream.admin import Admin
-    from kstream.log.frames import FrameWalk, pread_from
+    from kstream.log.storage.frames import FrameWalk, pread_from
     with Admin({"cluster": cluster_path}) as admin:
         handle = admin.cluster.partition("t", messages[0].partition())
         segment = os.path.join(handle.leader_dir, fmt.segment_file_name(0))

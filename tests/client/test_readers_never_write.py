@@ -21,12 +21,12 @@ from click.testing import CliRunner
 
 from helpers import consume_values, open_transaction
 from kstream import Admin, Consumer, FencedError, NewTopic, Producer, TopicPartition
-from kstream.cli.main import cli
 from kstream.errors import GroupNotFoundError
-from kstream.log.cluster import Cluster
-from kstream.log.isolation import READ_COMMITTED, Isolation
-from kstream.log.sink_transactions import SinkStore, TaskWrites
-from kstream.log.transactions import TransactionStore
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.transactions.isolation import READ_COMMITTED, Isolation
+from kstream.log.transactions.sink import SinkStore, TaskWrites
+from kstream.log.transactions.store import TransactionStore
+from kstream.tools.cli.main import cli
 from stuck_transactions import (
     COMMITTED_VIEW,
     TIMEOUT_MS,
@@ -148,8 +148,8 @@ def test_admin_describe_and_list_write_nothing(stuck):
 def test_the_read_only_console_writes_nothing_on_a_get(stuck):
     from fastapi.testclient import TestClient
 
-    from kstream.web.app import create_app
-    from kstream.web.clusters import ClusterRef, check_clusters
+    from kstream.tools.web.app import create_app
+    from kstream.tools.web.clusters import ClusterRef, check_clusters
 
     before = snapshot(stuck)
     clusters = check_clusters([ClusterRef("main", stuck)])
@@ -227,7 +227,7 @@ def test_a_consumer_polling_through_an_expiry_sees_each_record_once(stuck):
 def decided_etl(path: str) -> Producer:
     """A transaction carrying group "g"'s offset 2 for txn-0 (the table holds 1), decided to
     commit by a producer that "died" before its markers and Delta commit; the producer."""
-    from kstream.groups.txn_offsets import ConsumerGroupMetadata
+    from kstream.groups.transactional_offsets import ConsumerGroupMetadata
 
     producer = Producer({"cluster": path, "transactional.id": "etl", "linger.ms": 0})
     producer.init_transactions()
@@ -477,8 +477,8 @@ def test_clients_create_nothing_on_a_cluster_without_groups_or_transactions(fres
 def test_the_read_only_console_creates_nothing_on_a_cluster_without_groups_or_transactions(fresh):
     from fastapi.testclient import TestClient
 
-    from kstream.web.app import create_app
-    from kstream.web.clusters import ClusterRef, check_clusters
+    from kstream.tools.web.app import create_app
+    from kstream.tools.web.clusters import ClusterRef, check_clusters
 
     before = snapshot(fresh)
     clusters = check_clusters([ClusterRef("main", fresh)])

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from kstream import Consumer, KafkaError, Producer, TopicPartition
-from kstream.cli.main import cli
 from kstream.errors import ConfigError, ValueTooLargeError
+from kstream.tools.cli.main import cli
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("nothing", pa.list_(pa.null()))])
 MANY = 1_000_000
@@ -79,7 +79,7 @@ def test_kstream_consume_halts_on_it_naming_the_record(cluster_path, typed):
 def test_the_consoles_tail_shows_such_a_record_as_an_error_cell(cluster_path, typed):
     """The live tail converts with Consumer.poll (bounded by the console's decode.max.items):
     the record is listed, its value cell says why it is not shown."""
-    from kstream.web.browser import row_of
+    from kstream.tools.web.browser import row_of
 
     c = consumer(cluster_path)
     try:

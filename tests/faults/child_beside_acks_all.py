@@ -13,7 +13,7 @@ import sys
 import pyarrow as pa
 
 from kstream import Producer
-from kstream.log.sink_transactions import SinkStore, SinkTaskWriter
+from kstream.log.transactions.sink import SinkStore, SinkTaskWriter
 from kstream.sink.writer import SinkOptions, sink_producer
 
 

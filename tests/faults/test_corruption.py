@@ -9,9 +9,9 @@ import pytest
 
 from helpers import encoded, open_log, read_all
 from kstream import Consumer, CorruptBatchError, Producer, TopicPartition
-from kstream.log import format as fmt
-from kstream.log.retention import list_segment_bases
-from kstream.log.segment import Segment
+from kstream.log.storage import format as fmt
+from kstream.log.storage.retention import list_segment_bases
+from kstream.log.storage.segment import Segment
 
 
 def _write_frames(directory, count, **config):
@@ -120,7 +120,7 @@ def test_round_over_partitions_hands_out_good_partitions_and_reports_the_bad_one
         cluster_path, make_topic, monkeypatch):
     """A fetch round checks all partitions' frames at once (split over threads here): a bad
     frame in one partition stops only that partition, at that frame."""
-    from kstream.log import checksums
+    from kstream.log.storage import checksums
     monkeypatch.setattr(checksums, "SPLIT_MIN_BYTES", 64)
     make_topic("t", 3)
     with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:

@@ -12,8 +12,8 @@ import pytest
 
 from chaos.power_cut import power_cut, sync_all
 from helpers import consume_values, encoded
-from kstream.log import faults
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.storage import faults
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_beside_acks_all.py")
 

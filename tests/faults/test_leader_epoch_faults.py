@@ -17,7 +17,7 @@ import pytest
 
 from chaos.power_cut import CutReport, Journal, build, key_of, sync_all
 from helpers import encoded, open_log
-from kstream.log.leader_epochs import FILE_NAME, LeaderEpochCache, scan_epochs
+from kstream.log.storage.leader_epochs import FILE_NAME, LeaderEpochCache, scan_epochs
 
 
 def test_the_first_entry_is_not_synced_and_later_ones_are(tmp_path, journal):

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from helpers import encoded, open_log, read_all
-from kstream.log import format as fmt
-from kstream.log.log_reader import LogReader
-from kstream.log.output import decode_frame
-from kstream.log.records import PayloadCodec
+from kstream.log.storage import format as fmt
+from kstream.log.storage.log_reader import LogReader
+from kstream.log.storage.output import decode_frame
+from kstream.log.storage.records import PayloadCodec
 
 
 def _write(directory: str, frames: int, per_frame: int, **config) -> list[bytes]:

@@ -10,8 +10,8 @@ import pytest
 
 from helpers import consume_values
 from kstream import Admin, NewTopic, Producer
-from kstream.log import faults
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.storage import faults
 
 
 @pytest.fixture(autouse=True)

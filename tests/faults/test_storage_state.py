@@ -15,9 +15,9 @@ import pytest
 
 from helpers import consume_values, encoded, open_log, produce_range
 from kstream import Admin, CorruptBatchError, NewTopic
-from kstream.log import format as fmt
-from kstream.log.leader_epochs import FILE_NAME, LeaderEpochCache
-from kstream.log.segment import Segment
+from kstream.log.storage import format as fmt
+from kstream.log.storage.leader_epochs import FILE_NAME, LeaderEpochCache
+from kstream.log.storage.segment import Segment
 
 
 class SyncedState:
@@ -287,7 +287,7 @@ def test_a_hw_past_the_leaders_log_end_is_not_trusted(cluster_path):
 
 
 def test_zeroed_lock_file_does_not_make_readers_fail(tmp_path):
-    from kstream.log.lock import PartitionLock
+    from kstream.log.storage.lock import PartitionLock
 
     path = str(tmp_path / "p.lock")
     with open(path, "wb") as f:
@@ -326,7 +326,7 @@ def test_hw_rebuilt_up_to_the_recovery_point_when_the_unsynced_tail_has_a_hole(c
 
 def _frame_start_before(path: str, end_position: int) -> int:
     """Where the frame that ends at ``end_position`` starts."""
-    from kstream.log.frames import FrameWalk
+    from kstream.log.storage.frames import FrameWalk
 
     with open(path, "rb") as f:
         data = f.read()
@@ -358,7 +358,7 @@ def test_a_reader_syncs_the_recovery_point_before_it_raises_the_hw_on_it(cluster
     point only in the page cache. A reader that raised the HW on it saw records a power cut
     then hid again (chaos power_cut_readers seed 1): it must make the point durable first."""
     point, end = _writer_killed_before_the_point_was_synced(cluster_path)
-    from kstream.log import faults
+    from kstream.log.storage import faults
 
     synced = []
     real = faults.fdatasync
@@ -373,7 +373,7 @@ def test_a_reader_syncs_the_recovery_point_before_it_raises_the_hw_on_it(cluster
 
 def test_a_reader_that_cannot_sync_the_recovery_point_does_not_raise_the_hw(cluster_path, monkeypatch):
     _writer_killed_before_the_point_was_synced(cluster_path)
-    from kstream.log import faults
+    from kstream.log.storage import faults
 
     def failing(fd: int) -> None:
         raise OSError(5, "Input/output error")

@@ -2,7 +2,7 @@
 
 A writer appends plain frames, transactional data of several producers and markers,
 flushing now and then (acks=all: the recovery point moves only after the index is
-fdatasynced). The power-cut journal (:mod:`kstream.log.faults`) records what each
+fdatasynced). The power-cut journal (:mod:`kstream.log.storage.faults`) records what each
 fsync made durable; :mod:`chaos.power_cut` builds states a power loss could leave.
 In every state, a reader's view from the files equals the truth of the frames that
 survived (below any high watermark a reader could be given): no uncommitted or aborted
@@ -20,11 +20,11 @@ import pytest
 
 from chaos.power_cut import CutReport, Journal, build, key_of, sync_all
 from helpers import encoded, open_log
-from kstream.log import format as fmt
-from kstream.log.frames import FrameWalk, pread_from
-from kstream.log.retention import list_segment_bases
-from kstream.log.txn_index import txn_index_path
-from kstream.log.txn_index_reader import read_recovery_point
+from kstream.log.storage import format as fmt
+from kstream.log.storage.frames import FrameWalk, pread_from
+from kstream.log.storage.retention import list_segment_bases
+from kstream.log.storage.txn_index import txn_index_path
+from kstream.log.storage.txn_index_reader import read_recovery_point
 from txn_helpers import assert_files_match_frames, file_entries, frame_events, marker, oracle, txn_data
 
 _CONFIG = dict(segment_bytes=2500, index_interval_bytes=400)

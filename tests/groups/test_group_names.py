@@ -14,7 +14,7 @@ import pytest
 
 from kstream import ConfigError, Consumer, Producer
 from kstream.groups import ConsumerGroups
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def groups(cluster_path, make_topic):
 
 
 def kstream_cli(cluster_path, *args):
-    return subprocess.run([sys.executable, "-c", "from kstream.cli.main import main; main()",
+    return subprocess.run([sys.executable, "-c", "from kstream.tools.cli.main import main; main()",
                            "--cluster", cluster_path, *args], capture_output=True, text=True)
 
 
@@ -89,7 +89,7 @@ def test_consumer_group_id_is_checked_before_the_cluster_is_touched(cluster_path
 
 
 def test_spark_reader_group_id_is_checked():
-    from kstream.source.options import ReaderOptions
+    from kstream.source.read_options import ReaderOptions
 
     with pytest.raises(ConfigError, match="group.id.*empty"):
         ReaderOptions.from_options({"subscribe": "t", "group.id": ""}, streaming=True)

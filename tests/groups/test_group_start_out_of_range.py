@@ -12,9 +12,9 @@ import pytest
 from kstream import Producer
 from kstream.errors import OffsetOutOfRangeError
 from kstream.groups import CommittedOffset, ConsumerGroups
-from kstream.log.cluster import Cluster
-from kstream.source.options import EARLIEST, LATEST, GroupPosition
+from kstream.log.cluster.cluster import Cluster
 from kstream.source.planning import resolve
+from kstream.source.read_options import EARLIEST, LATEST, GroupPosition
 
 
 def commit(cluster_path, offset):

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from kstream import Producer
-from kstream.cli.main import cli
 from kstream.groups import ConsumerGroups, MemberSpec
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
+from kstream.tools.cli.main import cli
 
 
 def run(cluster, *args):

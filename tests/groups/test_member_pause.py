@@ -14,7 +14,7 @@ import time
 from member_processes import MemberPair, file_words, is_stopped, wait_until
 
 from kstream.groups import ConsumerGroups
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 HERE = os.path.dirname(__file__)
 CHILD = os.path.join(HERE, "child_pausing_member.py")

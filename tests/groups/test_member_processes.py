@@ -20,7 +20,7 @@ from collections import defaultdict
 
 from helpers import produce_range
 from kstream.groups import ConsumerGroups
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 CHILD = os.path.join(os.path.dirname(__file__), "child_member.py")
 PARTITIONS = 6

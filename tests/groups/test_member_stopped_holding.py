@@ -21,7 +21,7 @@ import pytest
 from member_processes import MemberPair, file_words, is_stopped, process_state, wait_until
 
 from kstream.groups import ConsumerGroups
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 CHILD = os.path.join(os.path.dirname(__file__), "child_stopping_member.py")
 PARTITIONS = 4

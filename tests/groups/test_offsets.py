@@ -21,7 +21,7 @@ from kstream.errors import (
 )
 from kstream.groups import ConsumerGroups, MemberSpec, OffsetCommit
 from kstream.groups.offsets_table import TABLE_DIR, OffsetsHistoryError
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 
 @pytest.fixture
@@ -195,7 +195,7 @@ def test_a_fenced_query_leaving_does_not_disturb_the_new_owner(groups):
 def test_lag_when_the_lock_file_lost_its_high_watermark(groups, cluster_path):
     """A power loss can zero the lock file's published HW (it is never fsynced): describe
     rebuilds it from the replicas' durable log ends instead of showing lag 0."""
-    from kstream.log import format as fmt
+    from kstream.log.storage import format as fmt
 
     groups.commit("g", {("orders", 0): 4})
     info = groups.cluster.topic("orders")

@@ -4,9 +4,9 @@ per-group pruned listing, whatever the group name escapes to, and a new version 
 import pytest
 from deltalake import DeltaTable
 
+from kstream.client.producer import Producer
 from kstream.groups import ConsumerGroups
-from kstream.log.cluster import Cluster
-from kstream.producer import Producer
+from kstream.log.cluster.cluster import Cluster
 
 NAMES = ["plain", "a b", "ü/x", "100%", "a%20b", "q=1&r", "dots.and-dashes_~"]
 

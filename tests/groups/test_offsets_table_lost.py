@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from kstream import Consumer, Producer
-from kstream.cli.main import cli
 from kstream.groups import ConsumerGroups, OffsetsTableLostError
 from kstream.groups.offsets_table import TABLE_DIR
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
+from kstream.tools.cli.main import cli
 
 
 @pytest.fixture

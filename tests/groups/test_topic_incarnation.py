@@ -17,7 +17,7 @@ from kstream import Consumer, Producer
 from kstream.admin import Admin, NewTopic
 from kstream.groups import CommittedOffset, ConsumerGroups
 from kstream.groups.offsets_table import SCHEMA, TABLE_DIR
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 
 def produce(cluster_path, n, topic="t"):
@@ -131,8 +131,8 @@ def test_spark_planning_from_the_group_ignores_a_deleted_topics_offsets(cluster_
     """startingOffsets=group (kstream.source.planning, no Spark needed to plan): the old
     incarnation's 100 is not applied to the new topic of 20 records (it raised "offset 100 does
     not exist yet"); the partition takes the group fallback (auto.offset.reset)."""
-    from kstream.source.options import EARLIEST, LATEST, GroupPosition
     from kstream.source.planning import resolve
+    from kstream.source.read_options import EARLIEST, LATEST, GroupPosition
 
     cluster = Cluster.open(cluster_path)
     try:
@@ -147,7 +147,7 @@ def listed(cluster_path):
     from click.testing import CliRunner
 
     from kstream.admin import AdminClient
-    from kstream.cli.main import cli
+    from kstream.tools.cli.main import cli
 
     groups = ConsumerGroups(Cluster.open(cluster_path))
     try:
@@ -190,7 +190,7 @@ def test_a_group_whose_only_offsets_are_of_a_deleted_topic_is_not_listed(cluster
     assert not groups.exists("g") and groups.exists("h")  # what single-group commands check
     from click.testing import CliRunner
 
-    from kstream.cli.main import cli
+    from kstream.tools.cli.main import cli
     described = CliRunner().invoke(cli, ["--cluster", cluster_path, "groups", "describe", "g"])
     assert described.exit_code != 0 and "does not exist" in described.output
     if recreate_it:  # committing to the new topic brings g back
@@ -201,9 +201,9 @@ def test_a_group_whose_only_offsets_are_of_a_deleted_topic_is_not_listed(cluster
 
 
 def test_the_monitors_commit_history_leaves_out_a_deleted_topics_commits(cluster_path, make_topic):
-    """The Burrow window of t-0 (kstream.monitor, read from the Delta history) holds only the
+    """The Burrow window of t-0 (kstream.tools.monitor, read from the Delta history) holds only the
     new topic's commits, not the old incarnation's offsets 100 and 110."""
-    from kstream.monitor.lag import group_lag
+    from kstream.tools.monitor.lag import group_lag
 
     make_topic("t", 1)
     produce(cluster_path, 120)

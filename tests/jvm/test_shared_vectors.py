@@ -19,7 +19,7 @@ from tests.jvm.vectors import write_vectors
 
 from kstream import Consumer, TopicPartition
 from kstream.jars import jar_path
-from kstream.log import format as fmt
+from kstream.log.storage import format as fmt
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 POM = os.path.join(ROOT, "jvm", "pom.xml")

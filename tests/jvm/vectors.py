@@ -13,7 +13,7 @@ git-ignored, by ``python -m tests.jvm.vectors``):
 - ``manifest.json``: what was written (records by offset, frames, index entries, HW, recovery
   points, transaction entries and aborted ranges, the snapshot's topics), ``constants``:
   format.py's constants under the names ``Format.java`` gives them, and ``options``: the option
-  names a read takes and the kafka.* keys it refuses (kstream.source.option_names), which the
+  names a read takes and the kafka.* keys it refuses (kstream.config.data_source_options), which the
   Java reader's OptionNames must equal, and option cases with what Python's ReaderOptions made
   of them (refused, or the parsed fields), which Java's ReaderOptions must make of them too.
 
@@ -34,11 +34,11 @@ import numpy as np
 from tests.helpers import write_committed_and_aborted
 
 from kstream import Admin, NewTopic, Producer
+from kstream.config import data_source_options as option_names
 from kstream.errors import ConfigError
-from kstream.log import format as fmt
-from kstream.log import metadata_snapshot
-from kstream.source import option_names
-from kstream.source.options import ReaderOptions
+from kstream.log.cluster import metadata_snapshot
+from kstream.log.storage import format as fmt
+from kstream.source.read_options import ReaderOptions
 
 BASE_TIMESTAMP_MS = 1_700_000_000_000
 CODECS = ("none", "lz4", "zstd")

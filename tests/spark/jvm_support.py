@@ -9,9 +9,9 @@ import os
 import pytest
 
 from kstream.jars import jar_path
-from kstream.log import format as fmt
-from kstream.log import txn_index
-from kstream.log.frames import pread_from
+from kstream.log.storage import format as fmt
+from kstream.log.storage import txn_index
+from kstream.log.storage.frames import pread_from
 
 JAR = jar_path()
 NO_JAR_REASON = "no kstream JVM jar (make install builds it with javac and mvn; see docs/JVM_READER.md)"

@@ -12,7 +12,7 @@ import pytest
 from helpers import committed_offsets, produce_range
 from kstream import ConsumerGroups, GroupBusyError, query_lag
 from kstream.groups import MemberSpec
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 pytestmark = pytest.mark.spark
 

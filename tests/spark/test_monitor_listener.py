@@ -8,8 +8,8 @@ import pytest
 
 from kstream import Producer
 from kstream.admin import Admin, NewTopic
-from kstream.monitor.history import series
-from kstream.monitor.spark_listener import KStreamQueryListener
+from kstream.tools.monitor.history import series
+from kstream.tools.monitor.spark_listener import KStreamQueryListener
 
 pytestmark = pytest.mark.spark
 

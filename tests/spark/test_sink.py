@@ -9,8 +9,8 @@ import pytest
 
 from helpers import consume_values, produce_range, spark_checkpoint
 from kstream import Producer
-from kstream.log.cluster import Cluster
-from kstream.log.sink_transactions import SinkStore
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.transactions.sink import SinkStore
 from kstream.sink.writer import KStreamStreamWriter, SinkOptions, write_task
 
 pytestmark = pytest.mark.spark

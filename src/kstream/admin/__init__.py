@@ -25,17 +25,17 @@ if TYPE_CHECKING:
         TopicCollection,
         TopicPartitionInfo,
     )
-    from kstream.admin.acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType
-    from kstream.admin.client import Admin, AdminClient
-    from kstream.admin.config import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
-    from kstream.admin.groups import (
+    from kstream.client.admin.acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType
+    from kstream.client.admin.client import Admin, AdminClient
+    from kstream.client.admin.config import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+    from kstream.client.admin.groups import (
         ConsumerGroupDescription,
         ConsumerGroupListing,
         ListConsumerGroupsResult,
         MemberAssignment,
         MemberDescription,
     )
-    from kstream.admin.metadata import (
+    from kstream.client.admin.list_topics import (
         BrokerMetadata,
         ClusterMetadata,
         DescribeClusterResult,
@@ -45,9 +45,9 @@ if TYPE_CHECKING:
         TopicMetadata,
         cluster_metadata,
     )
-    from kstream.admin.offsets import DeletedRecords, ListOffsetsResultInfo, OffsetSpec
-    from kstream.admin.resource import ResourcePatternType, ResourceType
-    from kstream.admin.scram import (
+    from kstream.client.admin.offsets import DeletedRecords, ListOffsetsResultInfo, OffsetSpec
+    from kstream.client.admin.resource import ResourcePatternType, ResourceType
+    from kstream.client.admin.scram import (
         ScramCredentialInfo,
         ScramMechanism,
         UserScramCredentialAlteration,
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
         UserScramCredentialsDescription,
         UserScramCredentialUpsertion,
     )
-    from kstream.admin.topics import (
+    from kstream.client.admin.topics import (
         LogDirDescription,
         NewPartitions,
         NewTopic,
@@ -72,19 +72,19 @@ _MODULES = {
                        "ElectionType", "IsolationLevel", "Node", "TopicCollection", "TopicPartitionInfo"],
     "kstream.error": ["KafkaError", "KafkaException"],
     "kstream.errors": ["NotSupportedError"],
-    "kstream.admin.acl": ["AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType"],
-    "kstream.admin.client": ["Admin", "AdminClient"],
-    "kstream.admin.config": ["AlterConfigOpType", "ConfigEntry", "ConfigResource", "ConfigSource"],
-    "kstream.admin.groups": ["ConsumerGroupDescription", "ConsumerGroupListing", "ListConsumerGroupsResult",
+    "kstream.client.admin.acl": ["AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType"],
+    "kstream.client.admin.client": ["Admin", "AdminClient"],
+    "kstream.client.admin.config": ["AlterConfigOpType", "ConfigEntry", "ConfigResource", "ConfigSource"],
+    "kstream.client.admin.groups": ["ConsumerGroupDescription", "ConsumerGroupListing", "ListConsumerGroupsResult",
                              "MemberAssignment", "MemberDescription"],
-    "kstream.admin.metadata": ["BrokerMetadata", "ClusterMetadata", "DescribeClusterResult", "GroupMember",
+    "kstream.client.admin.list_topics": ["BrokerMetadata", "ClusterMetadata", "DescribeClusterResult", "GroupMember",
                                "GroupMetadata", "PartitionMetadata", "TopicMetadata", "cluster_metadata"],
-    "kstream.admin.offsets": ["DeletedRecords", "ListOffsetsResultInfo", "OffsetSpec"],
-    "kstream.admin.resource": ["ResourcePatternType", "ResourceType"],
-    "kstream.admin.scram": ["ScramCredentialInfo", "ScramMechanism", "UserScramCredentialAlteration",
+    "kstream.client.admin.offsets": ["DeletedRecords", "ListOffsetsResultInfo", "OffsetSpec"],
+    "kstream.client.admin.resource": ["ResourcePatternType", "ResourceType"],
+    "kstream.client.admin.scram": ["ScramCredentialInfo", "ScramMechanism", "UserScramCredentialAlteration",
                             "UserScramCredentialDeletion", "UserScramCredentialUpsertion",
                             "UserScramCredentialsDescription"],
-    "kstream.admin.topics": ["LogDirDescription", "NewPartitions", "NewTopic", "PartitionDetails",
+    "kstream.client.admin.topics": ["LogDirDescription", "NewPartitions", "NewTopic", "PartitionDetails",
                              "TopicDescription", "TopicDetails"],
     "kstream.message": ["TopicPartition"],
 }

@@ -73,7 +73,7 @@ from dataclasses import dataclass
 
 from kstream.errors import ConfigError, FencedError, GroupBusyError
 from kstream.groups.assignors import ASSIGNORS
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 EMPTY, PREPARING, STABLE = "Empty", "PreparingRebalance", "Stable"
 CONSUMER, SPARK = "consumer", "spark"

@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 
 from kstream.groups.coordinator import PREPARING, STABLE, Coordinator, MemberSpec
-from kstream.log.cluster import Cluster
+from kstream.log.cluster.cluster import Cluster
 
 log = logging.getLogger(__name__)
 

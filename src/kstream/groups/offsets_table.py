@@ -50,8 +50,8 @@ from deltalake.exceptions import DeltaError
 from deltalake.schema import Field, PrimitiveType
 
 from kstream.errors import ClusterError, KStreamError
-from kstream.log.faults import fsync_dir
-from kstream.log.metadata import Metadata
+from kstream.log.cluster.metadata import Metadata
+from kstream.log.storage.faults import fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -288,7 +288,7 @@ class OffsetsTable:
         return pa.concat_tables(parts) if parts else FILE_SCHEMA.empty_table()
 
     def _read_file(self, path: str) -> pa.Table:
-        """One data file (a hook: kstream.monitor's evaluation of many groups reuses files it
+        """One data file (a hook: kstream.tools.monitor's evaluation of many groups reuses files it
         has read, which it may since data files are written once)."""
         return read_data_file(path)
 

@@ -3,14 +3,14 @@
 Readers never write (docs/TRANSACTIONS.md, "Readers never write"). A
 transaction decided to commit (PrepareCommit) that carries offsets for a
 group has its offsets applied to the group offsets table only when someone
-finishes it (:func:`kstream.log.txn_writer.finish`: markers, then one Delta
+finishes it (:func:`kstream.log.transactions.writer.finish`: markers, then one Delta
 commit per group with an app transaction, then Complete). Until then a
-reader applies them *in its own view*, as :mod:`kstream.log.txn_view` does
+reader applies them *in its own view*, as :mod:`kstream.log.transactions.view` does
 for the transaction's records, so output and offsets read as committed
 together and nothing is written:
 
 - the pending offsets of every decided commit for the group are read first
-  (SQLite, one query: :func:`kstream.log.txn_offsets.decided_of_group`), the
+  (SQLite, one query: :func:`kstream.log.transactions.pending_offsets.decided_of_group`), the
   table's newest version after. A transaction completed before the first read
   had its offsets written before that (apply precedes Complete), so the
   second read has them; one decided at the first read is overlaid unless
@@ -19,14 +19,14 @@ together and nothing is written:
   top, which must not be covered);
 - an overlaid offset is what the finisher would write: the pending row for
   (topic, partition), in transactional id order (the order
-  :func:`kstream.groups.txn_offsets.roll_forward` finishes them), for topics
+  :func:`kstream.groups.transactional_offsets.roll_forward` finishes them), for topics
   that exist (the finisher drops a deleted topic's offsets), tied to the
   topic as it exists now.
 
 A decision stands once taken (nobody turns PrepareCommit back), so what a
 reader sees here is what the table holds after the finisher ran. Writers
 (a group commit, a reset, the producer, the expiry) roll such transactions
-forward for real before they write (:func:`kstream.groups.txn_offsets.roll_forward`),
+forward for real before they write (:func:`kstream.groups.transactional_offsets.roll_forward`),
 so a later commit is never covered by an older transaction's offsets.
 """
 
@@ -35,8 +35,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kstream.groups.offsets_table import CommittedOffset, Offsets, OffsetsTable
-from kstream.log import txn_offsets
-from kstream.log.metadata import Metadata
+from kstream.log.cluster.metadata import Metadata
+from kstream.log.transactions import pending_offsets as txn_offsets
 
 
 def current_offsets(table: OffsetsTable, metadata: Metadata, group: str,

@@ -18,10 +18,10 @@ in the table, or that changes no offset, writes nothing: re-commits are
 idempotent.
 
 Offsets a transaction carries (``send_offsets_to_transaction``) are applied
-by whoever finishes the transaction (:mod:`kstream.groups.txn_offsets`), with
+by whoever finishes the transaction (:mod:`kstream.groups.transactional_offsets`), with
 ``force`` and an app transaction. Every other write of a group's offsets
 (a commit, a reset, a delete) first finishes the decided ones for the group
-(:func:`kstream.groups.txn_offsets.roll_forward`); a read writes nothing and
+(:func:`kstream.groups.transactional_offsets.roll_forward`); a read writes nothing and
 sees them laid over the table (:mod:`kstream.groups.offsets_view`).
 
 Lag is computed from the table and the log, the Burrow way: right even when
@@ -56,11 +56,11 @@ from kstream.groups.coordinator import Coordinator, Group, Member
 from kstream.groups.offsets_table import FILE_SCHEMA, Offsets, OffsetsTable
 from kstream.groups.offsets_view import current_offsets
 from kstream.groups.topic_incarnations import TopicIncarnations
-from kstream.groups.txn_offsets import roll_forward, wait_stable
-from kstream.log.cluster import Cluster
-from kstream.log.lock import PartitionLock
-from kstream.log.log_reader import LogReader
-from kstream.log.metadata import TopicInfo
+from kstream.groups.transactional_offsets import roll_forward, wait_stable
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.cluster.metadata import TopicInfo
+from kstream.log.storage.lock import PartitionLock
+from kstream.log.storage.log_reader import LogReader
 
 _COMMIT_ATTEMPTS = 50  # concurrent commits of one group conflict; each conflict means one succeeded
 
@@ -300,7 +300,7 @@ class ConsumerGroups:
         nothing. The current offsets include those of decided transactions not applied yet
         (:mod:`kstream.groups.offsets_view`); with ``require_stable`` (Kafka's name; what a
         consumer starting from them needs) the open transactions that may still commit
-        offsets for the group are waited for first (:func:`kstream.groups.txn_offsets.wait_stable`).
+        offsets for the group are waited for first (:func:`kstream.groups.transactional_offsets.wait_stable`).
         Rows of a deleted topic incarnation are left out (see the module docstring), in
         history reads too: an old version's offsets are never applied to a topic created since."""
         check_group_name(group)

@@ -2,7 +2,7 @@
 deleted topic.
 
 Committed offsets are tied to one incarnation of their topic (its topic id, see
-:class:`kstream.log.metadata.TopicInfo`). A row of a topic that was deleted, or deleted
+:class:`kstream.log.cluster.metadata.TopicInfo`). A row of a topic that was deleted, or deleted
 and created again, counts nowhere: not in committed offsets, lag, describe,
 ``startingOffsets=group``, the group list, nor the monitor's commit history, as Kafka
 drops a deleted topic's offsets. A row without an id (written before kstream recorded
@@ -16,8 +16,8 @@ from __future__ import annotations
 import datetime as dt
 
 from kstream.errors import TopicNotFoundError
-from kstream.log.cluster import Cluster
-from kstream.log.metadata import DataVersion, TopicInfo
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.cluster.metadata import DataVersion, TopicInfo
 
 
 class TopicIncarnations:

@@ -3,7 +3,7 @@ replication, recovery and retention (see docs/ARCHITECTURE.md).
 
 It never imports the client API, consumer groups (deltalake) or pyspark. The
 names below are imported on first use (module ``__getattr__``), so importing one
-leaf module (``kstream.log.segment``) loads only what that module needs.
+leaf module (``kstream.log.storage.segment``) loads only what that module needs.
 """
 
 from __future__ import annotations
@@ -13,23 +13,23 @@ from typing import TYPE_CHECKING
 from kstream._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
-    from kstream.log.cluster import Cluster
-    from kstream.log.log_config import LogConfig
-    from kstream.log.log_reader import LogReader
-    from kstream.log.metadata import Metadata, PartitionInfo, TopicInfo
-    from kstream.log.partition import Partition
-    from kstream.log.partition_log import PartitionLog
+    from kstream.log.cluster.cluster import Cluster
+    from kstream.log.cluster.metadata import Metadata, PartitionInfo, TopicInfo
+    from kstream.log.cluster.partition import Partition
+    from kstream.log.storage.log_config import LogConfig
+    from kstream.log.storage.log_reader import LogReader
+    from kstream.log.storage.partition_log import PartitionLog
 
 # Public name -> the module that defines it (imported on first use).
 _LAZY = {
-    "Cluster": "kstream.log.cluster",
-    "LogConfig": "kstream.log.log_config",
-    "LogReader": "kstream.log.log_reader",
-    "Metadata": "kstream.log.metadata",
-    "Partition": "kstream.log.partition",
-    "PartitionInfo": "kstream.log.metadata",
-    "PartitionLog": "kstream.log.partition_log",
-    "TopicInfo": "kstream.log.metadata",
+    "Cluster": "kstream.log.cluster.cluster",
+    "LogConfig": "kstream.log.storage.log_config",
+    "LogReader": "kstream.log.storage.log_reader",
+    "Metadata": "kstream.log.cluster.metadata",
+    "Partition": "kstream.log.cluster.partition",
+    "PartitionInfo": "kstream.log.cluster.metadata",
+    "PartitionLog": "kstream.log.storage.partition_log",
+    "TopicInfo": "kstream.log.cluster.metadata",
 }
 
 

@@ -2,7 +2,7 @@
 
 Tasks write their rows as transactional frames under a producer id of their
 own (no second copy of the data through the driver); the driver commits each
-micro-batch (or the whole batch job) once, via :mod:`kstream.log.sink_transactions`.
+micro-batch (or the whole batch job) once, via :mod:`kstream.log.transactions.sink`.
 
 Input columns, as the Spark Kafka connector's sink reads them: ``value``
 (required, binary or string), ``key``, ``headers``, ``partition``,
@@ -24,13 +24,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from kstream.client.producer import Producer
+from kstream.config.data_source_options import check_sink_options
 from kstream.errors import ConfigError, InvalidRecordError
-from kstream.log.cluster import Cluster, resolve_cluster_path
-from kstream.log.sink_transactions import SinkStore, SinkTaskWriter, TaskWrites
-from kstream.log.txn_expiry import try_expire
-from kstream.producer import Producer
+from kstream.log.cluster.cluster import Cluster, resolve_cluster_path
+from kstream.log.transactions.expiry import try_expire
+from kstream.log.transactions.sink import SinkStore, SinkTaskWriter, TaskWrites
 from kstream.sink.query_identity import SINK_ID_PREFIX, query_sink_id
-from kstream.source.option_names import check_sink_options
 
 _log = logging.getLogger(__name__)
 SINK_COLUMNS = ("key", "value", "headers", "partition", "timestamp", "topic")

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from kstream.errors import OffsetOutOfRangeError
-from kstream.log.cluster import Cluster
-from kstream.log.isolation import Isolation
-from kstream.log.output import TIMESTAMP_TYPE, OutputBuilder, decode_frame
-from kstream.log.records import HEADER_TYPE, PayloadCodec
-from kstream.log.transactions import TransactionStore
-from kstream.source import avro
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.storage.output import TIMESTAMP_TYPE, OutputBuilder, decode_frame
+from kstream.log.storage.records import HEADER_TYPE, PayloadCodec
+from kstream.log.transactions.isolation import Isolation
+from kstream.log.transactions.store import TransactionStore
+from kstream.source import avro_values as avro
 from kstream.source.planning import PartitionRange
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
             log.warning("%s; skipping them (failOnDataLoss=false)", message)
             offset = log_start
         # The store knows transaction.timeout.ms: the split sees the outcomes the driver planned
-        # with (kstream.log.txn_view), and writes nothing.
+        # with (kstream.log.transactions.view), and writes nothing.
         isolation = Isolation(split.isolation_level, TransactionStore.for_cluster(cluster), split.topic,
                               split.partition, handle.leader_dir)
         # Aborted ranges as of the HW now (at least the one the end was planned with).

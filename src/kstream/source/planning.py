@@ -14,14 +14,14 @@ from itertools import pairwise
 
 import pyarrow as pa
 
-from kstream.consumer import Consumer
+from kstream.client.consumer import Consumer
 from kstream.errors import ConfigError, OffsetOutOfRangeError, PartitionNotFoundError, TopicNotFoundError
 from kstream.groups import ConsumerGroups
-from kstream.log.cluster import Cluster
-from kstream.log.isolation import Isolation
-from kstream.log.transactions import TransactionStore
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.transactions.isolation import Isolation
+from kstream.log.transactions.store import TransactionStore
 from kstream.message import TopicPartition
-from kstream.source.options import EARLIEST, LATEST, GroupPosition, OffsetSpec, ReaderOptions, TimestampPosition
+from kstream.source.read_options import EARLIEST, LATEST, GroupPosition, OffsetSpec, ReaderOptions, TimestampPosition
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ import java.util.zip.CRC32C;
 
 /**
  * The on-disk format, version 1: every constant, byte layout and file name the JVM reader
- * uses, mirroring {@code src/kstream/log/format.py} (the one Python owner) and docs/FORMAT.md.
+ * uses, mirroring {@code src/kstream/log/storage/format.py} (the one Python owner) and docs/FORMAT.md.
  * Nothing else in the JVM code spells a position, size, magic number or suffix. All integers
  * on disk are little-endian. If format.py changes a layout, this class changes with it.
  */

@@ -8,7 +8,7 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * The option names a JVM read takes, the same table as Python's kstream.source.option_names
+ * The option names a JVM read takes, the same table as Python's kstream.config.data_source_options
  * (the shared vectors carry Python's; OptionNamesParityTest fails when they differ): kstream's own,
  * the Spark Kafka connector's, any kafka.* key (except those the connector refuses), and
  * {@code reader}. Any other name is a ConfigError with the closest known names.

@@ -18,7 +18,7 @@ import java.util.regex.PatternSyntaxException;
 
 /**
  * What a JVM read needs, parsed from Spark's string options (names case-insensitive), with the
- * rules and ConfigError messages of Python's kstream.source.options.ReaderOptions: one of
+ * rules and ConfigError messages of Python's kstream.source.read_options.ReaderOptions: one of
  * subscribe / subscribePattern / assign; startingOffsets / endingOffsets (earliest, latest,
  * JSON with -2/-1); the timestamp forms, which win over the offsets; the Spark Kafka
  * connector's batch rules. Immutable and serializable (it travels to executors).

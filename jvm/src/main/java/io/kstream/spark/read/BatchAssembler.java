@@ -17,7 +17,7 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * Builds one partition's output batches (as Python's kstream.log.output.OutputBuilder): the
+ * Builds one partition's output batches (as Python's kstream.log.storage.output.OutputBuilder): the
  * stored columns the read selects as ArrowColumnVectors over the frame's decoded vectors (no
  * copy), nulls for a column a frame lacks (no key or headers, an older schema version), and
  * the computed columns: topic, partition, offset (base offset + row), timestamp (the stored

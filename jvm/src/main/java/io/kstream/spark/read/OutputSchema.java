@@ -24,7 +24,7 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
 
 /**
- * The columns a read returns, as Python's kstream.log.output.output_schema and the data
+ * The columns a read returns, as Python's kstream.log.storage.output.output_schema and the data
  * source's schema() build them: key, value (or a typed topic's declared columns, current
  * schema version), topic, partition, offset, timestamp, timestampType, and headers with
  * includeHeaders; option 'columns' keeps only those named (in this order). The Spark types are

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * One option table for both readers: the names a JVM read takes and the kafka.* keys it refuses
- * (with the same reason) equal Python's kstream.source.option_names, as the vectors carry them.
+ * (with the same reason) equal Python's kstream.config.data_source_options, as the vectors carry them.
  */
 class OptionNamesParityTest {
     @Test

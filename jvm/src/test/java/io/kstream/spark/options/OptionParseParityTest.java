@@ -19,7 +19,7 @@ import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 /**
- * Options are parsed in both languages (kstream.source.options and {@link ReaderOptions}): each
+ * Options are parsed in both languages (kstream.source.read_options and {@link ReaderOptions}): each
  * case of the vectors (tests/jvm/vectors.py, with what Python made of it) is refused by both, or
  * accepted by both with the same meaning, field by field.
  */

@@ -1,5 +1,0 @@
-"""The `kstream` command line, in the style of Kafka's tools."""
-
-from kstream.cli.main import main
-
-__all__ = ["main"]

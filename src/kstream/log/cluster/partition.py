@@ -1,0 +1,697 @@
+"""One partition: its replicas on log dirs, the leader, the ISR, the high watermark, acks.
+
+Replication happens in the writing process (no broker, no replicator daemon):
+under the partition lock, the writer appends a frame to the leader's log and
+copies the same bytes to every in-sync follower. Readers read the leader's log
+below the high watermark (HW), published in the lock file: for ``acks=all`` only
+once min.insync.replicas replicas fsynced the batch (:meth:`Partition.publish_high_watermark`),
+so no reader sees a record a power loss can take away; for ``acks=1``/``0`` at
+once (no durability promise: a power loss may remove what a reader saw), unless
+frames of other writers below it still await their fsync: then the acks=1 append
+fsyncs first, so its HW never shows another writer's acks=all record early.
+
+* ``acks=all``: refused up front with :class:`NotEnoughReplicasError` when the
+  ISR is smaller than ``min.insync.replicas``; otherwise returns only after
+  every ISR replica fsynced the batch (in parallel). If replicas failed on the
+  way and fewer than ``min.insync.replicas`` remain, the batch stays written on
+  the survivors but is reported as NotEnoughReplicas (after append).
+* ``acks=1`` / ``0``: return once written to the ISR (the page cache).
+* A replica whose write or fsync fails takes its log dir offline in the
+  metadata (every partition there leaves the ISR; leaders move, epochs bump).
+  A failed fsync is never retried.
+* A writer killed between the leader's append and a follower's leaves the
+  follower behind; the next writer copies the missing frames from the leader
+  before appending (:meth:`Partition._reconcile`), so the HW catches up.
+* A leader whose log ends below the HW lost acknowledged records (its disk was
+  lost or emptied): it is not trusted; an in-sync follower takes over. The HW
+  never goes back (except by an unclean election, which accepts the loss).
+* The last in-sync replica never leaves the ISR. When its log dir fails the
+  partition is offline (writes fail, saying which ``kstream log-dirs online``
+  brings it back); it leads again when that log dir comes back.
+* A missing replica dir or log dir is a failed disk, on the write side and
+  when a reader finds the leader's dir gone: the log dir is taken offline and
+  readers move to the new leader. Nothing is created in its place.
+
+Thread-safe for appends; any number of processes may append at once.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, TypeVar
+
+from kstream.errors import (
+    KStreamError,
+    LogDirOfflineError,
+    NotEnoughReplicasError,
+    PartitionOfflineError,
+    ReplicaDivergedError,
+    TopicNotFoundError,
+)
+from kstream.log.cluster.metadata import DataVersion, Metadata, PartitionInfo
+from kstream.log.cluster.replica_sync import agreed_offset, sync_followers
+from kstream.log.storage import faults
+from kstream.log.storage import format as fmt
+from kstream.log.storage.lock import PartitionLock
+from kstream.log.storage.log_config import LogConfig
+from kstream.log.storage.log_reader import LogReader
+from kstream.log.storage.partition_log import AppendResult, EncodedBatch, PartitionLog
+from kstream.log.storage.producer_state import ProducerState
+from kstream.log.storage.records import Payload
+from kstream.log.storage.thread_pool import LazyThreadPool
+
+if TYPE_CHECKING:
+    from kstream.log.transactions.writer import AppendGuard
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+_CATCH_UP_BYTES = 64 << 20  # bound on what one reconcile copies to a lagging ISR follower
+
+
+class Partition:
+    """Append/read handle of one partition in this process."""
+
+    def __init__(self, info: PartitionInfo, replica_dir: Callable[[int], str], config: LogConfig,
+                 lock_path: str, metadata: Metadata):
+        self.info = info
+        self.config = config
+        self._replica_dir = replica_dir
+        self._metadata = metadata
+        self._lock = PartitionLock(lock_path)
+        self.replica_dirs: dict[int, str] = {}
+        self.logs: dict[int, PartitionLog] = {}
+        self._metadata_version: DataVersion | None = None
+        self._online: dict[int, bool] = {}  # log dir id -> online, read with self.info
+        self._reader_leader = info.leader  # the leader readers last opened (see refresh_metadata)
+        self._hw_check: tuple[int | None, int | None] | None = None  # (stored, rebuilt), see high_watermark
+        self._deferred_end: int | None = None  # end of acks=all appends awaiting flush_acked
+        self._flushers = LazyThreadPool(1, "kstream-fsync")  # sized by _add_replicas
+        self._content_checked = False  # see _reconcile_locked
+        self.producer_state = ProducerState()
+        # Why each replica's last fsync failed (set on fsync threads), and the failures the
+        # last settle_syncs found: a NotEnoughReplicas error names its cause (EROFS, EIO...).
+        self._sync_errors: dict[int, LogDirOfflineError] = {}
+        self._settled_failures: dict[int, LogDirOfflineError] = {}
+        self._add_replicas()
+
+    def _add_replicas(self) -> None:
+        """Open handles for replicas we have not seen (a reassignment added some); the fsync
+        pool, sized by the replica count, is then made anew."""
+        added = [r for r in self.info.replicas if r not in self.logs]
+        for replica in added:
+            self.replica_dirs[replica] = self._replica_dir(replica)
+            self.logs[replica] = PartitionLog(self.replica_dirs[replica], self.config, self._lock)
+        if added:
+            self._flushers.shutdown(wait=False)
+            self._flushers = LazyThreadPool(len(self.logs), "kstream-fsync")
+
+    @property
+    def topic(self) -> str:
+        return self.info.topic
+
+    @property
+    def partition(self) -> int:
+        return self.info.partition
+
+    @property
+    def leader_dir(self) -> str:
+        return self.replica_dirs[self.info.leader]
+
+    @property
+    def leader_log(self) -> PartitionLog:
+        return self.logs[self.info.leader]
+
+    # -- appending ----------------------------------------------------------------------------
+
+    def append(self, batch: EncodedBatch, acks: str = "all", txn: AppendGuard | None = None,
+               defer_fsync: bool = False) -> AppendResult:
+        """Append to the leader and the in-sync followers; see the module docstring for acks.
+
+        With ``txn``, the batch belongs to that open transaction: the producer's
+        epoch is checked under the lock (a fenced producer gets FencedError and
+        writes nothing) and the partition joins the transaction before its first frame.
+        An idempotent producer's batch is checked first (:mod:`kstream.log.storage.producer_state`): a
+        retry of one already written returns the original's offset and writes nothing.
+        With ``defer_fsync`` an acks=all append is checked against min.insync.replicas
+        but not yet fsynced: the caller acknowledges it after :meth:`flush_acked`.
+        """
+        self.leader_log.check_size(batch)
+        with self._lock:
+            self._refresh_locked()
+            if txn is not None:
+                txn.before_append_locked(self)
+            duplicate = self.producer_state.check_locked(self, batch)  # an idempotent retry?
+            publish_after_sync = False
+            if duplicate is None:
+                result, header = self._append_leader_locked(batch, acks)
+                self._copy_to_followers_locked(header, batch)
+                if acks != "all":
+                    publish_after_sync = not self._publish_unacked_locked(result.base_offset,
+                                                                          result.base_offset + batch.record_count)
+                self.producer_state.appended_locked(self, batch, result)
+            else:
+                result = duplicate  # written before: acknowledge the original (fsynced below)
+            end = result.base_offset + batch.record_count
+            if acks == "all" and defer_fsync:
+                self._deferred_end = max(self._deferred_end or 0, end)  # published by flush_acked
+            in_sync = list(self.info.isr)
+        if acks == "all":
+            if not defer_fsync:
+                self._require_fsynced(in_sync, f"the batch at offset {result.base_offset}")
+                self.publish_high_watermark(end)
+        elif publish_after_sync:
+            # Frames below this one await their writers' fsync (acks=all): this append's HW
+            # would show them before they are durable. fsync them first, then publish.
+            if len(self.settle_syncs(in_sync, self._sync_all(in_sync))) >= self.config.min_insync_replicas:
+                self.publish_high_watermark(end)
+        else:
+            for replica in in_sync:
+                self.logs[replica].maybe_flush()
+        if len(self.info.isr) < len(self.info.replicas) and self.info.isr:
+            self._sync_followers()
+        return result
+
+    def _publish_unacked_locked(self, base_offset: int, end: int) -> bool:
+        """An acks=1/0 append is visible once written (no durability promise, as in Kafka), but
+        its HW must not cover other writers' frames that are not fsynced yet: an acks=all frame
+        whose fsync is running, or one deferred for a group commit, would be shown to readers
+        and then lost to a power cut. So the HW moves to ``end`` at once only when everything
+        below this frame is published already; False: the caller fsyncs first, then publishes."""
+        published = self._lock.read_high_watermark()
+        if published is None or published < base_offset:
+            return False
+        self._lock.write_high_watermark(end)
+        return True
+
+    def publish_high_watermark(self, end: int) -> None:
+        """Let readers see acks=all records below ``end``: call only once at least
+        min.insync.replicas in-sync replicas fsynced them. The HW only moves forward (a
+        later batch may have published first); takes the lock for one read and one write."""
+        with self._lock:
+            current = self._lock.read_high_watermark()
+            if current is None or current < end:
+                self._lock.write_high_watermark(end)
+
+    def log_end_offset_locked(self) -> int:
+        return self.leader_log.log_end_offset_locked()
+
+    def _copy_to_followers_locked(self, header: bytes, batch: EncodedBatch) -> None:
+        """Write the leader's frame to every in-sync follower, in parallel threads when
+        there are several (the copies are kernel memcpys that release the GIL). Failed
+        followers leave the ISR; their log dirs go offline on I/O errors."""
+        followers = [r for r in self.info.isr if r != self.info.leader]
+        if not followers:
+            return
+
+        def copy(replica: int) -> BaseException | None:
+            try:
+                self.logs[replica].append_copy_locked(header, batch)
+                return None
+            except (LogDirOfflineError, ReplicaDivergedError) as err:
+                return err
+
+        if len(followers) == 1:
+            errors = [copy(followers[0])]
+        else:
+            errors = list(self._pool().map(copy, followers))
+        offline = {r for r, e in zip(followers, errors, strict=True) if isinstance(e, LogDirOfflineError)}
+        diverged = {r for r, e in zip(followers, errors, strict=True) if isinstance(e, ReplicaDivergedError)}
+        for replica in offline:  # metadata writes stay in this thread (one SQLite connection)
+            self._take_offline_locked(replica)
+        if diverged - offline:
+            self._remove_locked(diverged - offline)
+
+    def _sync_followers(self) -> None:
+        """Catch lagging replicas on online log dirs up a little (see replica_sync)."""
+        online = {log_dir: up for log_dir, _, up in self._metadata.log_dirs()}
+        sync_followers(self, online, self.config.replica_fetch_max_bytes)
+
+    def _leaderless_locked(self) -> bool:
+        """True when the partition is offline: its leader (the last in-sync replica) is on
+        an offline log dir (or an older kstream left the ISR empty)."""
+        return not self.info.isr or not self._online.get(self.info.leader, True)
+
+    def _elect_unclean_locked(self) -> None:
+        """No in-sync replica is usable and unclean.leader.election.enable is on: the first
+        replica on an online log dir leads (records it lacks are lost, as in Kafka)."""
+        self._online = {log_dir: up for log_dir, _, up in self._metadata.log_dirs()}
+        for replica in self.info.replicas:
+            if self._online.get(replica):
+                log.warning("unclean leader election: replica %s leads %s-%s; records it lacks are lost",
+                            replica, self.topic, self.partition)
+                self.info = self._metadata.elect_unclean(self.topic, self.partition, replica)
+                self._lock.bump_generation()
+                return
+
+    def elect_unclean(self) -> bool:
+        """An operator's unclean election (admin ``elect_leaders(UNCLEAN)``, whatever the
+        topic's unclean.leader.election.enable): if the partition is offline, the first
+        replica on an online log dir leads, losing what it lacks. True if one was elected."""
+        with self._lock:
+            self._refresh_locked()
+            if not self._leaderless_locked():
+                return False
+            epoch = self.info.leader_epoch
+            self._elect_unclean_locked()
+            return self.info.leader_epoch != epoch
+
+    def _offline_error(self, cause: BaseException | str | None) -> PartitionOfflineError:
+        leader = self.info.leader
+        if cause is None and _read_only(self.leader_dir):
+            cause = "its file system is read-only (EROFS)"
+        return PartitionOfflineError(
+            f"{self.topic}-{self.partition} is offline: its last in-sync replica is on log dir {leader}, "
+            f"which is offline{f' ({cause})' if cause else ''}. If that disk kept its data (e.g. it "
+            f"only filled up or was remounted read-only), nothing acknowledged is lost: fix it (free "
+            f"space on it, or remount it read-write), then run `kstream log-dirs online {leader}`. "
+            "If the disk is gone, set unclean.leader.election.enable=true to go on from another "
+            "replica, losing what it lacks")
+
+    def _check_isr_locked(self, acks: str) -> None:
+        minimum = self.config.min_insync_replicas
+        if acks == "all" and len(self.info.isr) < minimum:
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.partition} has {len(self.info.isr)} in-sync replica(s) "
+                f"{list(self.info.isr)}, fewer than min.insync.replicas={minimum}; nothing was "
+                "written. Bring log dirs back (or lower min.insync.replicas, or use acks=1)")
+
+    def _append_leader_locked(self, batch: EncodedBatch, acks: str) -> tuple[AppendResult, bytes]:
+        """Append on the leader; if its log dir fails (or it lost acknowledged records),
+        fail over and try the new leader."""
+        cause: BaseException | None = None
+        for _ in range(len(self.replica_dirs) + 1):
+            if self._leaderless_locked():
+                if self.config.unclean_leader_election_enable:
+                    self._elect_unclean_locked()
+                if self._leaderless_locked():
+                    raise self._offline_error(cause) from cause
+            self._check_isr_locked(acks)
+            leader = self.info.leader
+            try:
+                self._reconcile_locked()
+                if self.info.leader != leader:
+                    continue  # the leader lacked acknowledged records: try the new one
+                self._check_isr_locked(acks)  # reconcile may have dropped followers
+                return self._on_replica(leader, lambda log: log.append_locked(batch, self.info.leader_epoch))
+            except LogDirOfflineError as err:
+                if self.info.leader == leader and not self._leaderless_locked():
+                    raise  # leadership did not move: nothing to try again on
+                cause = err
+        raise NotEnoughReplicasError(
+            f"{self.topic}-{self.partition}: no in-sync replica is left to take the write; bring a log "
+            "dir back (kstream log-dirs online) or set unclean.leader.election.enable=true to accept loss")
+
+    def _on_replica(self, replica: int, action: Callable[[PartitionLog], T]) -> T:
+        """Run a write on one replica; an I/O failure takes its log dir offline first."""
+        try:
+            return action(self.logs[replica])
+        except LogDirOfflineError:
+            self._take_offline_locked(replica)
+            raise
+
+    @property
+    def lock(self) -> PartitionLock:
+        return self._lock
+
+    def refresh_locked(self) -> None:
+        self._refresh_locked()
+
+    def offline_locked(self) -> bool:
+        """True when no leader can serve: the last in-sync replica's log dir is offline."""
+        return self._leaderless_locked()
+
+    def rejoin_locked(self, replica: int) -> None:
+        self.info = self._metadata.add_to_isr(self.topic, self.partition, replica)
+        self._add_replicas()
+        self._lock.bump_generation()
+
+    def _refresh_locked(self) -> None:
+        """Re-read leader/ISR/epoch and log dir states when anyone changed the metadata."""
+        version = self._metadata.data_version()
+        if version != self._metadata_version:
+            self.info = self._metadata.partition_info(self.topic, self.partition)
+            self._online = {log_dir: up for log_dir, _, up in self._metadata.log_dirs()}
+            self._add_replicas()
+            self._metadata_version = version
+
+    def _remove_locked(self, replicas: set[int]) -> None:
+        self.info = self._metadata.remove_from_isr(self.topic, self.partition, replicas)
+        self._lock.bump_generation()
+
+    def _take_offline_locked(self, replica: int) -> None:
+        self._metadata.take_log_dir_offline(replica)
+        self.info = self._metadata.partition_info(self.topic, self.partition)
+        self._online[replica] = False
+        self._lock.bump_generation()
+
+    def _reconcile_locked(self) -> None:
+        """Make every ISR replica end where the leader ends, and the HW say so.
+
+        Frames that a writer killed mid-replication left only on the leader are
+        copied to the in-sync followers (it was never acknowledged; now it is
+        committed, as a Kafka leader's unreplicated tail is once followers fetch it).
+        A leader that ends below the HW lost acknowledged records: it leaves the ISR
+        and the next in-sync replica leads (the caller sees ``info.leader`` change).
+        """
+        leader_end = self._on_replica(self.info.leader, lambda log: log.log_end_offset_locked())
+        high_watermark = self._lock.read_high_watermark()
+        if high_watermark is not None and leader_end < high_watermark:
+            if self._on_replica(self.info.leader, lambda log: log.lost_durable_data_locked()):
+                self._distrust_leader_locked(leader_end, high_watermark)
+                return
+            # Not a lost disk: a power loss dropped frames that were never fsynced (so never
+            # acknowledged with acks=all) and kept a newer page of the unfsynced lock file.
+            # The leader's log is the truth: followers that kept more are cut back below (they
+            # leave the ISR and rejoin by leader epoch), and the HW is lowered to the log end.
+            log.warning("%s-%s: high watermark %d is past the leader's log end %d (a power loss "
+                        "dropped unfsynced frames); lowering it", self.topic, self.partition,
+                        high_watermark, leader_end)
+        behind = {}
+        for replica in self.info.isr:
+            if replica != self.info.leader:
+                try:
+                    end = self._on_replica(replica, lambda log: log.log_end_offset_locked())
+                except LogDirOfflineError:
+                    continue  # now offline and out of the ISR
+                if end != leader_end or not self._content_checked:
+                    behind[replica] = end
+        # A follower with the leader's end may still hold other frames (a power loss left each
+        # replica its own part of an unsynced tail): the first reconcile of this handle (a
+        # new writer, as after a crash) compares every in-sync follower by content.
+        self._content_checked = True
+        if behind:
+            failed = set()
+            for replica, end in behind.items():
+                try:
+                    start = self._agreed_start_locked(replica, end, leader_end)
+                    if self.copy_frames_locked(replica, start, leader_end, _CATCH_UP_BYTES) != leader_end:
+                        failed.add(replica)  # too far behind to fix inline: out of the ISR, caught up later
+                except (LogDirOfflineError, ReplicaDivergedError):
+                    failed.add(replica)
+            if failed:
+                self._remove_locked(failed)
+        if high_watermark is None or high_watermark > leader_end:
+            # Lost (or stale after a power loss): what every in-sync replica has fsynced is safe
+            # to show. A stored HW at or below the log end stays: it moves only forward, by
+            # the writers that publish it (acks=all after the fsync). So frames past it
+            # (another writer's unfsynced batch, a killed writer's tail) stay invisible until
+            # a writer publishes past them.
+            self._lock.write_high_watermark(self._durable_end_locked(leader_end))
+
+    def _durable_end_locked(self, leader_end: int) -> int:
+        """The least offset the in-sync replicas made durable (each one's recovery point; its
+        log end when that is unreadable), at most ``leader_end``. Caller holds the lock."""
+        durable = leader_end
+        for replica in self.info.isr:
+            try:
+                point = self._on_replica(replica, _durable_offset_locked)
+            except LogDirOfflineError:
+                continue  # now offline and out of the ISR
+            durable = min(durable, point)
+        return durable
+
+    def _agreed_start_locked(self, replica: int, end: int, leader_end: int) -> int:
+        """Where an in-sync follower that ends at ``end`` still agrees with the leader, its
+        tail after that cut (the frames a power loss left it and the leader lost: never
+        fsynced on the leader, so never acknowledged). Caller holds the lock."""
+        start = agreed_offset(self.leader_dir, self.replica_dirs[replica], min(end, leader_end))
+        if start < end:
+            log.warning("replica %s of %s-%s: frames %d..%d differ from the leader's (an unsynced tail "
+                        "kept through a power loss); cut back to %d", replica, self.topic, self.partition,
+                        start, end, start)
+            self._on_replica(replica, lambda replica_log: replica_log.truncate_to_locked(start))
+        return start
+
+    def _distrust_leader_locked(self, leader_end: int, high_watermark: int) -> None:
+        leader = self.info.leader
+        log.error("leader %s of %s-%s ends at %d, below the high watermark %d: it lost acknowledged "
+                  "records (a lost or emptied disk); it leaves the ISR", leader, self.topic,
+                  self.partition, leader_end, high_watermark)
+        if len(self.info.isr) > 1:
+            self._remove_locked({leader})
+            return
+        if not self.config.unclean_leader_election_enable:
+            raise LogDirOfflineError(
+                f"{self.topic}-{self.partition}: its only in-sync replica (log dir {leader}) ends at "
+                f"offset {leader_end}, below the high watermark {high_watermark}: acknowledged records "
+                "were lost with its disk. Restore that disk's data, or set "
+                "unclean.leader.election.enable=true on the topic to go on with what is left")
+        log.warning("unclean.leader.election.enable: %s-%s goes on from offset %d; records up to %d are "
+                    "lost", self.topic, self.partition, leader_end, high_watermark)
+        self._lock.write_high_watermark(leader_end)
+
+    def copy_frames_locked(self, replica: int, start: int, end: int, max_bytes: int) -> int:
+        """Copy the leader's frames [start, end) to ``replica`` byte for byte, up to about
+        ``max_bytes``; returns the offset reached. Caller holds the lock."""
+        if start > end:
+            raise ReplicaDivergedError(f"replica {replica} of {self.topic}-{self.partition} is ahead "
+                                       f"of the leader ({start} > {end})")
+        reader = LogReader(self.leader_dir)
+        copied = 0
+        offset = start
+        try:
+            while offset < end and copied < max_bytes:
+                frames = reader.read(offset, min(8 << 20, max_bytes - copied), end_offset=end)
+                if not frames or frames[0].header.base_offset != offset:
+                    raise ReplicaDivergedError(f"no frame starts at offset {offset} on the leader")
+                for frame in frames:
+                    h = frame.header
+                    copy = EncodedBatch(Payload((frame.payload,), h.payload_size, h.payload_crc,
+                                                h.schema_length), h.record_count, h.min_timestamp, h.max_timestamp)
+                    self._copy_frame_locked(replica, fmt.repack_header(h), copy)
+                    offset = h.next_offset
+                    copied += h.frame_size
+        finally:
+            reader.close()
+        return offset
+
+    def _copy_frame_locked(self, replica: int, header: bytes, copy: EncodedBatch) -> None:
+        self._on_replica(replica, lambda log: log.append_copy_locked(header, copy))
+
+    # -- durability ------------------------------------------------------------------------------
+
+    def _sync_all(self, replicas: list[int]) -> list[bool]:
+        """fsync the replicas in parallel; whether each succeeded."""
+        if len(replicas) == 1:
+            return [self.sync_replica(replicas[0])]
+        return list(self._pool().map(self.sync_replica, replicas))
+
+    def sync_replica(self, replica: int) -> bool:
+        """fsync one replica's log; False when its log dir failed. Safe on any thread (no
+        metadata access: pass the verdicts to :meth:`settle_syncs` on the owning thread)."""
+        try:
+            self.logs[replica].flush()
+            self._sync_errors.pop(replica, None)
+            return True
+        except LogDirOfflineError as err:
+            self._sync_errors[replica] = err
+            return False
+
+    def settle_syncs(self, replicas: list[int], synced: list[bool]) -> list[int]:
+        """Take the log dirs of replicas whose fsync failed offline (never retried); returns
+        the replicas that fsynced."""
+        failed = [replica for replica, ok in zip(replicas, synced, strict=True) if not ok]
+        # (Not popped: a batch still in flight on the same replica failed the same way.)
+        self._settled_failures = {r: e for r in failed if (e := self._sync_errors.get(r)) is not None}
+        if failed:
+            with self._lock:
+                for replica in failed:
+                    self._take_offline_locked(replica)
+        return [replica for replica, ok in zip(replicas, synced, strict=True) if ok]
+
+    def _pool(self) -> ThreadPoolExecutor:
+        return self._flushers.get()
+
+    def flush(self) -> None:
+        """fsync every in-sync replica (a clean shutdown)."""
+        in_sync = list(self.info.isr)
+        self.settle_syncs(in_sync, self._sync_all(in_sync))
+
+    def flush_acked(self) -> None:
+        """fsync deferred acks=all appends on the in-sync replicas (a group commit);
+        NotEnoughReplicasError when fewer than min.insync.replicas have them; once they
+        do, the high watermark moves past them (readers see them)."""
+        end, self._deferred_end = self._deferred_end, None
+        self._require_fsynced(list(self.info.isr), "the batches written since the last fsync")
+        if end is not None:
+            self.publish_high_watermark(end)
+
+    def _require_fsynced(self, in_sync: list[int], what: str) -> None:
+        self.require_synced(self.settle_syncs(in_sync, self._sync_all(in_sync)), what)
+
+    def require_synced(self, in_sync: list[int], what: str) -> None:
+        """NotEnoughReplicasError unless ``in_sync`` (replicas that fsynced) reaches min.insync.replicas."""
+        minimum = self.config.min_insync_replicas
+        if len(in_sync) < minimum:
+            causes = "".join(f"; replica {r}: {e} (fix that disk, then run `kstream log-dirs online {r}`)"
+                             for r, e in self._settled_failures.items() if r not in in_sync)
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.partition}: {what} are written but only {len(in_sync)} replica(s) "
+                f"{in_sync} have them fsynced, fewer than min.insync.replicas={minimum}; not acknowledged"
+                f"{causes}")
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def refresh_metadata(self) -> bool:
+        """Re-read leader/ISR (no lock; for readers). True when the leader changed since
+        the last :meth:`reader` was made (open a new one then)."""
+        self.info = self._metadata.partition_info(self.topic, self.partition)
+        self._add_replicas()
+        return self.info.leader != self._reader_leader
+
+    def high_watermark(self) -> int | None:
+        """Offset below which every in-sync replica has the data (None: nothing written yet).
+
+        The HW is published in the lock file, which is never fsynced: after a power loss
+        it may be gone, zeroed, or older than the acknowledged data. So the first call
+        on this handle checks it against the in-sync replicas' log ends (each of them
+        fsynced every acks=all batch) and, if it is missing, below their minimum, or past
+        the leader's log end, uses that minimum instead until a writer publishes a new one.
+        Takes no lock and writes nothing.
+        """
+        stored = self._lock.read_high_watermark()
+        if self._hw_check is None:
+            self._hw_check = (stored, self._rebuilt_high_watermark(stored))
+        seen, rebuilt = self._hw_check
+        if stored == seen or stored is None:
+            return rebuilt
+        # A writer published since. A rebuilt value above it (durable, not yet published by a
+        # writer between its fsync and its publish) was handed out already: never go back.
+        return stored if rebuilt is None else max(stored, rebuilt)
+
+    def _rebuilt_high_watermark(self, stored: int | None, synced: bool = False) -> int | None:
+        """``stored`` when the replicas' logs agree with it, else the least durable end (the
+        recovery point, which is fsynced: never an acks=all record a power loss may still
+        take away) of the in-sync replicas whose dirs are there (read without a lock).
+
+        Before it uses the recovery points it fdatasyncs them and reads them again: a writer
+        killed between overwriting a slot and fdatasyncing it leaves a point that only the
+        page cache holds, over frames it did fsync. Once synced, a power loss can no longer
+        take back what a reader is about to see (docs/RELIABILITY.md)."""
+        ends = {}
+        durable = {}
+        for replica in self.info.isr:
+            directory = self.replica_dirs.get(replica)
+            if directory is None or not os.path.isdir(directory):
+                continue  # a missing dir is a failed disk: it holds nothing to count
+            try:
+                point = self.logs[replica]._read_recovery_point()
+            except OSError as err:
+                log.warning("cannot read the recovery point of %s to check the high watermark: %s",
+                            directory, err)
+                continue
+            fsynced = point.next_offset if isinstance(point, fmt.RecoveryPoint) else None
+            reader = LogReader(directory, check_crcs=False)
+            try:
+                end = reader.log_end_offset()
+            except (KStreamError, OSError) as err:
+                if fsynced is None:
+                    log.warning("cannot read the log end of %s to check the high watermark: %s",
+                                directory, err)
+                    continue
+                # A bad frame in the tail, as a power loss leaves one in what was not fsynced (the
+                # next writer cuts it there). Below the recovery point every frame was fsynced.
+                log.warning("%s: %s; readers go up to the recovery point %d", directory, err, fsynced)
+                end = fsynced
+            finally:
+                reader.close()
+            ends[replica] = end
+            if point is None:
+                durable[replica] = 0
+            else:
+                durable[replica] = min(fsynced, end) if fsynced is not None else end
+        leader_end = ends.get(self.info.leader)
+        if leader_end is None:
+            return stored
+        floor = min(durable.values())
+        if stored is not None and floor <= stored <= leader_end:
+            return stored
+        if not synced:
+            if self._sync_recovery_points(list(durable)):
+                return self._rebuilt_high_watermark(stored, synced=True)
+            if stored is not None and stored <= leader_end:
+                return stored  # the points could not be made durable: do not raise the HW on them
+        if floor and (stored is None or stored > leader_end):  # (below: a writer between fsync and publish)
+            log.warning("%s-%d: stored high watermark %s does not fit the in-sync replicas' log "
+                           "ends %s (lost in a power loss?); using %d", self.topic, self.partition,
+                           stored, ends, floor)
+        return floor if floor or stored is not None else None
+
+    def _sync_recovery_points(self, replicas: list[int]) -> bool:
+        """fdatasync the in-sync replicas' recovery-point files (read-only descriptors: it flushes
+        what is there, it writes nothing). False when one could not be synced."""
+        for replica in replicas:
+            path = os.path.join(self.replica_dirs[replica], fmt.RECOVERY_POINT_FILE)
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                log.warning("cannot open %s to make it durable: %s", path, err)
+                return False
+            try:
+                faults.fdatasync(fd)
+            except OSError as err:
+                log.warning("cannot fdatasync %s: %s; the high watermark is not raised on it", path, err)
+                return False
+            finally:
+                os.close(fd)
+        return True
+
+    def reader(self, check_crcs: bool = True) -> LogReader:
+        """A reader of the leader's replica; it reports a missing dir to :meth:`_lost_dir`."""
+        self._reader_leader = self.info.leader
+        return LogReader(self.leader_dir, check_crcs=check_crcs, on_missing=self._lost_dir)
+
+    def _lost_dir(self, directory: str) -> None:
+        """A reader found the replica dir it reads missing: a failed disk. Its log dir is
+        taken offline (leaders move to in-sync survivors; readers follow them on their
+        next metadata check). Nothing is created. LogDirOfflineError when no replica
+        can take over."""
+        replica = next((r for r, d in self.replica_dirs.items() if d == directory), None)
+        if replica is None:
+            return
+        try:
+            with self._lock:  # also: a deleted topic raises here (its dirs moved away on purpose)
+                self._refresh_locked()
+                if replica not in self.info.replicas:
+                    return  # reassigned away: its copy was deleted on purpose
+                if not os.path.isdir(directory) and self._online.get(replica, True):
+                    log.error("replica dir %s of %s-%s is missing: taking log dir %s offline",
+                              directory, self.topic, self.partition, replica)
+                    self._take_offline_locked(replica)
+                leaderless = self.info.leader == replica and self._leaderless_locked()
+        except TopicNotFoundError:
+            return
+        if leaderless:
+            raise self._offline_error(None)
+
+    def close(self) -> None:
+        for log in self.logs.values():
+            log.close()
+        self._flushers.shutdown(wait=True)
+        self._lock.close()
+
+
+def _read_only(replica_dir: str) -> bool:
+    """Whether the file system of ``replica_dir``'s log dir is read-only (mounted so, or a
+    test's injected EROFS): why its partitions went offline, for the error message."""
+    try:
+        faults.check(replica_dir)
+        return bool(os.statvfs(os.path.dirname(replica_dir.rstrip("/"))).f_flag & os.ST_RDONLY)
+    except OSError as err:
+        return err.errno == errno.EROFS
+
+
+def _durable_offset_locked(replica_log: PartitionLog) -> int:
+    """Offset below which ``replica_log`` is fsynced: its recovery point, 0 when it never
+    flushed, its log end when the recovery point is damaged (nothing better is known)."""
+    end = replica_log.log_end_offset_locked()  # a missing dir raises LogDirOfflineError here
+    point = replica_log._guard_io(replica_log._read_recovery_point)
+    if point is None:
+        return 0
+    return min(point.next_offset, end) if isinstance(point, fmt.RecoveryPoint) else end

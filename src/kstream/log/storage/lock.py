@@ -1,0 +1,145 @@
+"""The write lock of one partition, shared by threads and processes.
+
+The lock file also holds the partition's small shared state (layout in
+:mod:`kstream.log.storage.format`): a mark once the topic is deleted (fencing old
+writers), a generation number bumped whenever segment files or the
+partition's metadata (leader, ISR) change other than by appending, and the
+high watermark, stored with its bitwise complement so a reader that takes no
+lock can tell a torn read and retry. The file is never fsynced: after a power
+loss it may be empty, zeroed or old, and the high watermark is then rebuilt
+from the replicas' logs (see ``Partition.high_watermark``).
+
+``flock`` excludes other processes (and is released by the kernel when a
+holder dies, even by SIGKILL); a ``threading.Lock`` excludes other threads of
+this process, which share the open file description and so the flock.
+Re-opened after ``fork`` (the pid is checked), because a forked child must not
+share its parent's lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import weakref
+from types import TracebackType
+
+from kstream.errors import TopicNotFoundError
+from kstream.log.storage import format as fmt
+
+# Every lock of this process, so a forked child can close the inherited descriptors
+# right away (os.register_at_fork), not only when it next takes the lock.
+_LOCKS: weakref.WeakSet[PartitionLock] = weakref.WeakSet()
+_HW_READS = 100  # re-reads of a high watermark that a writer is changing under us
+_SAME_BAD_READS = 3  # the same bad value this often in a row is not a torn read: none is stored
+
+
+class PartitionLock:
+    """An exclusive lock on ``path`` (created if missing); use as a context manager."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._fd: int | None = None
+        self._pid = os.getpid()
+        self._thread_lock = threading.Lock()
+        self.generation = 0  # read from the lock file each time the lock is taken
+        _LOCKS.add(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: drop the inherited descriptor (closing, never unlocking:
+        the flock belongs to the parent's open file description, and a child that
+        kept it open would hold a dead parent's lock for as long as it lives)."""
+        if self._fd is not None and self._pid != os.getpid():
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+        self._fd = None
+        self._pid = os.getpid()
+        self._thread_lock = threading.Lock()
+
+    def _file(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        return self._fd
+
+    def __enter__(self) -> PartitionLock:
+        if self._pid != os.getpid():  # forked: nothing of the parent's lock is ours
+            self._after_fork()
+        self._thread_lock.acquire()
+        try:
+            fd = self._file()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            self._thread_lock.release()
+            raise
+        try:
+            state = os.pread(fd, fmt.LOCK_STATE_SIZE, 0)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        deleted = fmt.LOCK_DELETED_POSITION
+        if state[deleted:deleted + len(fmt.LOCK_DELETED_MARK)] == fmt.LOCK_DELETED_MARK:
+            self.__exit__(None, None, None)
+            raise TopicNotFoundError(
+                f"the partition behind {self.path} was deleted; re-read the topic's metadata"
+            )
+        self.generation = (fmt.LOCK_GENERATION.unpack_from(state, fmt.LOCK_GENERATION_POSITION)[0]
+                           if len(state) == fmt.LOCK_STATE_SIZE else 0)
+        return self
+
+    def bump_generation(self) -> None:
+        """Tell the other holders that segment files changed (a roll or a replaced file).
+
+        They compare :attr:`generation` with what they saw last, so an append
+        needs no directory look-ups while nothing changed. Caller holds the lock.
+        """
+        self.generation += 1
+        os.pwrite(self._file(), fmt.LOCK_GENERATION.pack(self.generation), fmt.LOCK_GENERATION_POSITION)
+
+    def mark_deleted(self) -> None:
+        """Fence every holder of this lock for good (the topic was deleted). Caller holds it."""
+        os.pwrite(self._file(), fmt.LOCK_DELETED_MARK, fmt.LOCK_DELETED_POSITION)
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        try:
+            fcntl.flock(self._file(), fcntl.LOCK_UN)
+        finally:
+            self._thread_lock.release()
+
+    def write_high_watermark(self, offset: int) -> None:
+        """Publish the high watermark (caller holds the lock)."""
+        os.pwrite(self._file(), fmt.pack_high_watermark(offset), fmt.LOCK_HIGH_WATERMARK_POSITION)
+
+    def read_high_watermark(self) -> int | None:
+        """The published high watermark; None if none is stored (never written, or lost or
+        zeroed by a power loss: the caller rebuilds it from the logs). Takes no lock."""
+        fd = self._file()
+        last_bad, same_bad = b"", 0
+        for _ in range(_HW_READS):
+            raw = os.pread(fd, fmt.LOCK_HIGH_WATERMARK.size, fmt.LOCK_HIGH_WATERMARK_POSITION)
+            if len(raw) < fmt.LOCK_HIGH_WATERMARK.size:
+                return None
+            value = fmt.unpack_high_watermark(raw)
+            if value is not None:
+                return value
+            # Torn by a writer mid-pwrite (read again), or garbage that stays: none stored.
+            same_bad = same_bad + 1 if raw == last_bad else 1
+            last_bad = raw
+            if same_bad >= _SAME_BAD_READS:
+                return None
+        raise OSError(f"high watermark in {self.path} keeps changing under a reader")
+
+    def close(self) -> None:
+        if self._fd is not None and self._pid == os.getpid():
+            os.close(self._fd)
+        self._fd = None
+
+
+def _close_inherited_locks() -> None:
+    for lock in list(_LOCKS):
+        lock._after_fork()
+
+
+os.register_at_fork(after_in_child=_close_inherited_locks)

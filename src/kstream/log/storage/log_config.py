@@ -1,0 +1,49 @@
+"""The effective configuration of one topic's logs (topic overrides over cluster defaults)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kstream.config.options import (
+    CLUSTER_OPTIONS,
+    TOPIC_DEFAULTS_FROM_CLUSTER,
+    TOPIC_OPTIONS,
+    parse_options,
+)
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Typed, validated settings a partition log obeys. Picklable, immutable."""
+
+    cleanup_policy: str = "delete"
+    compression_type: str = "producer"
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_bytes: int = -1
+    retention_check_interval_ms: int = 300_000
+    segment_bytes: int = 1 << 30
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    index_interval_bytes: int = 4096
+    flush_messages: int = 9223372036854775807
+    flush_ms: int = 9223372036854775807
+    message_max_bytes: int = 8 * 1024 * 1024
+    message_timestamp_type: str = "CreateTime"
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool = False
+    replica_fetch_max_bytes: int = 1 << 20
+
+    @classmethod
+    def from_options(cls, topic_config: Mapping[str, Any], cluster_config: Mapping[str, Any]
+                     ) -> LogConfig:
+        """Topic options (Kafka names) over the cluster's defaults; bad values raise ConfigError."""
+        cluster = parse_options(CLUSTER_OPTIONS, cluster_config, what="a cluster")
+        topic = parse_options(TOPIC_OPTIONS, topic_config, what="a topic")
+        for topic_name, cluster_name in TOPIC_DEFAULTS_FROM_CLUSTER.items():
+            if topic[topic_name] is None:
+                topic[topic_name] = cluster[cluster_name]
+        values = {name.replace(".", "_"): value for name, value in topic.items()}
+        values["retention_check_interval_ms"] = cluster["log.retention.check.interval.ms"]
+        values["replica_fetch_max_bytes"] = cluster["replica.fetch.max.bytes"]
+        return cls(**values)

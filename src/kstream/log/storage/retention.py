@@ -1,0 +1,65 @@
+"""Retention: delete a replica's oldest sealed segments by time and by size.
+
+Whole segments only, oldest first, never the active (last) one, as Kafka does.
+``retention.ms``: a segment goes once its newest record is older.
+``retention.bytes``: segments go while the replica would stay at or above the
+limit without them. Readers that have a deleted segment mapped keep their view;
+the log start offset moves to the first remaining segment.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from kstream.log.storage import format as fmt
+from kstream.log.storage.faults import fsync_dir
+from kstream.log.storage.log_config import LogConfig
+from kstream.log.storage.segment import NO_TIMESTAMP, Segment
+
+log = logging.getLogger(__name__)
+
+
+def list_segment_bases(directory: str) -> list[int]:
+    """Base offsets of the segment files in a replica directory, ascending."""
+    bases = []
+    for name in os.listdir(directory):
+        base = fmt.parse_segment_file_name(name)
+        if base is not None:
+            bases.append(base)
+    bases.sort()
+    return bases
+
+
+def delete_expired_segments(directory: str, config: LogConfig, now_ms: int) -> int:
+    """Apply retention to one replica; returns how many segments were deleted.
+
+    Caller holds the partition lock. A corrupt sealed segment raises
+    CorruptBatchError (and nothing is deleted from it on).
+    """
+    bases = list_segment_bases(directory)
+    if len(bases) < 2:
+        return 0
+    sizes = {base: os.path.getsize(os.path.join(directory, fmt.segment_file_name(base))) for base in bases}
+    total = sum(sizes.values())
+    deleted = 0
+    for base in bases[:-1]:
+        segment = Segment(directory, base, config.index_interval_bytes)
+        try:
+            over_size = config.retention_bytes >= 0 and total - sizes[base] >= config.retention_bytes
+            expired = False
+            if not over_size and config.retention_ms >= 0:
+                segment.open_existing(verify_tail_from=None)
+                expired = (segment.max_timestamp != NO_TIMESTAMP
+                           and now_ms - segment.max_timestamp > config.retention_ms)
+        finally:
+            segment.close()
+        if not (over_size or expired):
+            break
+        segment.delete()
+        total -= sizes[base]
+        deleted += 1
+    if deleted:
+        fsync_dir(directory)
+        log.info("retention deleted %d segment(s) of %s", deleted, directory)
+    return deleted

@@ -1,0 +1,3 @@
+"""The operator's tools on top of everything: the ``kstream`` CLI, the web console, the
+monitor and the benchmark harness (``kstream perf``).
+"""

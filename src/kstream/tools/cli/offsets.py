@@ -1,0 +1,206 @@
+"""`kstream get-offsets` and `kstream delete-records`: kafka-get-offsets and kafka-delete-records.
+
+get-offsets prints ``topic:partition:offset`` lines as kafka-get-offsets does,
+for ``--time`` ``-1``/``latest`` (the high watermark), ``-2``/``earliest`` (the
+log start offset), ``-3``/``max-timestamp`` (the record with the largest
+timestamp) or a timestamp in ms (the first offset at or after it). A partition
+with no such offset prints no line, as in Kafka. Read-only: creates nothing.
+
+delete-records reads kafka-delete-records' JSON plan
+(``{"partitions": [{"topic": "t", "partition": 0, "offset": 5}], "version": 1}``)
+and deletes, per partition, the records below the offset a whole segment at a
+time (see :mod:`kstream.log.cluster.record_deletion`): the low watermark it prints may
+be below the offset asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import click
+
+from kstream.errors import ConfigError, KStreamError
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.cluster.partition import Partition
+from kstream.log.cluster.record_deletion import delete_records as delete_records_before
+from kstream.log.storage.output import decode_frame, first_offset_at_or_after
+from kstream.log.storage.records import PayloadCodec
+
+_SCAN_BYTES = 16 << 20  # how much of a log one read holds while looking for the max timestamp
+_NAMED_TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3}
+
+
+@contextmanager
+def _cluster(ctx: click.Context) -> Iterator[Cluster]:
+    cluster = Cluster.open(ctx.obj["cluster"])
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def _parse_time(text: str) -> int:
+    if text in _NAMED_TIMES:
+        return _NAMED_TIMES[text]
+    try:
+        value = int(text)
+    except ValueError:
+        value = -4
+    if value < -3:
+        raise click.BadParameter(f"malformed time {text!r}: use -1 or latest, -2 or earliest, -3 or "
+                                 "max-timestamp, or a timestamp in ms", param_hint="--time")
+    return value
+
+
+def _parse_partitions(text: str | None) -> set[int] | None:
+    """``0,2,5`` or ranges ``0-3`` (inclusive lower, exclusive upper, as kafka-get-offsets)."""
+    if not text:
+        return None
+    chosen: set[int] = set()
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        try:
+            if dash:
+                chosen.update(range(int(low or 0), int(high)))
+            else:
+                chosen.add(int(low))
+        except ValueError as err:
+            raise click.BadParameter(f"{text!r}: expected comma-separated partition ids or ranges "
+                                     "like 0-3", param_hint="--partitions") from err
+    return chosen
+
+
+def _max_timestamp_offset(handle: Partition, end: int) -> int | None:
+    """Offset of the first record carrying the largest timestamp below ``end``; None if empty."""
+    codec = PayloadCodec()
+    reader = handle.reader()
+    try:
+        best = None
+        offset = reader.log_start_offset()
+        while offset < end:
+            frames = reader.read(offset, _SCAN_BYTES, end_offset=end)
+            if not frames:
+                break
+            for frame in frames:
+                if best is None or frame.header.max_timestamp > best.header.max_timestamp:
+                    best = frame
+            offset = frames[-1].header.next_offset
+        if best is None:
+            return None
+        return first_offset_at_or_after(decode_frame(codec, best), best.header.max_timestamp)
+    finally:
+        reader.close()
+
+
+def _offset_at_time(handle: Partition, timestamp_ms: int, end: int) -> int | None:
+    codec = PayloadCodec()
+    reader = handle.reader()
+    try:
+        base = reader.offset_for_timestamp(timestamp_ms)
+        if base is None:
+            return None
+        for frame in reader.read(base, 1, end_offset=end):
+            found = first_offset_at_or_after(decode_frame(codec, frame), timestamp_ms)
+            return None if found < 0 else found
+        return None
+    finally:
+        reader.close()
+
+
+def offset_for(handle: Partition, time: int) -> int | None:
+    """The offset kafka-get-offsets prints for ``time`` (see the module doc); None: no line."""
+    high_watermark = handle.high_watermark() or 0
+    if time == -1:
+        return high_watermark
+    if time == -2:
+        reader = handle.reader()
+        try:
+            return reader.log_start_offset()
+        finally:
+            reader.close()
+    if time == -3:
+        return _max_timestamp_offset(handle, high_watermark)
+    return _offset_at_time(handle, time, high_watermark)
+
+
+@click.command("get-offsets")
+@click.option("--topic", help="Topic name, or a regular expression matching whole names (default: all).")
+@click.option("--partitions", help="Partition ids: 0,2,5 or ranges 0-3 (default: all).")
+@click.option("--time", "time_text", default="latest", show_default=True,
+              metavar="-1|latest|-2|earliest|-3|max-timestamp|MS",
+              help="Which offset: high watermark, log start, record with the largest timestamp, or the "
+                   "first offset at or after a timestamp (ms).")
+@click.pass_context
+def get_offsets(ctx: click.Context, topic: str | None, partitions: str | None, time_text: str) -> None:
+    """Print topic:partition:offset per partition, as kafka-get-offsets does."""
+    time = _parse_time(time_text)
+    wanted = _parse_partitions(partitions)
+    try:
+        pattern = re.compile(topic or ".*")
+    except re.error as err:
+        raise click.BadParameter(f"{topic!r} is not a regular expression: {err}", param_hint="--topic") from err
+    with _cluster(ctx) as cluster:
+        names = [n for n in cluster.list_topics() if n == topic or pattern.fullmatch(n)]
+        matched = [(info.name, p.partition) for info in map(cluster.topic, names) for p in info.partitions
+                   if wanted is None or p.partition in wanted]
+        if not matched:
+            raise click.ClickException("could not match any topic-partitions with the specified filters "
+                                       "(list topics with `kstream topics list`)")
+        for name, partition in matched:
+            handle = cluster.partition(name, partition)
+            try:
+                offset = offset_for(handle, time)
+            finally:
+                handle.close()
+            if offset is not None:
+                click.echo(f"{name}:{partition}:{offset}")
+
+
+def _read_plan(path: str) -> list[tuple[str, int, int]]:
+    """kafka-delete-records' JSON file as (topic, partition, offset) triples."""
+    try:
+        with open(path) as f:
+            plan = json.load(f)
+        entries = plan["partitions"]
+        triples = [(str(e["topic"]), int(e["partition"]), int(e["offset"])) for e in entries]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ConfigError(f"{path}: not a delete-records plan like "
+                          '{"partitions": [{"topic": "t", "partition": 0, "offset": 5}], "version": 1} '
+                          f"({err})") from err
+    if plan.get("version", 1) != 1:
+        raise ConfigError(f"{path}: unsupported plan version {plan.get('version')!r} (1 is)")
+    seen = [(t, p) for t, p, _ in triples]
+    duplicates = sorted({tp for tp in seen if seen.count(tp) > 1})
+    if duplicates:
+        raise ConfigError(f"{path}: offset json file contains duplicate topic partitions: "
+                          + ",".join(f"{t}-{p}" for t, p in duplicates))
+    return triples
+
+
+@click.command("delete-records")
+@click.option("--offset-json-file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help='JSON: {"partitions": [{"topic": T, "partition": P, "offset": O}], "version": 1}; '
+                   "offset -1 means the high watermark.")
+@click.pass_context
+def delete_records(ctx: click.Context, offset_json_file: str) -> None:
+    """Delete records below the given offsets (whole segments), as kafka-delete-records does."""
+    plan = _read_plan(offset_json_file)
+    click.echo("Executing records delete operation")
+    failed = 0
+    with _cluster(ctx) as cluster:
+        results = []
+        for topic, partition, offset in plan:
+            try:
+                low = delete_records_before(cluster, topic, partition, offset)
+                results.append(f"partition: {topic}-{partition}\tlow_watermark: {low}")
+            except KStreamError as err:
+                failed += 1
+                results.append(f"partition: {topic}-{partition}\terror: {err}")
+    click.echo("Records delete operation completed:")
+    for line in results:
+        click.echo(line)
+    if failed:
+        raise click.ClickException(f"{failed} partition(s) failed")

@@ -1,0 +1,45 @@
+"""Form fields as the CLI's arguments: textarea lines to ``K=V`` pairs, lists, integers.
+
+Each helper turns what a form posts into what the matching CLI option would
+hold, then the CLI's own parser checks it (``parse_pairs``, ``parse_schema``), so
+a bad value gets the CLI's message."""
+
+from __future__ import annotations
+
+from kstream.errors import ConfigError
+from kstream.tools.cli.common import parse_pairs
+
+MAX_FORM_LINES = 1000
+
+
+def lines(text: str | None) -> tuple[str, ...]:
+    """Non-empty, stripped lines of a textarea. Only newlines split: commas belong to
+    values (``cleanup.policy=compact,delete``)."""
+    found = tuple(line.strip() for line in (text or "").splitlines() if line.strip())
+    if len(found) > MAX_FORM_LINES:
+        raise ConfigError(f"{len(found)} lines: at most {MAX_FORM_LINES}")
+    return found
+
+
+def pairs(text: str | None, what: str) -> dict[str, str]:
+    """``K=V`` lines as ``--config K=V`` options (the CLI's parser and its message)."""
+    return parse_pairs(lines(text), what)
+
+
+def integer_or(text: str | None, what: str, default: int) -> int:
+    """The integer in ``text``; ``default`` when it is empty (the CLI option left out)."""
+    if text is None or not text.strip():
+        return default
+    try:
+        return int(text.strip())
+    except ValueError as err:
+        raise ConfigError(f"{what} {text!r} is not an integer") from err
+
+
+def id_list(text: str | None, what: str) -> list[int]:
+    """``1,2,3`` (commas or spaces) as integers, e.g. log dir ids."""
+    parts = [p for p in (text or "").replace(",", " ").split() if p]
+    try:
+        return [int(p) for p in parts]
+    except ValueError as err:
+        raise ConfigError(f"{what} {text!r}: expected ids like 1,2,3") from err

@@ -1,0 +1,65 @@
+"""The topic page's figures: per partition what `kstream topics describe` prints, plus segments.
+
+Built on :func:`kstream.client.admin.topics.details` (the CLI's describe), so the page
+and the CLI agree: leader, replicas, ISR, log start, LEO, HW, per-replica log
+ends and bytes; then the LSO a reader sees (the leader's transaction index with the
+outcomes already fixed applied, :mod:`kstream.log.transactions.view`) and the open
+transactions holding it (read-only: an expired one is shown, not aborted, as in
+the CLI), and the segment count from the leader directory's listing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from kstream.client.admin import topics as topic_ops
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.storage import format as fmt
+from kstream.log.transactions.store import Holder, TransactionStore
+from kstream.log.transactions.view import last_stable_offset
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    details: topic_ops.PartitionDetails
+    last_stable_offset: int
+    holders: tuple[Holder, ...]
+    segments: int
+
+
+@dataclass(frozen=True)
+class TopicView:
+    name: str
+    topic_id: str
+    config: dict[str, str]
+    schema: pa.Schema | None
+    partitions: tuple[PartitionRow, ...]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(row.details.size_bytes for row in self.partitions)
+
+
+def _segments(directory: str) -> int:
+    try:
+        return sum(1 for name in os.listdir(directory) if fmt.parse_segment_file_name(name) is not None)
+    except FileNotFoundError:
+        return 0  # an offline log dir's replica: the page shows the leader as offline
+
+
+def topic_view(cluster: Cluster, name: str) -> TopicView:
+    """TopicNotFoundError (a KStreamError) if there is no such topic."""
+    described = topic_ops.details(cluster, name)
+    info = cluster.topic(name)
+    store = TransactionStore.for_cluster(cluster)
+    paths = cluster.log_dir_paths()
+    rows = []
+    for p in described.partitions:
+        directory = os.path.join(paths[p.leader], fmt.replica_dir_name(name, p.id))
+        lso = last_stable_offset(directory, p.high_watermark, store, name, p.id)
+        rows.append(PartitionRow(p, lso, tuple(store.holders(name, p.id)), _segments(directory)))
+    assert len(rows) == info.num_partitions
+    return TopicView(name, described.topic_id, dict(described.config), described.schema, tuple(rows))
