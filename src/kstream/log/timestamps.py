@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kstream._model import IsolationLevel
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.output import decode_frame, record_timestamps
@@ -52,12 +53,14 @@ class TimestampOffset:
     timestamp_ms: int
 
 
-def offset_for_timestamp(partition: Partition, timestamp_ms: int, isolation_level: str = READ_UNCOMMITTED,
+def offset_for_timestamp(partition: Partition, timestamp_ms: int,
+                         isolation_level: str | IsolationLevel = READ_UNCOMMITTED,
                          store: TransactionStore | None = None, reader: LogReader | None = None
                          ) -> TimestampOffset | None:
     """The earliest offset of ``partition`` (its leader) whose record a reader at
     ``isolation_level`` is handed and whose timestamp is >= ``timestamp_ms``; None if none
-    (the rule in the module docstring).
+    (the rule in the module docstring). ``isolation_level``: "read_committed" or
+    "read_uncommitted" (or the admin's :class:`IsolationLevel`).
 
     ``store`` (:meth:`TransactionStore.for_cluster`) lets read_committed apply the outcomes
     already fixed in the metadata, as every reader does; without it the files alone say
@@ -65,6 +68,8 @@ def offset_for_timestamp(partition: Partition, timestamp_ms: int, isolation_leve
     open reader of the leader's replica to use (left open); else one is opened and closed.
     Raises CorruptBatchError on a bad frame met on the way, as a fetch would.
     """
+    if isinstance(isolation_level, IsolationLevel):
+        isolation_level = isolation_level.name.lower()
     own = reader is None
     if reader is None:
         reader = partition.reader()
