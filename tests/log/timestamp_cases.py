@@ -118,6 +118,12 @@ CASES: tuple[Case, ...] = (
         Lookup(5, 0, 0, "before everything"),
         Lookup(41, None, None, "after the last record"),
     ), about="an aborted transaction and its marker"),
+    Case("aborted-interleaved", (_txn(1, 20), _data(5), _marker("abort", 1, 25), _data(30)), (
+        Lookup(15, 0, 3, "read_committed: not the aborted record at 0 (Kafka's answer), whose start would hand "
+                         "out the earlier-stamped record at 1 too"),
+        Lookup(3, 0, 1, "read_committed: the plain record at 1"),
+        Lookup(26, 3, 3, "past the ABORT marker (25)"),
+    ), about="an aborted transaction with a plain record between its data and its marker"),
     Case("log-append-time", (
         _data(1, 2, append_time=100), _txn(1, 3, 4, append_time=110),
         _marker("commit", 1, 120, log_append_time=True), _data(5, append_time=120),
