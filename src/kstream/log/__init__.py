@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from kstream.log.cluster.cluster import Cluster
     from kstream.log.cluster.metadata import Metadata, PartitionInfo, TopicInfo
     from kstream.log.cluster.partition import Partition
+    from kstream.log.partition_bounds import PartitionBounds, bounds
     from kstream.log.storage.log_config import LogConfig
     from kstream.log.storage.log_reader import LogReader
     from kstream.log.storage.partition_log import PartitionLog
@@ -27,9 +28,11 @@ _LAZY = {
     "LogReader": "kstream.log.storage.log_reader",
     "Metadata": "kstream.log.cluster.metadata",
     "Partition": "kstream.log.cluster.partition",
+    "PartitionBounds": "kstream.log.partition_bounds",
     "PartitionInfo": "kstream.log.cluster.metadata",
     "PartitionLog": "kstream.log.storage.partition_log",
     "TopicInfo": "kstream.log.cluster.metadata",
+    "bounds": "kstream.log.partition_bounds",
 }
 
 
@@ -39,9 +42,11 @@ __all__ = [
     "LogReader",
     "Metadata",
     "Partition",
+    "PartitionBounds",
     "PartitionInfo",
     "PartitionLog",
     "TopicInfo",
+    "bounds",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
