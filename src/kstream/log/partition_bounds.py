@@ -52,12 +52,15 @@ class PartitionBounds:
 
 
 def bounds(cluster: Cluster, topic: str | TopicInfo, partition: int, *,
-           handle: Partition | None = None, store: TransactionStore | None = None) -> PartitionBounds:
+           handle: Partition | None = None, store: TransactionStore | None = None,
+           log_offsets: tuple[int, int] | None = None) -> PartitionBounds:
     """The bounds of ``topic``-``partition`` (of its leader replica) in the open ``cluster``.
 
     ``handle``: an open handle of that partition the caller keeps (a consumer's), whose HW
     check is then reused; else one is opened and closed here. ``store``: the cluster's
     transaction store (:meth:`TransactionStore.for_cluster`), when the caller has one.
+    ``log_offsets``: (log start, log end) of the leader replica as the caller just read them
+    from its files (the monitor's memoized reads of many partitions), else read here.
     Writes nothing. TopicNotFoundError / PartitionNotFoundError as
     :meth:`Cluster.partition`."""
     own = handle is None
@@ -65,11 +68,13 @@ def bounds(cluster: Cluster, topic: str | TopicInfo, partition: int, *,
         handle = cluster.partition(topic, partition)
     try:
         name = handle.topic
-        reader = LogReader(handle.leader_dir, check_crcs=False)
-        try:
-            start, end = reader.log_start_offset(), reader.log_end_offset()
-        finally:
-            reader.close()
+        if log_offsets is None:
+            reader = LogReader(handle.leader_dir, check_crcs=False)
+            try:
+                log_offsets = reader.log_start_offset(), reader.log_end_offset()
+            finally:
+                reader.close()
+        start, end = log_offsets
         # The lost-HW rule: the handle rebuilds a missing or unreadable published HW from the
         # in-sync replicas' durable ends; an empty log has HW 0 and needs no look at all.
         high_watermark = 0 if end == 0 else min(handle.high_watermark() or 0, end)
