@@ -68,6 +68,7 @@ from kstream.groups.transactional_offsets import ConsumerGroupMetadata
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.metadata import DataVersion
 from kstream.log.cluster.partition import Partition
+from kstream.log.partition_bounds import bounds
 from kstream.log.storage.change_notifier import ChangeNotifier
 from kstream.log.storage.output import (
     StoredBatch,
@@ -443,7 +444,9 @@ class Consumer:
                 return OFFSET_INVALID, OFFSET_INVALID
             return assigned.reader.log_start_offset(), assigned.fetched_end
         with self._fetch_for(partition) as fetch:
-            return fetch.reader.log_start_offset(), fetch.high_watermark()
+            found = bounds(self._cluster, fetch.topic, fetch.partition, handle=fetch.handle,
+                           store=fetch.isolation.store)
+            return found.log_start_offset, found.high_watermark
 
     def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None
                           ) -> list[TopicPartition]:
@@ -740,13 +743,14 @@ class Consumer:
             key = (tp.topic, tp.partition)
             assigned = self._assigned[key]
             stored = self._stored.get(key)
-            high = assigned.high_watermark()
+            found = bounds(self._cluster, tp.topic, tp.partition, handle=assigned.handle,
+                           store=assigned.isolation.store)
             views.append(PartitionView(
                 tp.topic, tp.partition, leader=assigned.handle.info.leader,
                 next_offset=assigned.fetch_offset, app_offset=tp.offset,
                 stored_offset=tp.offset if self._auto_store else (stored.offset if stored else -1),
                 committed_offset=max(-1, committed.get(key, -1)),
-                lo_offset=assigned.reader.log_start_offset(), hi_offset=high,
+                lo_offset=found.log_start_offset, hi_offset=found.high_watermark,
                 ls_offset=assigned.visible_end()))
         cgrp = None
         if self._group is not None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from kstream._model import IsolationLevel
 from kstream.client.admin._futures import check_name
 from kstream.log.cluster import record_deletion
+from kstream.log.partition_bounds import bounds
 from kstream.log.storage import format as fmt
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.output import decode_frame, first_offset_at_or_after, record_timestamps
@@ -140,30 +141,21 @@ def list_offset(cluster: Cluster, tp: TopicPartition, spec: OffsetSpec,
     handle = cluster.partition(tp.topic, tp.partition)
     reader = LogReader(handle.leader_dir)  # checksums checked on the batches decoded
     try:
-        high_watermark = handle.high_watermark() or 0
+        # The engine's bounds (the LSO: the leader's transaction index with the outcomes
+        # already fixed applied; a HW a power cut took, rebuilt; nothing written).
+        found = bounds(cluster, tp.topic, tp.partition, handle=handle)
         if spec._value == OffsetSpec.EARLIEST:
-            return ListOffsetsResultInfo(reader.log_start_offset(), -1)
+            return ListOffsetsResultInfo(found.log_start_offset, -1)
         if spec._value == OffsetSpec.LATEST:
-            return ListOffsetsResultInfo(_latest(cluster, tp, handle.leader_dir, high_watermark, isolation_level), -1)
+            latest = (found.high_watermark if isolation_level is IsolationLevel.READ_UNCOMMITTED
+                      else found.last_stable_offset)
+            return ListOffsetsResultInfo(latest, -1)
         if spec._value == OffsetSpec.MAX_TIMESTAMP:
-            return _max_timestamp(reader, high_watermark)
-        return _for_timestamp(reader, spec._value, high_watermark)
+            return _max_timestamp(reader, found.high_watermark)
+        return _for_timestamp(reader, spec._value, found.high_watermark)
     finally:
         reader.close()
         handle.close()
-
-
-def _latest(cluster: Cluster, tp: TopicPartition, directory: str, high_watermark: int,
-            level: IsolationLevel) -> int:
-    """The HW, or under read_committed the LSO a reader sees (kstream.log.transactions.view: the leader's
-    transaction index, with the outcomes already fixed applied; nothing written)."""
-    if level is IsolationLevel.READ_UNCOMMITTED:
-        return high_watermark
-    from kstream.log.transactions.store import TransactionStore
-    from kstream.log.transactions.view import last_stable_offset
-
-    return last_stable_offset(directory, high_watermark, TransactionStore.for_cluster(cluster), tp.topic,
-                              tp.partition)
 
 
 def _for_timestamp(reader: LogReader, timestamp_ms: int, high_watermark: int) -> ListOffsetsResultInfo:
