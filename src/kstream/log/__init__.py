@@ -1,6 +1,10 @@
 """kstream's storage engine: record batches, segments, indexes, partition logs, log dirs,
 replication, recovery and retention (see docs/ARCHITECTURE.md).
 
+Its narrow face for readers: :func:`bounds` (a partition's log start, LEO, HW, LSO and the
+transaction holding it) and :func:`read_visible` / :func:`visible_batches` (what a reader
+at an isolation level may see of a range); every reader above goes through them.
+
 It never imports the client API, consumer groups (deltalake) or pyspark. The
 names below are imported on first use (module ``__getattr__``), so importing one
 leaf module (``kstream.log.storage.segment``) loads only what that module needs.
@@ -20,6 +24,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from kstream.log.storage.log_config import LogConfig
     from kstream.log.storage.log_reader import LogReader
     from kstream.log.storage.partition_log import PartitionLog
+    from kstream.log.visible_reads import read_visible, visible_batches
 
 # Public name -> the module that defines it (imported on first use).
 _LAZY = {
@@ -33,6 +38,8 @@ _LAZY = {
     "PartitionLog": "kstream.log.storage.partition_log",
     "TopicInfo": "kstream.log.cluster.metadata",
     "bounds": "kstream.log.partition_bounds",
+    "read_visible": "kstream.log.visible_reads",
+    "visible_batches": "kstream.log.visible_reads",
 }
 
 
@@ -47,6 +54,8 @@ __all__ = [
     "PartitionLog",
     "TopicInfo",
     "bounds",
+    "read_visible",
+    "visible_batches",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
