@@ -66,6 +66,8 @@ def bounds(cluster: Cluster, topic: str | TopicInfo, partition: int, *,
     own = handle is None
     if handle is None:
         handle = cluster.partition(topic, partition)
+    assert handle.partition == partition and handle.topic == (topic if isinstance(topic, str) else topic.name), \
+        (handle.topic, handle.partition, topic, partition)
     try:
         name = handle.topic
         if log_offsets is None:
