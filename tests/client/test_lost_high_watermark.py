@@ -38,3 +38,26 @@ def test_the_admin_client_lists_and_describes_the_engine_s_bounds(lost_hw):
             described.last_stable_offset, described.open_transaction) == (
         expected.log_start_offset, expected.log_end_offset, expected.high_watermark,
         expected.last_stable_offset, expected.open_transaction)
+
+
+def test_a_consumer_of_a_partition_no_writer_opened_makes_the_lock_file_it_watches(cluster_path, make_topic):
+    """Reading a HW makes no lock file now; the Consumer still watches the file (inotify) for
+    the HW to move, so it makes it: without it every wait would fall back to sleeping polls."""
+    import os
+
+    from kstream.log.cluster.cluster import Cluster
+
+    make_topic("t")
+    cluster = Cluster.open(cluster_path)
+    try:
+        lock_path = cluster.lock_path(cluster.topic("t"), 0)
+    finally:
+        cluster.close()
+    assert not os.path.exists(lock_path)
+    consumer = Consumer({"cluster": cluster_path})
+    try:
+        consumer.assign([TopicPartition("t", 0, 0)])
+        assert os.path.exists(lock_path)
+        assert consumer.poll(0.05) is None
+    finally:
+        consumer.close()

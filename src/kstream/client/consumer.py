@@ -314,9 +314,10 @@ class Consumer:
     def _watch(self, handle: Partition) -> None:
         """Wake on new frames (the leader's dir) and on the high watermark moving (the lock
         file): an acks=all batch becomes readable only when its writer publishes the HW
-        after the fsync, after the writes that woke the reader."""
+        after the fsync, after the writes that woke the reader. The lock file is made when no
+        writer made it yet (reading the HW does not make it; inotify needs it)."""
         self._notifier.watch(handle.leader_dir)
-        self._notifier.watch(handle.lock.path)
+        self._notifier.watch(handle.lock.create_file())
 
     def _transactions(self) -> TransactionStore:
         if self._transaction_store is None:

@@ -68,6 +68,15 @@ class PartitionLock:
                 self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         return self._fd
 
+    def create_file(self) -> str:
+        """Make sure the lock file (and its dir) exists, without taking the lock; its path.
+        For a reader that waits on the file (inotify) for the high watermark to move: a
+        file no writer made yet cannot be watched."""
+        if self._pid != os.getpid():
+            self._after_fork()
+        self._file()
+        return self.path
+
     def __enter__(self) -> PartitionLock:
         if self._pid != os.getpid():  # forked: nothing of the parent's lock is ours
             self._after_fork()
