@@ -42,3 +42,32 @@ def journal(tmp_path, monkeypatch):
     faults.start_journal(path)
     yield path
     monkeypatch.setattr(faults, "JOURNAL", None)
+
+
+@pytest.fixture(params=["missing", "zeroed"])
+def lost_hw(request, tmp_path):
+    """A cluster (two log dirs) whose topic "t" (one partition, two replicas) holds 7 records and
+    an open transaction's record (HW 8, LSO 7) and whose published HW a power cut took (the
+    lock file gone, or its HW zeroed). Yields (cluster path, the bounds before the loss): every
+    reader must show those figures. The transaction stays open until the test ends."""
+    from helpers import lose_high_watermark, open_transaction, produce_range
+    from kstream.log.cluster.cluster import Cluster
+    from kstream.log.partition_bounds import bounds
+
+    path = str(tmp_path / "lost-hw")
+    with Admin({"cluster": path, "log.dirs": "d0,d1"}) as admin:
+        admin.create_topics([NewTopic("t", 1, 2)])["t"].result()
+    produce_range(path, "t", 0, 7)
+    producer = open_transaction(path, "holder", "t", b"open")
+    try:
+        cluster = Cluster.open(path)
+        try:
+            expected = bounds(cluster, "t", 0)
+        finally:
+            cluster.close()
+        assert (expected.log_end_offset, expected.high_watermark, expected.last_stable_offset) == (8, 8, 7)
+        lose_high_watermark(path, "t", 0, request.param)
+        yield path, expected
+    finally:
+        producer.abort_transaction()
+        producer.close()

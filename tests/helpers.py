@@ -168,3 +168,27 @@ def write_committed_and_aborted(cluster_path: str, transactional_id: str, topic:
         tx.abort_transaction()
         plain.produce(topic, b"plain-3", partition=0)
         plain.flush()
+
+
+def lose_high_watermark(cluster_path: str, topic: str, partition: int, how: str = "missing") -> None:
+    """Lose the partition's published HW the way a power cut does (the lock file is never
+    fsynced): ``missing`` removes the lock file (a new file whose entry never reached the
+    disk), ``zeroed`` zeroes its HW field (pages never written back), ``torn`` leaves it
+    shorter than the field (a cut mid-extension)."""
+    from kstream.log.cluster.cluster import Cluster
+    from kstream.log.storage import format as fmt
+
+    cluster = Cluster.open(cluster_path)
+    try:
+        path = cluster.lock_path(cluster.topic(topic), partition)
+    finally:
+        cluster.close()
+    if how == "missing":
+        os.remove(path)
+    elif how == "zeroed":
+        with open(path, "r+b") as f:
+            f.seek(fmt.LOCK_HIGH_WATERMARK_POSITION)
+            f.write(b"\0" * fmt.LOCK_HIGH_WATERMARK.size)
+    else:
+        assert how == "torn", how
+        os.truncate(path, fmt.LOCK_HIGH_WATERMARK_POSITION + 1)

@@ -209,3 +209,20 @@ def test_lag_when_the_lock_file_lost_its_high_watermark(groups, cluster_path):
     finally:
         fresh.close()
         fresh.cluster.close()
+
+
+def test_lag_and_describe_show_the_engine_s_bounds_after_a_lost_high_watermark(lost_hw):
+    """A power cut took the published HW: lag and describe show the figures of bounds()."""
+    path, expected = lost_hw
+    service = ConsumerGroups(Cluster.open(path))
+    try:
+        service.commit("g", {("t", 0): 3})
+        [lag] = service.lag("g")
+        [described] = service.describe("g").partitions
+    finally:
+        service.close()
+        service.cluster.close()
+    for p in (lag, described):
+        assert (p.log_start_offset, p.high_watermark, p.log_end_offset) == (
+            expected.log_start_offset, expected.high_watermark, expected.log_end_offset)
+        assert p.lag == expected.high_watermark - 3

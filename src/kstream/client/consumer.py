@@ -69,6 +69,7 @@ from kstream.log import offset_for_timestamp
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.metadata import DataVersion
 from kstream.log.cluster.partition import Partition
+from kstream.log.partition_bounds import bounds
 from kstream.log.storage.change_notifier import ChangeNotifier
 from kstream.log.storage.output import (
     StoredBatch,
@@ -310,9 +311,10 @@ class Consumer:
     def _watch(self, handle: Partition) -> None:
         """Wake on new frames (the leader's dir) and on the high watermark moving (the lock
         file): an acks=all batch becomes readable only when its writer publishes the HW
-        after the fsync, after the writes that woke the reader."""
+        after the fsync, after the writes that woke the reader. The lock file is made when no
+        writer made it yet (reading the HW does not make it; inotify needs it)."""
         self._notifier.watch(handle.leader_dir)
-        self._notifier.watch(handle.lock.path)
+        self._notifier.watch(handle.lock.create_file())
 
     def _transactions(self) -> TransactionStore:
         if self._transaction_store is None:
@@ -440,7 +442,9 @@ class Consumer:
                 return OFFSET_INVALID, OFFSET_INVALID
             return assigned.reader.log_start_offset(), assigned.fetched_end
         with self._fetch_for(partition) as fetch:
-            return fetch.reader.log_start_offset(), fetch.high_watermark()
+            found = bounds(self._cluster, fetch.topic, fetch.partition, handle=fetch.handle,
+                           store=fetch.isolation.store)
+            return found.log_start_offset, found.high_watermark
 
     def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None
                           ) -> list[TopicPartition]:
@@ -737,13 +741,14 @@ class Consumer:
             key = (tp.topic, tp.partition)
             assigned = self._assigned[key]
             stored = self._stored.get(key)
-            high = assigned.high_watermark()
+            found = bounds(self._cluster, tp.topic, tp.partition, handle=assigned.handle,
+                           store=assigned.isolation.store)
             views.append(PartitionView(
                 tp.topic, tp.partition, leader=assigned.handle.info.leader,
                 next_offset=assigned.fetch_offset, app_offset=tp.offset,
                 stored_offset=tp.offset if self._auto_store else (stored.offset if stored else -1),
                 committed_offset=max(-1, committed.get(key, -1)),
-                lo_offset=assigned.reader.log_start_offset(), hi_offset=high,
+                lo_offset=found.log_start_offset, hi_offset=found.high_watermark,
                 ls_offset=assigned.visible_end()))
         cgrp = None
         if self._group is not None:

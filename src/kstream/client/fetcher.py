@@ -34,10 +34,11 @@ from kstream.log.cluster.metadata import DataVersion
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage.checksums import payloads_good
 from kstream.log.storage.log_reader import LogReader
-from kstream.log.storage.output import OutputBuilder, StoredBatch, decode_frame
+from kstream.log.storage.output import OutputBuilder, StoredBatch
 from kstream.log.storage.records import PayloadCodec
 from kstream.log.storage.segment import Frame
 from kstream.log.transactions.isolation import READ_UNCOMMITTED, Isolation
+from kstream.log.visible_reads import next_offset, visible_batches
 
 
 class RecordsLag:
@@ -114,7 +115,11 @@ class PartitionFetch:
         self.fetch_offset = offset
 
     def high_watermark(self) -> int:
-        """The HW (0 until a writer has published one)."""
+        """The HW (0 until a writer has published one), on every fetch round: the handle's
+        (:meth:`Partition.high_watermark`, which rebuilds a HW a power cut took, the rule
+        :func:`kstream.log.partition_bounds.bounds` applies; ~3 us, where a whole
+        :func:`~kstream.log.partition_bounds.bounds` reads the log's ends too, ~300 us).
+        The figures a consumer reports (watermarks, statistics) are bounds()'s."""
         return self.handle.high_watermark() or 0
 
     def visible_end(self, version: DataVersion | None = None) -> int:
@@ -198,14 +203,11 @@ class Fetcher:
             return False
         got = False
         fetch.isolation.prepare(fetch.fetch_offset, version)
-        for frame in frames:
-            if not fetch.isolation.visible(frame.header):  # a marker, or aborted
-                fetch.fetch_offset = frame.header.next_offset
-                continue
-            stored = decode_frame(self._codec, frame).slice_from(fetch.fetch_offset)
+        for stored in visible_batches(frames, fetch.isolation, fetch.fetch_offset, end, self._codec):
             fetch.chunks.append(stored)
-            fetch.fetch_offset = stored.next_offset
+            fetch.fetch_offset = stored.next_offset  # (kept as it goes: a decode error leaves it right)
             got = True
+        fetch.fetch_offset = next_offset(frames, fetch.fetch_offset, end)  # past markers and aborted frames
         fetch.eof_reported = False
         fetch.lag.record(max(0, end - fetch.fetch_offset))
         return got

@@ -59,8 +59,7 @@ from kstream.groups.topic_incarnations import TopicIncarnations
 from kstream.groups.transactional_offsets import roll_forward, wait_stable
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.metadata import TopicInfo
-from kstream.log.storage.lock import PartitionLock
-from kstream.log.storage.log_reader import LogReader
+from kstream.log.partition_bounds import PartitionBounds, bounds
 
 _COMMIT_ATTEMPTS = 50  # concurrent commits of one group conflict; each conflict means one succeeded
 
@@ -116,7 +115,6 @@ class ConsumerGroups:
         self.coordinator = Coordinator(cluster)
         self.table = OffsetsTable(cluster.path, cluster.config["offsets.history.retention.ms"],
                                   cluster.metadata)
-        self._hw_locks: dict[tuple[str, str, int], PartitionLock] = {}
         self._seen_hw: dict[tuple[str, str, int], int] = {}
         self.incarnations = TopicIncarnations(cluster)  # which rows are of a topic that exists now
         self.identity = f"{socket.gethostname()}:{os.getpid()}"
@@ -249,9 +247,8 @@ class ConsumerGroups:
         if offset < 0:
             raise OffsetOutOfRangeError(f"cannot commit offset {offset} for {topic}-{partition}: "
                                         "offsets are >= 0 (the next offset to read)")
-        if offset > self._seen_hw.get((topic, info.topic_id, partition), -1) and \
-                offset > self._high_watermark(info, partition):
-            end = self.ends(topic, partition)[2]
+        if offset > self._seen_hw.get((topic, info.topic_id, partition), -1):
+            end = self._bounds(info, partition).log_end_offset
             if offset > end:
                 raise OffsetOutOfRangeError(
                     f"cannot commit offset {offset} for {topic}-{partition}: the log ends at "
@@ -259,38 +256,17 @@ class ConsumerGroups:
                     "end offset)")
         return info.partitions[partition].leader_epoch
 
-    def _high_watermark(self, info: TopicInfo, partition: int, log_end: int | None = None) -> int:
-        """The partition's HW (``log_end``: the leader's, when the caller has it; an empty log
-        needs no rebuild of a missing HW)."""
-        key = (info.name, info.topic_id, partition)
-        lock = self._hw_locks.get(key)
-        if lock is None:
-            lock = self._hw_locks[key] = PartitionLock(self.cluster.lock_path(info, partition))
-        hw = lock.read_high_watermark()
-        if hw is None and log_end != 0:
-            # None published (a power loss lost or zeroed it, or nothing was written yet): the
-            # rule of docs/FORMAT.md rebuilds it from the in-sync replicas' durable log ends,
-            # rather than showing lag 0 for a partition full of records. Reads only.
-            handle = self.cluster.partition(info.name, partition)
-            try:
-                hw = handle.high_watermark()
-            finally:
-                handle.close()
-        hw = hw or 0
-        self._seen_hw[key] = hw  # commits at or below it need no re-read
-        return hw
+    def _bounds(self, info: TopicInfo, partition: int) -> PartitionBounds:
+        """The partition's bounds (the engine's: a HW a power loss took is rebuilt there, so
+        lag is never shown as 0 for a partition full of records). Reads only."""
+        found = bounds(self.cluster, info, partition)
+        self._seen_hw[(info.name, info.topic_id, partition)] = found.high_watermark  # commits up to it need no re-read
+        return found
 
     def ends(self, topic: str, partition: int) -> tuple[int, int, int]:
         """(log start offset, high watermark, log end offset) of a partition's leader."""
-        info = self._topic(topic)
-        placement = info.partitions[partition]
-        reader = LogReader(self.cluster.replica_dirs(info, placement)[placement.leader],
-                           check_crcs=False)
-        try:
-            end = reader.log_end_offset()
-            return reader.log_start_offset(), min(self._high_watermark(info, partition, end), end), end
-        finally:
-            reader.close()
+        found = self._bounds(self._topic(topic), partition)
+        return found.log_start_offset, found.high_watermark, found.log_end_offset
 
     # -- reading ----------------------------------------------------------------------
 
@@ -409,7 +385,6 @@ class ConsumerGroups:
             return self.table.recreate()
 
     def close(self) -> None:
-        for lock in self._hw_locks.values():
-            lock.close()
-        self._hw_locks.clear()
+        """Holds no file open between calls (the bounds are read afresh each time); kept so
+        callers close what they open."""
 

@@ -15,10 +15,11 @@ import pyarrow as pa
 
 from kstream.errors import OffsetOutOfRangeError
 from kstream.log.cluster.cluster import Cluster
-from kstream.log.storage.output import TIMESTAMP_TYPE, OutputBuilder, decode_frame
+from kstream.log.storage.output import TIMESTAMP_TYPE, OutputBuilder
 from kstream.log.storage.records import HEADER_TYPE, PayloadCodec
 from kstream.log.transactions.isolation import Isolation
 from kstream.log.transactions.store import TransactionStore
+from kstream.log.visible_reads import read_visible
 from kstream.source import avro_values as avro
 from kstream.source.planning import PartitionRange
 
@@ -57,29 +58,17 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
         isolation = Isolation(split.isolation_level, TransactionStore.for_cluster(cluster), split.topic,
                               split.partition, handle.leader_dir)
         # Aborted ranges as of the HW now (at least the one the end was planned with).
-        isolation.prepare(offset, high_watermark=max(split.end, handle.high_watermark() or 0))
-        while offset < split.end:
-            frames = reader.read(offset, _FETCH_BYTES, end_offset=split.end)
-            if not frames:
-                raise OffsetOutOfRangeError(
-                    f"{split.topic}-{split.partition} has no data at offset {offset}, below the planned end "
-                    f"{split.end}")
-            for frame in frames:
-                if not isolation.visible(frame.header):  # a transaction marker, or aborted
-                    offset = frame.header.next_offset
-                    continue
-                stored = decode_frame(codec, frame, stored_columns).slice_from(offset)
-                if stored.next_offset > split.end:
-                    stored = stored.head(split.end - stored.base_offset)
-                batch = builder.build(stored)
-                columns = {name: batch.column(name) for name in batch.schema.names}
-                if len(avro_wanted):
-                    decoded = avro.decode(batch.column("value"), parsed, avro_wanted, where, stored.base_offset)
-                    columns.update(zip(decoded.schema.names, decoded.columns, strict=True))
-                yield pa.RecordBatch.from_arrays(
-                    [columns[name].cast(field.type) for name, field in zip(names, schema, strict=True)],
-                    schema=schema)
-                offset = stored.next_offset
+        for stored in read_visible(reader, isolation, offset, split.end,
+                                   max(split.end, handle.high_watermark() or 0), codec, stored_columns,
+                                   _FETCH_BYTES):
+            batch = builder.build(stored)
+            columns = {name: batch.column(name) for name in batch.schema.names}
+            if len(avro_wanted):
+                decoded = avro.decode(batch.column("value"), parsed, avro_wanted, where, stored.base_offset)
+                columns.update(zip(decoded.schema.names, decoded.columns, strict=True))
+            yield pa.RecordBatch.from_arrays(
+                [columns[name].cast(field.type) for name, field in zip(names, schema, strict=True)],
+                schema=schema)
     finally:
         reader.close()
         handle.close()

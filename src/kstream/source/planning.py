@@ -18,7 +18,8 @@ from kstream.errors import ConfigError, OffsetOutOfRangeError, PartitionNotFound
 from kstream.groups import ConsumerGroups
 from kstream.log import offset_for_timestamp
 from kstream.log.cluster.cluster import Cluster
-from kstream.log.transactions.isolation import Isolation
+from kstream.log.partition_bounds import bounds as partition_bounds
+from kstream.log.transactions.isolation import READ_COMMITTED
 from kstream.log.transactions.store import TransactionStore
 from kstream.source.read_options import EARLIEST, LATEST, GroupPosition, OffsetSpec, ReaderOptions, TimestampPosition
 
@@ -100,16 +101,11 @@ def value_schema(cluster: Cluster, options: ReaderOptions) -> pa.Schema | None:
 
 
 def bounds(cluster: Cluster, topic: str, partition: int, isolation_level: str) -> tuple[int, int]:
-    """(log start offset, end a reader may read to: the HW, or the LSO under read_committed)."""
-    handle = cluster.partition(topic, partition)
-    reader = handle.reader(check_crcs=False)
-    try:
-        isolation = Isolation(isolation_level, TransactionStore.for_cluster(cluster), topic, partition,
-                              handle.leader_dir)
-        return reader.log_start_offset(), isolation.end_offset(handle.high_watermark() or 0)
-    finally:
-        reader.close()
-        handle.close()
+    """(log start offset, end a reader may read to: the HW, or the LSO under read_committed),
+    from the engine's :func:`kstream.log.partition_bounds.bounds`."""
+    found = partition_bounds(cluster, topic, partition)
+    return found.log_start_offset, (found.last_stable_offset if isolation_level == READ_COMMITTED
+                                    else found.high_watermark)
 
 
 def group_offsets(cluster: Cluster, group: str, position: GroupPosition) -> Offsets:
@@ -207,7 +203,7 @@ def group_offset_in_range(cluster: Cluster, group: str, topic: str, partition: i
     if start <= offset <= end:
         return offset
     if offset > end:
-        log_end = _log_end_offset(cluster, topic, partition)
+        log_end = partition_bounds(cluster, topic, partition).log_end_offset
         if offset <= log_end:
             return offset
         log.warning("group %r's committed offset %d of %s-%d is past the log end offset %d; "
@@ -224,17 +220,6 @@ def group_offset_in_range(cluster: Cluster, group: str, topic: str, partition: i
                 "retention); auto.offset.reset moves it to %s (failOnDataLoss=false)", group, offset, topic,
                 partition, start, "the log start" if reset == EARLIEST else "the end")
     return reset
-
-
-def _log_end_offset(cluster: Cluster, topic: str, partition: int) -> int:
-    """The partition's log end offset (LEO) on its leader."""
-    handle = cluster.partition(topic, partition)
-    reader = handle.reader(check_crcs=False)
-    try:
-        return reader.log_end_offset()
-    finally:
-        reader.close()
-        handle.close()
 
 
 def ranges(cluster_path: str, start: Offsets, end: Offsets, fail_on_data_loss: bool,

@@ -184,3 +184,14 @@ def test_nearest_sample_is_the_closer_neighbour_earlier_on_a_tie():
         assert _nearest((times, values), ts_ms) == oracle(times, values, ts_ms)
     assert _nearest(None, 5) is None
     assert _nearest(([0, 2000], [1.0, 2.0]), 1000) == 1  # a tie: the earlier sample
+
+
+def test_a_lost_high_watermark_shows_as_the_engine_rebuilds_it(lost_hw):
+    """The console's group pages (one shared read of each partition) show bounds()'s figures
+    after a power cut took the published HW."""
+    path, expected = lost_hw
+    commit(path, "g", {("t", 0): 3})
+    [p] = group_lag(path, "g", now_ms=T0).partitions
+    assert (p.log_start_offset, p.high_watermark, p.log_end) == (
+        expected.log_start_offset, expected.high_watermark, expected.log_end_offset)
+    assert p.lag == expected.high_watermark - 3

@@ -120,3 +120,14 @@ def test_background_thread_samples_until_stopped(cluster):
 def test_interval_is_bounded(cluster, interval):
     with pytest.raises(ConfigError, match="interval"):
         Sampler(cluster, interval_s=interval, write=False)
+
+
+def test_a_lost_high_watermark_is_sampled_as_the_engine_rebuilds_it(lost_hw):
+    """A power cut took the published HW: the sampler shows the HW and LSO bounds() gives
+    (it used to leave both out, and build the lock file's path by hand)."""
+    path, expected = lost_hw
+    got = figures(Sampler(path, interval_s=10, write=False).sample(now_ms=T0), topic="t", partition=0)
+    assert (got[("log_start_offset", "t", 0, None)], got[("log_end_offset", "t", 0, None)],
+            got[("high_watermark", "t", 0, None)], got[("last_stable_offset", "t", 0, None)]) == (
+        expected.log_start_offset, expected.log_end_offset, expected.high_watermark,
+        expected.last_stable_offset)

@@ -25,6 +25,7 @@ from kstream._model import IsolationLevel
 from kstream.client.admin._futures import check_name
 from kstream.log import offset_for_timestamp
 from kstream.log.cluster import record_deletion
+from kstream.log.partition_bounds import bounds
 from kstream.log.storage import format as fmt
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.output import decode_frame, record_timestamps
@@ -144,33 +145,23 @@ def list_offset(cluster: Cluster, tp: TopicPartition, spec: OffsetSpec,
     handle = cluster.partition(tp.topic, tp.partition)
     reader = LogReader(handle.leader_dir)  # checksums checked on the batches decoded
     try:
-        high_watermark = handle.high_watermark() or 0
+        # The engine's bounds (the LSO: the leader's transaction index with the outcomes
+        # already fixed applied; a HW a power cut took, rebuilt; nothing written).
+        found = bounds(cluster, tp.topic, tp.partition, handle=handle)
         if spec._value == OffsetSpec.EARLIEST:
-            return ListOffsetsResultInfo(reader.log_start_offset(), -1)
+            return ListOffsetsResultInfo(found.log_start_offset, -1)
         if spec._value == OffsetSpec.LATEST:
-            return ListOffsetsResultInfo(_latest(cluster, tp, handle.leader_dir, high_watermark, isolation_level), -1)
+            latest = (found.high_watermark if isolation_level is IsolationLevel.READ_UNCOMMITTED
+                      else found.last_stable_offset)
+            return ListOffsetsResultInfo(latest, -1)
         if spec._value == OffsetSpec.MAX_TIMESTAMP:
-            return _max_timestamp(reader, high_watermark)
+            return _max_timestamp(reader, found.high_watermark)
         store = TransactionStore.for_cluster(cluster) if isolation_level is IsolationLevel.READ_COMMITTED else None
-        found = offset_for_timestamp(handle, spec._value, isolation_level, store, reader)
-        return ListOffsetsResultInfo(-1, -1) if found is None else ListOffsetsResultInfo(found.offset,
-                                                                                         found.timestamp_ms)
+        hit = offset_for_timestamp(handle, spec._value, isolation_level, store, reader)
+        return ListOffsetsResultInfo(-1, -1) if hit is None else ListOffsetsResultInfo(hit.offset, hit.timestamp_ms)
     finally:
         reader.close()
         handle.close()
-
-
-def _latest(cluster: Cluster, tp: TopicPartition, directory: str, high_watermark: int,
-            level: IsolationLevel) -> int:
-    """The HW, or under read_committed the LSO a reader sees (kstream.log.transactions.view: the leader's
-    transaction index, with the outcomes already fixed applied; nothing written)."""
-    if level is IsolationLevel.READ_UNCOMMITTED:
-        return high_watermark
-    from kstream.log.transactions.store import TransactionStore
-    from kstream.log.transactions.view import last_stable_offset
-
-    return last_stable_offset(directory, high_watermark, TransactionStore.for_cluster(cluster), tp.topic,
-                              tp.partition)
 
 
 def _max_timestamp(reader: LogReader, high_watermark: int) -> ListOffsetsResultInfo:

@@ -18,6 +18,7 @@ import pyarrow as pa
 from kstream._model import Node, TopicPartitionInfo
 from kstream.client.admin.list_topics import log_dir_nodes, online_log_dirs
 from kstream.errors import InvalidPartitionsError, KStreamError
+from kstream.log.partition_bounds import bounds
 from kstream.log.storage.log_reader import LogReader
 
 if TYPE_CHECKING:
@@ -121,6 +122,8 @@ class PartitionDetails:
     high_watermark: int
     size_bytes: int
     replica_log_end_offsets: Mapping[int, int] = field(default_factory=dict)
+    last_stable_offset: int = 0
+    open_transaction: int | None = None  # the producer id holding the LSO (None: nothing does)
 
 
 @dataclass(frozen=True)
@@ -176,14 +179,14 @@ def details(cluster: Cluster, name: str) -> TopicDetails:
                 ends[replica] = -1  # unreadable (offline or corrupt): verify-replicas says more
             finally:
                 replica_reader.close()
-        reader = LogReader(handle.leader_dir, check_crcs=False)
         try:
+            found = bounds(cluster, info, placement.partition, handle=handle)
             partitions.append(PartitionDetails(
                 placement.partition, placement.leader, placement.replicas, placement.isr,
-                placement.leader_epoch, reader.log_start_offset(), ends[placement.leader],
-                handle.high_watermark() or 0, tree_bytes(handle.leader_dir), ends))
+                placement.leader_epoch, found.log_start_offset, found.log_end_offset,
+                found.high_watermark, tree_bytes(handle.leader_dir), ends,
+                found.last_stable_offset, found.open_transaction))
         finally:
-            reader.close()
             handle.close()
     return TopicDetails(name, info.topic_id, tuple(partitions), dict(info.config),
                         _Cluster.topic_schema(info))

@@ -457,10 +457,9 @@ class Cluster:
     # -- partitions --------------------------------------------------------------------
 
     def lock_path(self, info: TopicInfo, partition: int) -> str:
-        directory = os.path.join(self.path, fmt.LOCKS_DIR)
-        if not os.path.isdir(directory):  # (one stat: makedirs costs a failing mkdir and a raise)
-            os.makedirs(directory, exist_ok=True)
-        return os.path.join(directory, fmt.lock_file_name(info.name, partition, info.topic_id))
+        """The partition's lock file (made, with its dir, by the first writer that takes the
+        lock: :class:`PartitionLock`; a reader creates neither)."""
+        return os.path.join(self.path, fmt.LOCKS_DIR, fmt.lock_file_name(info.name, partition, info.topic_id))
 
     def replica_dirs(self, info: TopicInfo, partition: PartitionInfo) -> dict[int, str]:
         paths = self.log_dir_paths()

@@ -35,7 +35,8 @@ _SAME_BAD_READS = 3  # the same bad value this often in a row is not a torn read
 
 
 class PartitionLock:
-    """An exclusive lock on ``path`` (created if missing); use as a context manager."""
+    """An exclusive lock on ``path`` (created, with its dir, when first taken or written; a
+    reader of the high watermark creates nothing); use as a context manager."""
 
     def __init__(self, path: str):
         self.path = path
@@ -60,8 +61,21 @@ class PartitionLock:
 
     def _file(self) -> int:
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:  # the first lock file of the cluster: its dir too
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         return self._fd
+
+    def create_file(self) -> str:
+        """Make sure the lock file (and its dir) exists, without taking the lock; its path.
+        For a reader that waits on the file (inotify) for the high watermark to move: a
+        file no writer made yet cannot be watched."""
+        if self._pid != os.getpid():
+            self._after_fork()
+        self._file()
+        return self.path
 
     def __enter__(self) -> PartitionLock:
         if self._pid != os.getpid():  # forked: nothing of the parent's lock is ours
@@ -114,8 +128,16 @@ class PartitionLock:
 
     def read_high_watermark(self) -> int | None:
         """The published high watermark; None if none is stored (never written, or lost or
-        zeroed by a power loss: the caller rebuilds it from the logs). Takes no lock."""
-        fd = self._file()
+        zeroed by a power loss: the caller rebuilds it from the logs). Takes no lock, and
+        creates no file: a missing lock file holds none (readers never write)."""
+        if self._pid != os.getpid():  # forked: the inherited descriptor is the parent's
+            self._after_fork()
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDWR)
+            except FileNotFoundError:
+                return None
+        fd = self._fd
         last_bad, same_bad = b"", 0
         for _ in range(_HW_READS):
             raw = os.pread(fd, fmt.LOCK_HIGH_WATERMARK.size, fmt.LOCK_HIGH_WATERMARK_POSITION)

@@ -29,6 +29,7 @@ from kstream.log import offset_for_timestamp
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.partition import Partition
 from kstream.log.cluster.record_deletion import delete_records as delete_records_before
+from kstream.log.partition_bounds import bounds
 from kstream.log.storage.output import decode_frame, first_offset_at_or_after
 from kstream.log.storage.records import PayloadCodec
 
@@ -98,21 +99,19 @@ def _max_timestamp_offset(handle: Partition, end: int) -> int | None:
         reader.close()
 
 
-def offset_for(handle: Partition, time: int) -> int | None:
-    """The offset kafka-get-offsets prints for ``time`` (see the module doc); None: no line."""
-    high_watermark = handle.high_watermark() or 0
+def offset_for(cluster: Cluster, handle: Partition, time: int) -> int | None:
+    """The offset kafka-get-offsets prints for ``time`` (see the module doc); None: no line.
+    The log start and the HW are the engine's :func:`kstream.log.partition_bounds.bounds`."""
+    found = bounds(cluster, handle.topic, handle.partition, handle=handle)
+    high_watermark = found.high_watermark
     if time == -1:
         return high_watermark
     if time == -2:
-        reader = handle.reader()
-        try:
-            return reader.log_start_offset()
-        finally:
-            reader.close()
+        return found.log_start_offset
     if time == -3:
         return _max_timestamp_offset(handle, high_watermark)
-    found = offset_for_timestamp(handle, time)  # read_uncommitted, as kafka-get-offsets asks
-    return None if found is None else found.offset
+    hit = offset_for_timestamp(handle, time)  # read_uncommitted, as kafka-get-offsets asks
+    return None if hit is None else hit.offset
 
 
 @click.command("get-offsets")
@@ -141,7 +140,7 @@ def get_offsets(ctx: click.Context, topic: str | None, partitions: str | None, t
         for name, partition in matched:
             handle = cluster.partition(name, partition)
             try:
-                offset = offset_for(handle, time)
+                offset = offset_for(cluster, handle, time)
             finally:
                 handle.close()
             if offset is not None:

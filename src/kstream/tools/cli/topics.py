@@ -16,8 +16,7 @@ from kstream.errors import TopicExistsError
 from kstream.tools.cli.common import cluster_options, console, parse_pairs, parse_schema
 
 if TYPE_CHECKING:
-    from kstream.log.cluster.cluster import Cluster
-    from kstream.log.transactions.store import Holder, TransactionStore
+    from kstream.log.transactions.store import Holder
 
 
 def topic_argument(command):
@@ -115,28 +114,14 @@ def describe(ctx: click.Context, names: tuple[str, ...], topic_options: tuple[st
             for p in d.partitions:
                 holders = store.holders(name, p.id)
                 held.extend((p.id, h) for h in holders)
-                lso = _last_stable_offset(admin.cluster, store, name, p.id, p.high_watermark)
                 table.add_row(str(p.id), str(p.leader), ",".join(map(str, p.replicas)),
                               ",".join(map(str, p.isrs)), str(p.leader_epoch), str(p.log_start_offset),
-                              str(p.log_end_offset), str(p.high_watermark), str(lso),
+                              str(p.log_end_offset), str(p.high_watermark), str(p.last_stable_offset),
                               " ".join(f"{r}:{e}" for r, e in p.replica_log_end_offsets.items()),
                               f"{p.size_bytes:,}")
             out.print(table)
             if held:
                 out.print(_open_transactions(held))
-
-
-def _last_stable_offset(cluster: Cluster, store: TransactionStore, topic: str, partition: int,
-                        high_watermark: int) -> int:
-    """The LSO readers see: the leader's transaction index files (docs/FORMAT.md) with the
-    outcomes already fixed applied (kstream.log.transactions.view; nothing written)."""
-    from kstream.log.transactions.view import last_stable_offset
-
-    handle = cluster.partition(topic, partition)
-    try:
-        return last_stable_offset(handle.leader_dir, high_watermark, store, topic, partition)
-    finally:
-        handle.close()
 
 
 def _open_transactions(held: list[tuple[int, Holder]]) -> Table:

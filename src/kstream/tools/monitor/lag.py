@@ -42,6 +42,8 @@ from kstream.groups.coordinator import Member
 from kstream.groups.offsets_table import CommittedOffset, Offsets, OffsetsTable, read_data_file
 from kstream.groups.service import ConsumerGroups, GroupDescription
 from kstream.log.cluster.cluster import Cluster
+from kstream.log.partition_bounds import bounds
+from kstream.log.transactions.store import TransactionStore
 from kstream.tools.monitor import history
 from kstream.tools.monitor.burrow import (
     DEFAULT_MIN_DISTANCE_MS,
@@ -217,13 +219,14 @@ class SharedReadsGroups(ConsumerGroups):
     :class:`~kstream.tools.monitor.partition_reads.PartitionReads`, so a partition's log is read
     once per page, not once per group that consumes it, and every group of the page is
     measured against the same high watermark. Same figures as the CLI's ``describe`` (the
-    high watermark is the service's own read of the lock file); a snapshot: make one per
+    engine's :func:`~kstream.log.partition_bounds.bounds` on those reads); a snapshot: make one per
     evaluation and close it. Offsets data files are read through :data:`DATA_FILES`."""
 
     def __init__(self, cluster: Cluster, reads: PartitionReads):
         super().__init__(cluster)
         self._reads = reads
         self._ends: dict[tuple[str, int], tuple[int, int, int]] = {}  # every group sees one HW
+        self._store = TransactionStore.for_cluster(cluster)
         self.table = MemoOffsetsTable(cluster.path, cluster.config["offsets.history.retention.ms"],
                                       cluster.metadata)
 
@@ -231,9 +234,10 @@ class SharedReadsGroups(ConsumerGroups):
         key = (topic, partition)
         found = self._ends.get(key)
         if found is None:
-            start, end = self._reads.offsets(topic, partition)
-            high_watermark = min(self._high_watermark(self._reads.topic(topic), partition, end), end)
-            found = self._ends[key] = (start, high_watermark, end)
+            found_bounds = bounds(self.cluster, self._reads.topic(topic), partition, store=self._store,
+                                  log_offsets=self._reads.offsets(topic, partition))
+            found = self._ends[key] = (found_bounds.log_start_offset, found_bounds.high_watermark,
+                                       found_bounds.log_end_offset)
         return found
 
 

@@ -20,8 +20,9 @@ What it writes: with ``write=True`` the samples go to the metrics topic (created
 on first use); with ``write=False`` (the console's ``--read-only``) nothing is
 written, :attr:`Sampler.latest` only feeds ``/metrics`` and the live pages. A
 reporter (e.g. :class:`kstream.tools.monitor.csv_reporter.CsvReporter`) may get each
-sample set too. High watermarks are read from the partitions' lock files only
-when those exist: the sampler never creates a lock file.
+sample set too. The partition figures are the engine's
+(:func:`kstream.log.partition_bounds.bounds`): a high watermark a power cut took
+from a lock file is rebuilt, not left out, and nothing is created.
 
 Threads: :meth:`start` runs :meth:`sample` on one daemon thread every
 ``interval_s`` until :meth:`stop`. A failed round is logged, kept in
@@ -44,6 +45,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from kstream.errors import ConfigError, KStreamError
+from kstream.log.partition_bounds import bounds
+from kstream.log.transactions.store import TransactionStore
 from kstream.tools.monitor.isr_shrinks import IsrShrinkTracker
 from kstream.tools.monitor.metrics_topic import MetricsWriter, Sample
 
@@ -179,10 +182,7 @@ class Sampler:
 # -- reading the figures ---------------------------------------------------------------
 
 def _log_samples(cluster: Cluster, now_ms: int) -> list[Sample]:
-    from kstream.log.storage import format as fmt
-    from kstream.log.storage.log_reader import LogReader
-    from kstream.log.storage.txn_index_reader import TxnIndexReader
-
+    store = TransactionStore.for_cluster(cluster)
     log_dirs = cluster.metadata.log_dirs()
     online = {i: up for i, _, up in log_dirs}
     dir_bytes = dict.fromkeys(online, 0)
@@ -208,41 +208,17 @@ def _log_samples(cluster: Cluster, now_ms: int) -> list[Sample]:
             figure("isr_size", len([r for r in placement.isr if online.get(r)]))
             if placement.leader < 0 or not online.get(placement.leader):
                 continue  # offline: no offsets to read
-            leader_dir = dirs[placement.leader]
-            reader = LogReader(leader_dir, check_crcs=False)
-            try:
-                start, end = reader.log_start_offset(), reader.log_end_offset()
-            finally:
-                reader.close()
-            lock = os.path.join(cluster.path, fmt.LOCKS_DIR, fmt.lock_file_name(name, p, info.topic_id))
-            high_watermark = _high_watermark(lock)
-            figure("log_start_offset", start)
-            figure("log_end_offset", end)
-            figure("partition_bytes", _bytes(leader_dir))
-            if high_watermark is not None:
-                high_watermark = min(high_watermark, end)
-                figure("high_watermark", high_watermark)
-                lso = TxnIndexReader(leader_dir).state(high_watermark).last_stable_offset
-                figure("last_stable_offset", lso)
+            found = bounds(cluster, info, p, store=store)
+            figure("log_start_offset", found.log_start_offset)
+            figure("log_end_offset", found.log_end_offset)
+            figure("partition_bytes", _bytes(dirs[placement.leader]))
+            figure("high_watermark", found.high_watermark)
+            figure("last_stable_offset", found.last_stable_offset)
     for log_dir, up in online.items():
         labels = {"log_dir": str(log_dir)}
         samples.append(Sample(now_ms, "log", "log_dir_online", 1.0 if up else 0.0, labels=labels))
         samples.append(Sample(now_ms, "log", "log_dir_bytes", float(dir_bytes[log_dir]), labels=labels))
     return samples
-
-
-def _high_watermark(lock_path: str) -> int | None:
-    """The published HW, or None when the partition's lock file does not exist (never
-    written to; reading must not create it)."""
-    from kstream.log.storage.lock import PartitionLock
-
-    if not os.path.exists(lock_path):
-        return None
-    lock = PartitionLock(lock_path)
-    try:
-        return lock.read_high_watermark()
-    finally:
-        lock.close()
 
 
 def _bytes(directory: str) -> int:

@@ -2,10 +2,10 @@
 
 Built on :func:`kstream.client.admin.topics.details` (the CLI's describe), so the page
 and the CLI agree: leader, replicas, ISR, log start, LEO, HW, per-replica log
-ends and bytes; then the LSO a reader sees (the leader's transaction index with the
-outcomes already fixed applied, :mod:`kstream.log.transactions.view`) and the open
-transactions holding it (read-only: an expired one is shown, not aborted, as in
-the CLI), and the segment count from the leader directory's listing.
+ends and bytes, the LSO a reader sees (all the engine's
+:func:`kstream.log.partition_bounds.bounds`); then the open transactions holding it
+(read-only: an expired one is shown, not aborted, as in the CLI), and the segment count
+from the leader directory's listing.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from kstream.client.admin import topics as topic_ops
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage import format as fmt
 from kstream.log.transactions.store import Holder, TransactionStore
-from kstream.log.transactions.view import last_stable_offset
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,6 @@ def topic_view(cluster: Cluster, name: str) -> TopicView:
     rows = []
     for p in described.partitions:
         directory = os.path.join(paths[p.leader], fmt.replica_dir_name(name, p.id))
-        lso = last_stable_offset(directory, p.high_watermark, store, name, p.id)
-        rows.append(PartitionRow(p, lso, tuple(store.holders(name, p.id)), _segments(directory)))
+        rows.append(PartitionRow(p, p.last_stable_offset, tuple(store.holders(name, p.id)), _segments(directory)))
     assert len(rows) == info.num_partitions
     return TopicView(name, described.topic_id, dict(described.config), described.schema, tuple(rows))
