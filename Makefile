@@ -92,6 +92,14 @@ bench-jvm: install
 	$(PY) -m bench.rtm_latency --rate 1000 --seconds 30
 	$(PY) -m bench.rtm_latency --rate 10000 --seconds 30 --linger-ms 1
 
+# Issue 27's speed check: this checkout (AFTER, default .) against BEFORE, alternating, median of 5
+# (perf produce/consume and the Spark JVM batch read; bench/side_by_side.sh). Each checkout needs its
+# jar for the Spark read (`make jar` here, `bash jvm/build.sh $(abspath $(PY))` in BEFORE).
+.PHONY: bench-side-by-side
+bench-side-by-side:
+	@test -n "$(BEFORE)" || { echo "set BEFORE to the old checkout (git worktree add --detach ../before <rev>)"; exit 2; }
+	BEFORE=$(abspath $(BEFORE)) AFTER=$(abspath $(or $(AFTER),.)) PY=$(abspath $(PY)) bash bench/side_by_side.sh
+
 # Console page times on 1,000 partitions and 50 groups, TestClient and uvicorn (docs/BENCHMARKS.md, issue 12).
 .PHONY: bench-console
 bench-console: $(STAMP)
