@@ -53,6 +53,7 @@ from kstream.log.storage.leader_epochs import LeaderEpochCache
 from kstream.log.storage.lock import PartitionLock
 from kstream.log.storage.log_config import LogConfig
 from kstream.log.storage.records import Payload
+from kstream.log.storage.recovery_point import RecoveryPointFile, Unreadable
 from kstream.log.storage.retention import delete_expired_segments, list_segment_bases
 from kstream.log.storage.segment import NO_TIMESTAMP, Segment, SegmentReplacedError
 
@@ -61,13 +62,6 @@ T = TypeVar("T")
 
 _MAX_REOPENS = 16
 _PROCESS_LIMITS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
-
-
-class _Unreadable:
-    """A recovery point file that is there but torn or garbage."""
-
-
-_UNREADABLE = _Unreadable()
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +109,7 @@ class PartitionLog:
         self._seen_generation = -1
         self._epochs: LeaderEpochCache | None = None
         self._dir_unsynced = False
+        self._points = RecoveryPointFile(directory)
 
     # -- opening and recovery ------------------------------------------------
 
@@ -174,7 +169,7 @@ class PartitionLog:
             return self._active
         active = self._segment(bases[-1])
         verify_from = 0
-        point = self._read_recovery_point()
+        point = self._points.read()
         if isinstance(point, fmt.RecoveryPoint) and point.segment_base == active.base_offset:
             verify_from = point.position
         self._note_truncation(active, active.open_existing(verify_tail_from=verify_from))
@@ -184,7 +179,7 @@ class PartitionLog:
         return active
 
     def _recover_txn_indexes(self, bases: list[int], active: Segment,
-                             point: fmt.RecoveryPoint | _Unreadable | None) -> None:
+                             point: fmt.RecoveryPoint | Unreadable | None) -> None:
         """On open: a sealed segment without a transaction index (lost, or written by an older
         version) gets one rebuilt from its frames; the active one's entries past the recovery
         point are derived again from its frames (see txn_index.recover)."""
@@ -219,8 +214,8 @@ class PartitionLog:
     def _durable_position(self, segment_base: int) -> int | None:
         """Bytes of the segment known fsynced: a bad frame below this is corruption.
         None when the recovery point is unreadable (nothing is known)."""
-        point = self._read_recovery_point()
-        if isinstance(point, _Unreadable):
+        point = self._points.read()
+        if isinstance(point, Unreadable):
             return None
         if point is None or point.segment_base < segment_base:
             return 0
@@ -233,94 +228,27 @@ class PartitionLog:
         does this, it drops only what was not fsynced; a lost, emptied or replaced disk does.
         A damaged recovery point tells nothing (False). Caller holds the lock."""
         end = self.log_end_offset_locked()
-        point = self._read_recovery_point()
+        point = self._points.read()
         if isinstance(point, fmt.RecoveryPoint):
             return end < point.next_offset
         if point is None:
             return not os.path.exists(os.path.join(self.directory, fmt.LEADER_EPOCH_CHECKPOINT_FILE))
         return False
 
-    def _recovery_point_path(self) -> str:
-        return os.path.join(self.directory, fmt.RECOVERY_POINT_FILE)
+    def recovery_point(self) -> fmt.RecoveryPoint | Unreadable | None:
+        """The recovery point as on disk (:meth:`RecoveryPointFile.read`; takes no lock,
+        raises OSError as is)."""
+        return self._points.read()
 
-    def _read_recovery_point(self) -> fmt.RecoveryPoint | _Unreadable | None:
-        """The recovery point; None when there is none (nothing was ever flushed);
-        ``_UNREADABLE`` when the file is damaged (no valid slot)."""
-        try:
-            with open(self._recovery_point_path(), "rb") as f:
-                raw = f.read(fmt.RECOVERY_POINT_FILE_BYTES + 1)
-        except FileNotFoundError:
-            return None
-        found = fmt.unpack_recovery_point_file(raw)
-        if found is None:
-            log.warning("%s is damaged or not a recovery point (%d bytes); treating every frame of "
-                        "the active segment as possibly fsynced", self._recovery_point_path(), len(raw))
-            return _UNREADABLE
-        return found[1]
-
-    def _advance_recovery_point(self, point: tuple[int, int, int]) -> None:
-        """Record that the log is fsynced up to ``point``; it only ever moves forward.
-
-        Caller holds the lock (so two flushes cannot move it backwards) and has
-        fsynced up to ``point``. Durable on return, so it covers every frame the
-        caller then acknowledges; a bad frame below it is corruption, not a torn tail.
-        """
-        self._write_point(point, only_forward=True)
-
-    def _write_point(self, point: tuple[int, int, int], only_forward: bool = False) -> None:
-        """Make ``point`` the durable recovery point now. Caller holds the lock."""
-        fd = self._stage_point(point, only_forward)
-        if fd is not None:
-            try:
-                faults.fdatasync(fd)
-            finally:
-                os.close(fd)
-
-    def _stage_point(self, point: tuple[int, int, int], only_forward: bool) -> int | None:
-        """Write ``point`` as the recovery point (layout in format.py); caller holds the lock.
-
-        An intact file gets ``point`` in its older slot, written in place: the returned
-        descriptor must then be fdatasynced (it may be, outside the lock) and closed
-        before the point counts; should that write tear, the other slot keeps the
-        previous point. A missing or damaged file is replaced whole (.tmp, fsync,
-        rename over, fsync the directory) and None is returned, as is nothing needed
-        (``only_forward`` and the file is already at or past ``point``).
-        """
-        new = fmt.RecoveryPoint(*point)
-        path = self._recovery_point_path()
-        try:
-            fd = os.open(path, os.O_RDWR)
-        except FileNotFoundError:
-            fd = -1
-        if fd >= 0:
-            keep_open = False
-            try:
-                found = fmt.unpack_recovery_point_file(os.pread(fd, fmt.RECOVERY_POINT_FILE_BYTES + 1, 0))
-                if found is not None:
-                    sequence, current = found
-                    if only_forward and current[:2] >= new[:2]:
-                        return None
-                    sequence += 1
-                    slot = fmt.pack_recovery_slot(sequence, new)
-                    if os.pwrite(fd, slot, (sequence % 2) * fmt.RECOVERY_POINT_SLOT_BYTES) != len(slot):
-                        raise OSError(f"short write to {path}")
-                    keep_open = True
-                    return fd
-            finally:
-                if not keep_open:
-                    os.close(fd)
-        tmp = path + fmt.TMP_SUFFIX
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            raw = fmt.pack_recovery_point_file(new)
-            if os.write(fd, raw) != len(raw):
-                raise OSError(f"short write to {tmp}")
-            faults.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, path)
-        fsync_dir(self.directory)
-        return None
+    def durable_offset_locked(self) -> int:
+        """Offset below which this replica is fsynced: its recovery point, 0 when it never
+        flushed, its log end when the recovery point is damaged (nothing better is known).
+        Caller holds the lock."""
+        end = self.log_end_offset_locked()  # a missing dir raises LogDirOfflineError here
+        point = self._guard_io(self._points.read)
+        if point is None:
+            return 0
+        return min(point.next_offset, end) if isinstance(point, fmt.RecoveryPoint) else end
 
     def open(self) -> None:
         """Open and recover now (otherwise the first append does it)."""
@@ -478,16 +406,16 @@ class PartitionLog:
             for base in bases:
                 self._segment(base).delete()
             Segment.create(self.directory, offset, self.config.index_interval_bytes).close()
-            self._write_point((offset, 0, offset))
+            self._points.write((offset, 0, offset))
             LeaderEpochCache.load(self.directory, rebuild=False).truncate_from_end(offset)
             self._epochs = None
             return
         last = keep[-1]
-        point = self._read_recovery_point()
+        point = self._points.read()
         if not isinstance(point, fmt.RecoveryPoint) or point.next_offset > offset:
             # Moves back, before anything is cut: what is left is re-checked at the next open,
             # and no reader trusts a transaction index entry of the frames being cut.
-            self._write_point((last, 0, last))
+            self._points.write((last, 0, last))
         for base in bases:
             if base not in keep:
                 self._segment(base).delete()
@@ -533,7 +461,7 @@ class PartitionLog:
         self._lock.bump_generation()  # before the new name exists: others must re-check
         successor = self._hooked(Segment.create(self.directory, active.next_offset,
                                                 self.config.index_interval_bytes))
-        self._advance_recovery_point((successor.base_offset, 0, successor.base_offset))
+        self._points.advance((successor.base_offset, 0, successor.base_offset))
         active.close()
         self._active = successor
         self._seen_generation = self._lock.generation
@@ -566,7 +494,7 @@ class PartitionLog:
         self._first_unflushed_ms = None
         if self._durable is None or point[:2] > self._durable[:2]:
             with self._lock:  # decided and written under the lock; synced outside it
-                point_fd = self._guard_io(lambda: self._stage_point(point, only_forward=True))
+                point_fd = self._guard_io(lambda: self._points.stage(point, only_forward=True))
             if point_fd is not None:
                 try:
                     self._guard_io(lambda: faults.fdatasync(point_fd))
@@ -586,7 +514,7 @@ class PartitionLog:
                 active.txn_index.synced(txn_sync[1])
             finally:
                 os.close(txn_sync[0])
-        self._guard_io(lambda: self._advance_recovery_point(
+        self._guard_io(lambda: self._points.advance(
             (active.base_offset, active.size, active.next_offset)))
 
     def _txn_sync_fd(self, active: Segment) -> tuple[int, tuple[int, ...]] | None:
