@@ -6,8 +6,8 @@ keeps at most ``open.partitions.max`` of them open, least recently used
 closed first. Handles live in their topic's ``TopicState.partitions`` (the
 look-up the send path makes); this class keeps their use order.
 
-Before a handle is closed, ``settle`` (given by the producer: wait for every
-acks=all fsync in flight) runs, so no background fsync still uses it. At
+Before a handle is closed, ``before_close`` (set by the producer: wait for
+every acks=all fsync in flight) runs, so no background fsync still uses it. At
 close, every handle is fsynced and released (:func:`flush_and_close`).
 Not thread-safe: the caller holds the producer's lock.
 """
@@ -29,12 +29,12 @@ log = logging.getLogger(__name__)
 class PartitionHandles:
     """Opens partitions on first use and closes the least recently used beyond ``max_open``."""
 
-    __slots__ = ("_cluster", "_max_open", "_open", "_settle")
+    __slots__ = ("_cluster", "_max_open", "_open", "before_close")
 
-    def __init__(self, cluster: Cluster, max_open: int, settle: Callable[[], None]):
+    def __init__(self, cluster: Cluster, max_open: int):
         self._cluster = cluster
         self._max_open = max_open
-        self._settle = settle
+        self.before_close: Callable[[], None] = _nothing
         self._open: OrderedDict[tuple[str, int], TopicState] = OrderedDict()
 
     def get(self, state: TopicState, partition: int) -> Partition:
@@ -45,7 +45,7 @@ class PartitionHandles:
             handle = state.partitions[partition] = self._cluster.partition(state.info, partition)
             self._open[key] = state
             while len(self._open) > self._max_open:  # bound open files
-                self._settle()  # no fsync may still run on a handle we close
+                self.before_close()  # no fsync may still run on a handle we close
                 (_topic, evicted), owner = self._open.popitem(last=False)
                 old = owner.partitions[evicted]
                 owner.partitions[evicted] = None
@@ -61,6 +61,10 @@ class PartitionHandles:
             for handle in state.partitions:
                 if handle is not None:
                     flush_and_close(handle)
+
+
+def _nothing() -> None:
+    pass
 
 
 def flush_and_close(handle: Partition) -> None:

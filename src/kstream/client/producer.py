@@ -53,7 +53,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, cast, overload
 
@@ -95,6 +96,14 @@ _time = time.time
 # this module working against a KafkaError without them).
 _PURGE_QUEUE = getattr(KafkaError, "_PURGE_QUEUE", -152)
 _PURGE_INFLIGHT = getattr(KafkaError, "_PURGE_INFLIGHT", -151)
+
+
+def _settle_all(pipeline: weakref.ref[AckPipeline]) -> Callable[[], None]:
+    def settle() -> None:
+        alive = pipeline()
+        if alive is not None:
+            alive.settle(wait=True)
+    return settle
 
 
 class _NeverOpened:
@@ -140,17 +149,18 @@ class Producer:
         self._transactions: ProducerTransactions | None = None
         if options["transactional.id"]:
             self._transactions = ProducerTransactions(self._cluster, options["transactional.id"])
-        # The parts, each in its own module: they hold no reference back to the producer
-        # (the handle cache is only told how to settle the fsyncs in flight before it closes one).
+        # The parts, each in its own module, none holding a reference back to the producer.
         self._encoder = BatchEncoder(options["compression.type"])
         self._reports = DeliveryReports(options, self._linger_s)
         self._router = TopicRouter(self._cluster, options["partitioner"], self._reports.log)
-        handles = PartitionHandles(self._cluster, options["open.partitions.max"],
-                                   lambda: self._pipeline.settle(wait=True))
-        self._handles = handles
-        self._sender = BatchSender(self._cluster, options, handles, self._transactions)
+        self._handles = PartitionHandles(self._cluster, options["open.partitions.max"])
+        self._sender = BatchSender(self._cluster, options, self._handles, self._transactions)
         self._pipeline = AckPipeline(options["max.in.flight.requests.per.connection"], self._sender,
                                      self._reports)
+        # The cache settles the fsyncs in flight before it closes a handle. Through a weak
+        # reference: the parts form no cycle (handles -> pipeline -> sender -> handles), so a
+        # Producer dropped without close() is freed at once, its fsync threads with it.
+        self._handles.before_close = _settle_all(weakref.ref(self._pipeline))
         # Over everything above that changes (see the module docstring). Reentrant so that a
         # locked method may call another; user callbacks are never called while it is held.
         self._lock = threading.RLock()

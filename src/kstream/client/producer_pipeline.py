@@ -60,7 +60,7 @@ class InFlight:
 class AckPipeline:
     """A producer's acks=all batches in flight, oldest first."""
 
-    __slots__ = ("_max_in_flight", "_reports", "_sender", "_syncers", "in_flight")
+    __slots__ = ("__weakref__", "_max_in_flight", "_reports", "_sender", "_syncers", "in_flight")
 
     def __init__(self, max_in_flight: int, sender: BatchSender, reports: DeliveryReports):
         self.in_flight: deque[InFlight] = deque()
