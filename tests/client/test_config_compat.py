@@ -117,7 +117,7 @@ def test_logger_gets_the_clients_warnings(cluster_path, make_topic, caplog):
     producer = Producer({"cluster": cluster_path, "logger": logger, "error_cb": errors.append, "acks": "1"})
     producer.produce("t", b"x" * 10, on_delivery=lambda err, msg: None)
     # a failed batch (here: the partition's log dir taken offline) goes to error_cb and the logger
-    producer._hooks.errors.append(KafkaError(KafkaError.UNKNOWN, "boom"))
+    producer._reports.errors.append(KafkaError(KafkaError.UNKNOWN, "boom"))
     with caplog.at_level(logging.WARNING, logger="my.app"):
         producer.flush()
     assert [e.str() for e in errors] == ["boom"]

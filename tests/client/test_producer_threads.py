@@ -9,7 +9,9 @@ time limit, so a deadlock fails the test instead of hanging it.
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 from collections import defaultdict
 
 import pytest
@@ -238,3 +240,24 @@ def test_a_transaction_holds_what_was_produced_before_commit(cluster_path, make_
     producer.close()
     expected = [f"{t}:{i}".encode() for t in range(3) for i in range(counts[t])]
     _check_log(_read(cluster_path, "t", 2, "read_committed"), expected, contiguous=False)
+
+
+def test_a_producer_dropped_without_close_is_freed_at_once(cluster_path, make_topic):
+    # Its parts (handle cache, sender, acks=all pipeline) must form no reference cycle: a
+    # Producer dropped with batches in flight goes at once, its fsync threads' pool with it,
+    # not at some later garbage collection.
+    make_topic("t", 2)
+    producer = Producer({"cluster": cluster_path, "acks": "all", "linger.ms": 0, "open.partitions.max": 1})
+    for i in range(50):
+        producer.produce("t", b"v", key=str(i).encode())  # both partitions: the cache evicts
+    producer.flush()
+    producer.produce("t", b"last")
+    gone = weakref.ref(producer)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        del producer
+        assert gone() is None
+    finally:
+        if collecting:
+            gc.enable()

@@ -147,7 +147,7 @@ def test_members_in_processes_sigkill_one(cluster_path, make_topic, tmp_path):
 def test_a_spark_members_process_that_exited_but_is_not_reaped_counts_as_gone():
     """A Spark query's membership ends with its driver worker process; an exited worker its
     parent has not waited for yet (a zombie) is gone, not alive."""
-    from kstream.groups.coordinator import _alive
+    from kstream.groups.group_model import _alive
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 30

@@ -15,20 +15,18 @@ timestamps).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kstream.errors import KStreamError
 from kstream.message import KafkaError
 
-if TYPE_CHECKING:
-    from kstream.client.producer import Producer
-
 _TEXT = (bytes, str)
 
 
-def produce_dicts(producer: Producer, topic: str, messages: Any, partition: int | None,
+def produce_dicts(produce: Callable[..., None], topic: str, messages: Any, partition: int | None,
                   on_delivery: Callable[[Any, Any], None] | None) -> int:
-    """Queue ``messages`` (see the module docstring); the number queued."""
+    """Queue ``messages`` (see the module docstring) with ``produce`` (the Producer's
+    ``produce()``, handed in so this module need not import the Producer); the number queued."""
     if not isinstance(topic, str):
         raise TypeError(f"topic must be a str, got {type(topic).__name__}")
     if not isinstance(messages, list):
@@ -40,10 +38,9 @@ def produce_dicts(producer: Producer, topic: str, messages: Any, partition: int 
     queued = 0
     for message in messages:
         try:
-            producer.produce(topic, message.get("value"), message.get("key"),
-                             message.get("partition", partition),
-                             on_delivery=message.get("callback") or message.get("on_delivery") or on_delivery,
-                             timestamp=message.get("timestamp", 0), headers=message.get("headers"))
+            produce(topic, message.get("value"), message.get("key"), message.get("partition", partition),
+                    on_delivery=message.get("callback") or message.get("on_delivery") or on_delivery,
+                    timestamp=message.get("timestamp", 0), headers=message.get("headers"))
         except KStreamError as err:
             message["_error"] = _kafka_error(err)
             continue

@@ -37,193 +37,87 @@ holds whatever any thread produced before commit_transaction() took the lock.
 close() while other threads produce: records produce() accepted before it are
 written, later calls raise the closed error. Any number of producers in any
 number of processes may write to the same partitions at once.
+
+This module is the public face and the per-record path (produce() touches only
+the Producer's own attributes and its topics' open batches). The parts it
+delegates to, each made once in ``__init__``: batch assembly and encoding
+(:mod:`~kstream.client.producer_batches`), topics, sticky partitions and
+routing (:mod:`~kstream.client.producer_routing`), the partition-handle cache
+(:mod:`~kstream.client.partition_handles`), appends with idempotence,
+transactions and retries (:mod:`~kstream.client.producer_sender`), the acks=all
+fsync pipeline (:mod:`~kstream.client.producer_pipeline`) and the delivery
+reports and other callbacks (:mod:`~kstream.client.delivery_reports`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import itertools
-import logging
 import threading
 import time
-from collections import OrderedDict, deque
+import weakref
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, cast, overload
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kstream.client.admin.list_topics import ClusterMetadata, cluster_metadata
 from kstream.client.callbacks import check_sasl_credentials
 from kstream.client.config import open_client
 from kstream.client.confluent_batch import produce_dicts
-from kstream.client.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
+from kstream.client.delivery_reports import DeliveryReports
+from kstream.client.partition_handles import PartitionHandles
+from kstream.client.partitioner import partition_for_key
+from kstream.client.producer_batches import (
+    CLOSED,
+    RECORD_OVERHEAD_BYTES,
+    BatchEncoder,
+    DeliveryCallback,
+    OpenBatch,
+    Piece,
+    TopicState,
+    headers_list,
+    to_bytes,
+)
+from kstream.client.producer_pipeline import AckPipeline
+from kstream.client.producer_routing import TopicRouter, checked_partition, plan_table
+from kstream.client.producer_sender import BatchResult, BatchSender
 from kstream.client.producer_transactions import ProducerTransactions
-from kstream.client.stats import ClientStats, PartitionView
-from kstream.client.typed_values import TypedValues
 from kstream.config.options import PRODUCER_OPTIONS
-from kstream.errors import (
-    InvalidHeaderError,
-    InvalidRecordError,
-    KStreamError,
-    LogDirOfflineError,
-    NotEnoughReplicasError,
-    PartitionNotFoundError,
-    PartitionOfflineError,
-    RecordTooLargeError,
-    TopicExistsError,
-    TopicNotFoundError,
-)
+from kstream.errors import KStreamError, RecordTooLargeError
 from kstream.log.cluster.cluster import Cluster
-from kstream.log.cluster.metadata import TopicInfo
-from kstream.log.cluster.partition import Partition
-from kstream.log.storage import format as fmt
 from kstream.log.storage.partition_log import EncodedBatch
-from kstream.log.storage.records import (
-    HEADER_TYPE,
-    Payload,
-    PayloadCodec,
-    batch_from_records,
-    timestamp_range,
-    to_stored_batch,
-)
-from kstream.log.storage.thread_pool import LazyThreadPool
-from kstream.message import TIMESTAMP_CREATE_TIME, KafkaError, Message, MessageSource, TopicPartition
+from kstream.message import KafkaError, TopicPartition
+
+__all__ = ["BatchResult", "DeliveryCallback", "Producer"]
 
 _time = time.time
-DeliveryCallback = Callable[[KafkaError | None, Any], None]
-_RECORD_OVERHEAD_BYTES = 16  # offsets and timestamp per record in the Arrow batch
-_SYNC_THREADS = 4  # a producer's background acks=all fsyncs (replicas x batches in flight share them)
-_RETRIABLE = (NotEnoughReplicasError, LogDirOfflineError)
-
-
-def _retriable(error: BaseException) -> bool:
-    """Whether resending the same batch may succeed: not when the partition is offline (its
-    last in-sync replica's log dir must be brought back by an operator first)."""
-    return isinstance(error, _RETRIABLE) and not isinstance(error, PartitionOfflineError)
-_MAX_EPOCH = 0x7FFF  # producer_epoch is an i16 in the frame header
 # librdkafka's codes for records purge() dropped (kstream.error names them; the fallbacks keep
 # this module working against a KafkaError without them).
 _PURGE_QUEUE = getattr(KafkaError, "_PURGE_QUEUE", -152)
 _PURGE_INFLIGHT = getattr(KafkaError, "_PURGE_INFLIGHT", -151)
-log = logging.getLogger(__name__)
 
 
-# A piece of a stored batch that fits one frame, with its payload when cutting had to encode it.
-Piece = tuple[pa.RecordBatch, Payload | None]
-
-
-@dataclass(frozen=True, slots=True)
-class BatchResult:
-    """Where one produced batch landed."""
-
-    topic: str
-    partition: int
-    base_offset: int
-    record_count: int
-
-
-class _OpenBatch:
-    """Records waiting for one partition's next batch.
-
-    Values and timestamps (float seconds) are kept per record; keys and
-    headers only from the first record that has one, and delivery callbacks
-    by record index (the common unkeyed path appends two items per record).
-    """
-
-    __slots__ = ("callbacks", "deadline", "headers", "keys", "size", "timestamps", "values")
-
-    def __init__(self, deadline: float):
-        self.values: list[Any] = []
-        self.timestamps: list[float] = []
-        self.keys: list[bytes | None] | None = None
-        self.headers: list[Any] | None = None
-        self.callbacks: dict[int, DeliveryCallback] | None = None  # record index -> callback
-        self.size = 0
-        self.deadline = deadline
-
-    def add_extras(self, key: bytes | None, headers: Any) -> None:
-        """Record the key/headers of the record just appended."""
-        index = len(self.values) - 1
-        self.keys = _sparse_append(self.keys, key, index)
-        self.headers = _sparse_append(self.headers, headers, index)
-
-
-def _sparse_append(column: list[Any] | None, value: Any, index: int) -> list[Any] | None:
-    """Append ``value`` as item ``index`` of a column kept only once some value is not None."""
-    if column is None:
-        if value is None:
-            return None
-        column = [None] * index
-    column.append(value)
-    return column
-
-
-class _TopicState:
-    """What a producer keeps per topic: metadata, partition handles, open batches."""
-
-    __slots__ = (
-        "batches",
-        "info",
-        "max_frame_bytes",
-        "num_partitions",
-        "partitions",
-        "schema",
-        "sticky",
-        "sticky_bytes",
-        "typed",
-    )
-
-    def __init__(self, info: TopicInfo, schema: pa.Schema | None, max_frame_bytes: int):
-        self.info = info
-        self.num_partitions = info.num_partitions
-        self.schema = schema
-        self.typed = None if schema is None else TypedValues(info.name, schema)
-        self.partitions: list[Partition | None] = [None] * info.num_partitions
-        self.batches: list[_OpenBatch | None] = [None] * info.num_partitions
-        self.sticky = 0
-        self.sticky_bytes = 0  # sent to the sticky partition since it was chosen
-        self.max_frame_bytes = max_frame_bytes
-
-
-@dataclass(slots=True)
-class _InFlight:
-    """An acks=all batch written to its partition, its replicas' fsyncs still running."""
-
-    handle: Partition
-    in_sync: list[int]
-    syncs: list[Future[bool]]
-    topic: str
-    partition: int
-    batch: _OpenBatch
-    offsets: list[tuple[int, int]]
-    timestamps_ms: np.ndarray
-    sent: list[EncodedBatch]  # the frames as written (with their sequences), for a retry
-
-    def done(self) -> bool:
-        return all(sync.done() for sync in self.syncs)
-
-
-class _ClosedBatches:
-    """The open batches of a closed producer's topics: any look-up raises the closed error
-    (so produce() needs no closed check of its own on every record)."""
-
-    def __getitem__(self, partition: int) -> _OpenBatch | None:
-        raise RuntimeError("Producer has been closed")
-
-
-_CLOSED = cast("list[_OpenBatch | None]", _ClosedBatches())
+def _settle_all(pipeline: weakref.ref[AckPipeline]) -> Callable[[], None]:
+    def settle() -> None:
+        alive = pipeline()
+        if alive is not None:
+            alive.settle(wait=True)
+    return settle
 
 
 class _NeverOpened:
-    """The hooks of a Producer whose ``__init__`` never ran (a subclass that skips it): closed."""
+    """The parts of a Producer whose ``__init__`` never ran (a subclass that skips it): nothing
+    waiting, nothing in flight."""
 
-    closed = True
+    pending = ()
+    in_flight = ()
+
+    def records(self) -> int:
+        return 0
+
+    def waiting(self) -> int:
+        return 0
 
 
 class Producer:
@@ -232,10 +126,10 @@ class Producer:
     # An instance whose __init__ never ran reads these class-level values: every call fails
     # in _check_open() with RuntimeError("Producer has been closed") and len() is 0, as
     # confluent-kafka's Producer does. __init__ replaces them (the mapping is read-only).
-    _hooks = cast("_Hooks", _NeverOpened())
-    _topics = cast("dict[str, _TopicState]", MappingProxyType({}))
-    _reports: list[tuple[list[DeliveryCallback], KafkaError | None, list[Any]]] = cast("list[Any]", ())
-    _in_flight = cast("deque[_InFlight]", ())
+    _closed = True
+    _topics = cast("dict[str, TopicState]", MappingProxyType({}))
+    _reports = cast("DeliveryReports", _NeverOpened())
+    _pipeline = cast("AckPipeline", _NeverOpened())
     _lock = threading.RLock()  # (only guards the read-only values above)
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
@@ -243,40 +137,33 @@ class Producer:
             raise TypeError("expected configuration dict (Producer({}) uses $KSTREAM_CLUSTER or ./data)")
         options, self._cluster = open_client(PRODUCER_OPTIONS, config, kwargs, "a Producer")
         self._options = options
-        self._hooks = _Hooks(options)
+        self._closed = False
         self._default_delivery: DeliveryCallback | None = options["on_delivery"]  # see _take_batch
         self._acks = options["acks"]
         self._batch_size = options["batch.size"]
         self._linger_s = options["linger.ms"] / 1000.0
         self._max_record_bytes = options["message.max.bytes"]
-        self._codec = PayloadCodec(options["compression.type"])
-        self._attributes = fmt.CODECS[options["compression.type"]]
         self._topics = {}
-        self._sticky = StickyPartitioner()
         self._next_deadline = float("inf")
-        self._reports = []
-        self._producer_id = fmt.NO_PRODUCER_ID
-        self._producer_epoch = -1
-        self._sequences: dict[tuple[str, int], int] = {}
-        self._open_handles: OrderedDict[tuple[str, int], _TopicState] = OrderedDict()
-        self._lingering: dict[tuple[str, int], _TopicState] = {}  # open batches, oldest first
-        self._max_open = options["open.partitions.max"]
+        self._lingering: dict[tuple[str, int], TopicState] = {}  # open batches, oldest first
         self._transactions: ProducerTransactions | None = None
-        self._sink_txn: Any = None
-        self._in_flight = deque()
-        self._max_in_flight = options["max.in.flight.requests.per.connection"]
-        self._syncers = LazyThreadPool(_SYNC_THREADS, "kstream-ack")
-        self._retries = options["retries"]
-        self._retry_backoff_s = options["retry.backoff.ms"] / 1000.0
-        self._delivery_timeout_s = options["delivery.timeout.ms"] / 1000.0
+        if options["transactional.id"]:
+            self._transactions = ProducerTransactions(self._cluster, options["transactional.id"])
+        # The parts, each in its own module, none holding a reference back to the producer.
+        self._encoder = BatchEncoder(options["compression.type"])
+        self._reports = DeliveryReports(options, self._linger_s)
+        self._router = TopicRouter(self._cluster, options["partitioner"], self._reports.log)
+        self._handles = PartitionHandles(self._cluster, options["open.partitions.max"])
+        self._sender = BatchSender(self._cluster, options, self._handles, self._transactions)
+        self._pipeline = AckPipeline(options["max.in.flight.requests.per.connection"], self._sender,
+                                     self._reports)
+        # The cache settles the fsyncs in flight before it closes a handle. Through a weak
+        # reference: the parts form no cycle (handles -> pipeline -> sender -> handles), so a
+        # Producer dropped without close() is freed at once, its fsync threads with it.
+        self._handles.before_close = _settle_all(weakref.ref(self._pipeline))
         # Over everything above that changes (see the module docstring). Reentrant so that a
         # locked method may call another; user callbacks are never called while it is held.
         self._lock = threading.RLock()
-        if options["transactional.id"]:
-            self._transactions = ProducerTransactions(self._cluster, options["transactional.id"])
-        # An idempotent producer takes its producer id at its first send (_append), as Kafka's
-        # client does: creating a Producer reads the metadata and writes nothing to it.
-        self._idempotent = bool(options["enable.idempotence"]) and self._transactions is None
 
     @property
     def cluster(self) -> Cluster:
@@ -312,21 +199,21 @@ class Producer:
         elif value is None:
             size = 0
         else:
-            value = _to_bytes(value, "value")
+            value = to_bytes(value, "value")
             size = len(value)
         if key is not None and key.__class__ is not bytes:
-            key = _to_bytes(key, "key")
+            key = to_bytes(key, "key")
         if partition == -1 or partition is None:
             if key is None:
                 partition = state.sticky
             else:
                 partition = partition_for_key(key, state.num_partitions)
         elif partition.__class__ is not int or not 0 <= partition < state.num_partitions:
-            partition = _checked_partition(topic, state.num_partitions, partition)
+            partition = checked_partition(topic, state.num_partitions, partition)
         if key is not None:
             size += len(key)
         if headers is not None:
-            headers = _headers_list(headers)  # before the batch changes: a bad header queues nothing
+            headers = headers_list(headers)  # before the batch changes: a bad header queues nothing
         if size > self._max_record_bytes:
             raise RecordTooLargeError(
                 f"record of {size} bytes to topic {topic!r} exceeds message.max.bytes "
@@ -337,9 +224,9 @@ class Producer:
         lock = self._lock
         lock.acquire()
         try:
-            batch = state.batches[partition]  # RuntimeError if close() ran meanwhile (_CLOSED)
+            batch = state.batches[partition]  # RuntimeError if close() ran meanwhile (CLOSED)
             if batch is None:
-                batch = state.batches[partition] = _OpenBatch(now + self._linger_s)
+                batch = state.batches[partition] = OpenBatch(now + self._linger_s)
                 self._lingering[(topic, partition)] = state
                 if batch.deadline < self._next_deadline:
                     self._next_deadline = batch.deadline
@@ -352,7 +239,7 @@ class Producer:
                 if batch.callbacks is None:
                     batch.callbacks = {}
                 batch.callbacks[len(batch.values) - 1] = handler
-            batch.size += size + _RECORD_OVERHEAD_BYTES
+            batch.size += size + RECORD_OVERHEAD_BYTES
             if batch.size >= self._batch_size:
                 self._send(state, partition)
             elif now >= self._next_deadline:
@@ -372,8 +259,8 @@ class Producer:
         with self._lock:
             self._check_open()
             self._send_expired(now)
-            self._settle(wait=False)
-            waiting = not self._reports and timeout
+            self._pipeline.settle(wait=False)
+            waiting = not self._reports.pending and timeout
             next_deadline = self._next_deadline
         if waiting:  # (sleeping without the lock: other threads go on producing)
             assert timeout is not None
@@ -399,7 +286,7 @@ class Producer:
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         while True:
             with self._lock:
-                if self._hooks.closed:  # another thread's close() flushed everything
+                if self._closed:  # another thread's close() flushed everything
                     return 0
                 self._flush_locked()
             self._serve_reports()
@@ -414,7 +301,7 @@ class Producer:
             (_, partition), state = next(iter(self._lingering.items()))
             self._send(state, partition)
         self._next_deadline = float("inf")
-        self._settle(wait=True)
+        self._pipeline.settle(wait=True)
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
         """Drop records not sent yet (``in_queue``): their delivery callbacks get
@@ -438,12 +325,12 @@ class Producer:
                         continue
                     batch = self._take_batch(state, partition)
                     if batch.callbacks is not None:
-                        self._queue_reports(state.info.name, partition, batch, [],
+                        self._reports.queue(state.info.name, partition, batch, [],
                                             np.zeros(len(batch.values), np.int64), error)
             self._lingering.clear()
             self._next_deadline = float("inf")
         if in_flight:
-            self._settle(wait=blocking)
+            self._pipeline.settle(wait=blocking)
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         """confluent-kafka's ClusterMetadata: log dirs as brokers, the cluster's topics (or
@@ -463,8 +350,7 @@ class Producer:
         """Records not yet sent or not yet reported."""
         with self._lock:
             waiting = sum(len(b.values) for s in self._topics.values() for b in s.batches if b is not None)
-            syncing = sum(len(f.batch.values) for f in self._in_flight)
-            return waiting + syncing + sum(len(callbacks) for callbacks, _, _ in self._reports)
+            return waiting + self._pipeline.records() + self._reports.waiting()
 
     # -- Arrow API ---------------------------------------------------------------------
 
@@ -491,237 +377,40 @@ class Producer:
         before anything is written.
         """
         if not isinstance(data, (pa.Table, pa.RecordBatch)):
-            return produce_dicts(self, topic, data, partition,
+            return produce_dicts(self.produce, topic, data, partition,
                                  on_delivery if on_delivery is not None else callback)
         state = self._topics.get(topic) or self._open_topic(topic)
         table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
-        if "topic" in table.column_names:
-            raise InvalidRecordError("produce_batch(topic, table) takes the topic as an argument; "
-                                     "drop the 'topic' column")
-        routes = self._route(state, table, partition)
-        if "partition" in table.column_names:
-            table = table.drop_columns(["partition"])
-        now_ms = int(time.time() * 1000)
-        planned: list[tuple[int, Piece]] = []
-        for target, rows in routes:
-            part = table.take(rows) if rows is not None else table
-            for chunk in part.combine_chunks().to_batches():
-                stored = to_stored_batch(chunk, state.schema)
-                planned.extend((target, piece) for piece in self._pieces(state, stored))
+        planned, now_ms = plan_table(self._encoder, state, table, partition)
         # Everything is checked and cut to fit: from here on only the disk can fail.
         with self._lock:
             self._check_open()
             return self._write_planned(state, planned, now_ms, partition)
 
-    def _write_planned(self, state: _TopicState, planned: list[tuple[int, Piece]], now_ms: int,
+    def _write_planned(self, state: TopicState, planned: list[tuple[int, Piece]], now_ms: int,
                        partition: int | None) -> list[BatchResult]:
-        topic = state.info.name
-        touched = sorted({target for target, _ in planned})
-        for target in touched:  # keep per-partition order with produce()
+        for target in sorted({target for target, _ in planned}):  # keep per-partition order with produce()
             if state.batches[target] is not None:
                 self._send(state, target)
-        results = []
-        sent: dict[int, list[EncodedBatch]] = {}
-        for target, (piece, payload) in planned:
-            base = self._append(state, target, self._encode(piece, now_ms, payload), defer_fsync=True,
-                                sent=sent.setdefault(target, []))
-            results.append(BatchResult(topic, target, base, piece.num_rows))
-        if self._acks == "all":  # one fsync per partition for the whole call (group commit)
-            for target in touched:
-                handle = self._partition(state, target)
-                try:
-                    handle.flush_acked()
-                except _RETRIABLE as err:
-                    if not sent[target]:
-                        raise
-                    for i, encoded in enumerate(sent[target]):  # the log keeps the first copies
-                        self._retrying(functools.partial(self._resend_one, handle, encoded),
-                                       first_error=err if i == 0 else None)
+        results = self._sender.write_planned(state, planned, self._encoder.encode, now_ms)
         if (partition is None or partition == -1) and planned:
-            self._next_sticky(state)
+            self._router.next_sticky(state)
         return results
-
-    def _route(self, state: _TopicState, table: pa.Table, partition: int | None
-               ) -> list[tuple[int, np.ndarray | None]]:
-        n = state.num_partitions
-        if partition is not None and partition != -1:
-            return [(_checked_partition(state.info.name, n, partition), None)]
-        if "partition" not in table.column_names and "key" not in table.column_names:
-            return [(state.sticky, None)]
-        targets = np.full(table.num_rows, -1, dtype=np.int32)
-        if "partition" in table.column_names:
-            column = table.column("partition")
-            if not pa.types.is_integer(column.type):
-                raise InvalidRecordError(f"column 'partition' has type {column.type}; expected an integer")
-            # Range-check in the column's own type: a cast first would wrap 2**32+1 to 1.
-            low, high = pc.min_max(column).values()
-            for value in (low.as_py(), high.as_py()):
-                if value is not None and not -1 <= value < n:
-                    raise _bad_partition(state.info.name, n, value, " (column 'partition')")
-            targets = column.fill_null(-1).to_numpy().astype(np.int32)
-        if "key" in table.column_names and (targets < 0).any():
-            keys = table.column("key").combine_chunks()
-            if keys.type not in (pa.binary(), pa.string(), pa.large_binary(), pa.large_string()):
-                raise InvalidRecordError(f"column 'key' has type {keys.type}; expected binary or string")
-            keyed = partitions_for_keys(keys, n)
-            targets = np.where(targets < 0, keyed, targets)
-        if (targets < 0).all():
-            return [(state.sticky, None)]
-        targets = np.where(targets < 0, state.sticky, targets)
-        return [(int(p), np.nonzero(targets == p)[0]) for p in np.unique(targets)]
-
-    def _pieces(self, state: _TopicState, batch: pa.RecordBatch) -> list[Piece]:
-        """Cut a stored batch into pieces whose frames fit the topic's message.max.bytes.
-
-        Sizes come from Arrow's exact IPC size computation; a compressed size is only known by
-        compressing, so that payload comes back with its piece and is not encoded again. A
-        single record that cannot fit raises RecordTooLargeError.
-        """
-        if batch.num_rows == 0:
-            return []
-        payload = None
-        if self._codec.compression == "none":
-            frame_bytes = fmt.HEADER_SIZE + self._codec.encoded_size(batch)  # exact
-        else:
-            payload = self._codec.encode(batch)
-            frame_bytes = fmt.HEADER_SIZE + payload.size
-        if frame_bytes <= state.max_frame_bytes:
-            return [(batch, payload)]
-        if batch.num_rows == 1:
-            raise RecordTooLargeError(
-                f"a record of {frame_bytes} bytes (stored) exceeds topic {state.info.name!r}'s "
-                f"message.max.bytes ({state.max_frame_bytes}); raise it with "
-                f"`kstream topics alter {state.info.name} --config message.max.bytes=N`")
-        pieces = min(batch.num_rows, -(-frame_bytes // state.max_frame_bytes) + 1)
-        rows = -(-batch.num_rows // pieces)
-        return [p for i in range(0, batch.num_rows, rows) for p in self._pieces(state, batch.slice(i, rows))]
 
     # -- sending --------------------------------------------------------------------------
 
-    def _open_topic(self, topic: str) -> _TopicState:
+    def _open_topic(self, topic: str) -> TopicState:
         self._check_open()
         if not isinstance(topic, str):
             raise TypeError(f"topic must be a str, got {type(topic).__name__}")
         with self._lock:
             self._check_open()
             state = self._topics.get(topic)  # another thread may have opened it meanwhile
-            return state if state is not None else self._open_topic_locked(topic)
+            if state is None:
+                state = self._topics[topic] = self._router.open(topic)
+            return state
 
-    def _open_topic_locked(self, topic: str) -> _TopicState:
-        info = self._topic_info(topic)
-        config = self._cluster.log_config(info)
-        state = _TopicState(info, Cluster.topic_schema(info), config.message_max_bytes)
-        state.sticky = (partition_for_key(b"", info.num_partitions) if self._hooks.null_key_hashed
-                        else self._sticky.partition(topic, info.num_partitions))
-        self._topics[topic] = state
-        return state
-
-    def _next_sticky(self, state: _TopicState) -> None:
-        """After a batch to the sticky partition: move on (murmur2: unkeyed records stay on the
-        partition of an empty key, as librdkafka's murmur2 partitioner puts them)."""
-        if self._hooks.null_key_hashed:
-            return
-        self._sticky.batch_sent(state.info.name, state.num_partitions, state.sticky)
-        state.sticky = self._sticky.partition(state.info.name, state.num_partitions)
-
-    def _topic_info(self, topic: str) -> TopicInfo:
-        """The topic's metadata; with the cluster's auto.create.topics.enable, a missing topic
-        is created first (num.partitions, default.replication.factor), as a Kafka broker does."""
-        try:
-            return self._cluster.topic(topic)
-        except TopicNotFoundError:
-            if not self._cluster.config.get("auto.create.topics.enable"):
-                raise
-        try:
-            info = self._cluster.create_topic(topic)
-            assert info is not None  # None only for validate_only
-            self._hooks.log.info("auto-created topic %r (auto.create.topics.enable)", topic)
-            return info
-        except TopicExistsError:  # another producer created it first
-            return self._cluster.topic(topic)
-
-    def _partition(self, state: _TopicState, partition: int) -> Partition:
-        handle = state.partitions[partition]
-        key = (state.info.name, partition)
-        if handle is None:
-            handle = state.partitions[partition] = self._cluster.partition(state.info, partition)
-            self._open_handles[key] = state
-            while len(self._open_handles) > self._max_open:  # bound open files
-                self._settle(wait=True)  # no fsync may still run on a handle we close
-                (_topic, evicted), owner = self._open_handles.popitem(last=False)
-                old = owner.partitions[evicted]
-                owner.partitions[evicted] = None
-                if old is not None:
-                    old.close()
-        else:
-            self._open_handles.move_to_end(key)
-        return handle
-
-    def _encode(self, batch: pa.RecordBatch, now_ms: int, payload: Payload | None = None) -> EncodedBatch:
-        low, high = timestamp_range(batch, now_ms)
-        if payload is None:
-            payload = self._codec.encode(batch)
-        return EncodedBatch(payload, batch.num_rows, low, high, self._attributes)
-
-    def _append(self, state: _TopicState, partition: int, encoded: EncodedBatch,
-                defer_fsync: bool = False, sent: list[EncodedBatch] | None = None) -> int:
-        # A Spark sink task's transaction (decided by the driver), or this producer's own.
-        txn = self._sink_txn or (self._transactions.current() if self._transactions is not None else None)
-        if txn is not None:
-            encoded = dataclasses.replace(encoded, attributes=encoded.attributes | fmt.TRANSACTIONAL,
-                                          producer_id=txn.producer_id, producer_epoch=txn.epoch)
-            return self._partition(state, partition).append(encoded, self._acks, txn=txn,
-                                                            defer_fsync=defer_fsync).base_offset
-        if self._idempotent:
-            if self._producer_id == fmt.NO_PRODUCER_ID:
-                self._producer_id = self._cluster.metadata.next_counter("producer_id")
-                self._producer_epoch = 0
-            key = (state.info.name, partition)
-            sequence = self._sequences.get(key, 0)
-            encoded = dataclasses.replace(encoded, producer_id=self._producer_id,
-                                          producer_epoch=self._producer_epoch, base_sequence=sequence)
-            self._sequences[key] = (sequence + encoded.record_count) & 0x7FFFFFFF
-            if sent is not None:
-                sent.append(encoded)
-            return self._retrying(lambda: self._partition(state, partition).append(
-                encoded, self._acks, defer_fsync=defer_fsync).base_offset)
-        return self._partition(state, partition).append(encoded, self._acks, defer_fsync=defer_fsync).base_offset
-
-    def _retrying(self, send: Callable[[], int], first_error: KStreamError | None = None) -> int:
-        """Run an idempotent ``send`` until it succeeds, retrying retriable errors (the same
-        frame, so the log drops what it already has) within retries / delivery.timeout.ms.
-        A batch given up makes this producer move to a new epoch: its sequence is spent."""
-        deadline = time.monotonic() + self._delivery_timeout_s
-        attempt = 0
-        error = first_error
-        while True:
-            if error is not None:
-                attempt += 1
-                if not _retriable(error) or attempt > self._retries \
-                        or time.monotonic() + self._retry_backoff_s > deadline:
-                    self._new_epoch()
-                    if isinstance(error, PartitionOfflineError) and first_error is not None \
-                            and first_error is not error:
-                        # The first failure took the partition offline: it says what happened
-                        # (e.g. no space left on device) and what to do.
-                        raise first_error from error
-                    raise error
-                time.sleep(self._retry_backoff_s)
-            try:
-                return send()
-            except KStreamError as err:
-                error = err
-
-    def _new_epoch(self) -> None:
-        """Restart sequences after a batch was given up (Kafka bumps the epoch then too)."""
-        self._sequences.clear()
-        if self._producer_epoch < _MAX_EPOCH:
-            self._producer_epoch += 1
-        else:
-            self._producer_id = self._cluster.metadata.next_counter("producer_id")
-            self._producer_epoch = 0
-
-    def _take_batch(self, state: _TopicState, partition: int) -> _OpenBatch:
+    def _take_batch(self, state: TopicState, partition: int) -> OpenBatch:
         """Take a partition's open batch off it; records produced without a delivery callback
         get the config's ``on_delivery`` here (once per batch, not in produce())."""
         batch = state.batches[partition]
@@ -733,7 +422,7 @@ class Producer:
             batch.callbacks = {i: given.get(i, default) for i in range(len(batch.values))}
         return batch
 
-    def _send(self, state: _TopicState, partition: int) -> None:
+    def _send(self, state: TopicState, partition: int) -> None:
         batch = self._take_batch(state, partition)
         del self._lingering[(state.info.name, partition)]
         if partition == state.sticky:
@@ -743,119 +432,33 @@ class Producer:
             state.sticky_bytes += batch.size
             if state.sticky_bytes >= self._batch_size:
                 state.sticky_bytes = 0
-                self._next_sticky(state)
-        seconds = pa.array(batch.timestamps, pa.float64()).to_numpy()
-        timestamps_ms = np.rint(seconds * 1000).astype(np.int64)
-        if state.schema is None:
-            stored = batch_from_records(batch.values, batch.keys, timestamps_ms, batch.headers)
-        else:
-            stored = _typed_batch(state.schema, batch, timestamps_ms)
+                self._router.next_sticky(state)
+        encoder, sender = self._encoder, self._sender
+        stored, timestamps_ms = encoder.stored(state.schema, batch)
         now_ms = int(time.time() * 1000)
         offsets: list[tuple[int, int]] = []
         sent: list[EncodedBatch] = []
         error: KafkaError | None = None
-        pipelined = self._acks == "all" and self._transactions is None and self._sink_txn is None
+        pipelined = self._acks == "all" and not sender.in_transaction()
         try:
             start = 0
-            for piece, payload in self._pieces(state, stored):
-                encoded = self._encode(piece, now_ms, payload)
-                offsets.append((start, self._append(state, partition, encoded, defer_fsync=pipelined,
-                                                    sent=sent)))
+            for piece, payload in encoder.pieces(state, stored):
+                encoded = encoder.encode(piece, now_ms, payload)
+                offsets.append((start, sender.append(state, partition, encoded, defer_fsync=pipelined,
+                                                     sent=sent)))
                 start += piece.num_rows
         except KStreamError as err:
             if batch.callbacks is None:
                 raise
-            error = KafkaError(_error_code(err), str(err), err)
-            self._hooks.errors.append(error)
-        if error is None and self._hooks.stats is not None:
-            self._hooks.stats.sent(state.info.name, partition, len(batch.values), batch.size)
+            error = self._reports.failed(err)
+        if error is None and self._reports.stats is not None:
+            self._reports.stats.sent(state.info.name, partition, len(batch.values), batch.size)
         if pipelined and error is None:
-            self._sync_in_background(state, partition, batch, offsets, timestamps_ms, sent)
+            self._pipeline.start(sender.partition(state, partition), state.info.name, partition, batch,
+                                 offsets, timestamps_ms, sent)
         elif batch.callbacks is not None:
-            self._settle(wait=True)  # reports keep the order of the batches
-            self._queue_reports(state.info.name, partition, batch, offsets, timestamps_ms, error)
-
-    # -- acks=all: fsyncs in the background ----------------------------------------------------
-
-    def _sync_in_background(self, state: _TopicState, partition: int, batch: _OpenBatch,
-                            offsets: list[tuple[int, int]], timestamps_ms: np.ndarray,
-                            sent: list[EncodedBatch]) -> None:
-        """Start fsyncing the batch just written on its in-sync replicas; its reports (or its
-        NotEnoughReplicas error) come when :meth:`_settle` finds the fsyncs done."""
-        handle = self._partition(state, partition)
-        in_sync = list(handle.info.isr)
-        syncs = [self._syncers.get().submit(handle.sync_replica, replica) for replica in in_sync]
-        start, base = offsets[-1]
-        _publish_when_synced(handle, syncs, base + len(batch.values) - start)
-        self._in_flight.append(_InFlight(handle, in_sync, syncs, state.info.name, partition, batch,
-                                         offsets, timestamps_ms, sent))
-        if len(self._in_flight) > self._max_in_flight:
-            self._settle(wait=True, keep=self._max_in_flight)
-
-    def _settle(self, wait: bool, keep: int = 0) -> None:
-        """Acknowledge in-flight batches, oldest first, whose fsyncs finished (``wait``: wait
-        for them, leaving at most ``keep`` in flight). A replica whose fsync failed takes its
-        log dir offline; too few fsynced replicas make the batch's error NotEnoughReplicas."""
-        while len(self._in_flight) > keep:
-            head = self._in_flight[0]
-            if not wait and not head.done():
-                return
-            self._in_flight.popleft()
-            synced = [sync.result() for sync in head.syncs]
-            error: KafkaError | None = None
-            try:
-                try:
-                    head.handle.require_synced(head.handle.settle_syncs(head.in_sync, synced),
-                                               f"the batch at offset {head.offsets[0][1]}")
-                    # Visible before it is reported (the fsync threads may not have published yet).
-                    start, base = head.offsets[-1]
-                    head.handle.publish_high_watermark(base + len(head.batch.values) - start)
-                except KStreamError as err:
-                    if not head.sent:
-                        raise
-                    self._resend(head, err)
-            except KStreamError as err:
-                if head.batch.callbacks is None:
-                    raise
-                error = KafkaError(_error_code(err), str(err), err)
-                self._hooks.errors.append(error)
-            if head.batch.callbacks is not None:
-                self._queue_reports(head.topic, head.partition, head.batch, head.offsets,
-                                    head.timestamps_ms, error)
-
-    def _resend(self, head: _InFlight, error: KStreamError) -> None:
-        """Retry an idempotent batch written but not acknowledged: the same frames, fsynced
-        this time; the log keeps the first copy and the reports get its offsets."""
-        bounds = [start for start, _ in head.offsets]
-        for i, encoded in enumerate(head.sent):
-            base = self._retrying(functools.partial(self._resend_one, head.handle, encoded),
-                                  first_error=error if i == 0 else None)
-            head.offsets[i] = (bounds[i], base)
-
-    def _resend_one(self, handle: Partition, encoded: EncodedBatch) -> int:
-        return handle.append(encoded, self._acks).base_offset
-
-    def _queue_reports(self, topic: str, partition: int, batch: _OpenBatch,
-                       offsets: list[tuple[int, int]], timestamps_ms: np.ndarray,
-                       error: KafkaError | None) -> None:
-        """Delivery reports for the records that asked for one, served by the next poll()."""
-        assert batch.callbacks is not None
-        keys = batch.keys or [None] * len(batch.values)
-        headers = batch.headers or [None] * len(batch.values)
-        base_of = [-1] * len(batch.values)  # offset of each record (-1: not delivered)
-        bounds = [*offsets, (len(batch.values), -1)]
-        for (start, base), (end, _) in itertools.pairwise(bounds):
-            for i in range(start, end):
-                base_of[i] = base + i - start
-        callbacks, records = [], []
-        # librdkafka's latency: produce() to acknowledgement, here from when the record's batch
-        # was opened (at most linger.ms before the record itself was produced).
-        source = _DeliverySource(topic, partition, error, time.time() - (batch.deadline - self._linger_s))
-        for i, cb in batch.callbacks.items():
-            callbacks.append(cb)
-            records.append(Message((source, base_of[i] if error is None else -1, keys[i],
-                                    batch.values[i], headers[i], int(timestamps_ms[i]))))
-        self._reports.append((callbacks, error, records))
+            self._pipeline.settle(wait=True)  # reports keep the order of the batches
+            self._reports.queue(state.info.name, partition, batch, offsets, timestamps_ms, error)
 
     def _send_expired(self, now: float, hold_when_full: bool = False) -> None:
         """Send the batches whose linger.ms passed. Open batches are kept in creation order,
@@ -870,7 +473,7 @@ class Producer:
         record alone. poll() and flush() send regardless, waiting for a slot as before."""
         if now < self._next_deadline:
             return
-        due: list[tuple[_TopicState, int]] = []
+        due: list[tuple[TopicState, int]] = []
         next_deadline = float("inf")
         for (_topic, partition), state in self._lingering.items():
             batch = state.batches[partition]
@@ -881,54 +484,15 @@ class Producer:
             due.append((state, partition))
         held = False
         for state, partition in due:
-            if hold_when_full and self._must_hold(state.info.name, partition):
+            if hold_when_full and self._pipeline.must_hold(state.info.name, partition):
                 held = True  # (due still: the next produce() looks again)
                 continue
             self._send(state, partition)
         self._next_deadline = now if held else next_deadline
 
-    def _must_hold(self, topic: str, partition: int) -> bool:
-        """Whether a due acks=all batch of ``topic``/``partition`` should wait (see
-        :meth:`_send_expired`), settling the in-flight batches already synced."""
-        if not self._in_flight:
-            return False
-        self._settle(wait=False)
-        if len(self._in_flight) >= self._max_in_flight:
-            return True
-        return any(f.partition == partition and f.topic == topic and not f.done() for f in self._in_flight)
-
     def _serve_reports(self) -> int:
-        """Call error_cb, stats_cb and the delivery callbacks queued so far, in this thread and
-        without the lock (a callback may produce; another thread's poll() serves later ones)."""
-        hooks = self._hooks
-        if hooks.oauth is not None:
-            hooks.oauth.refresh_if_due(hooks.log, hooks.error_cb)
-        with self._lock:
-            errors, hooks.errors = hooks.errors, []
-            reports, self._reports = self._reports, []
-            stats = None if hooks.stats is None else hooks.stats.render_if_due(self._stats_document)
-        served = 0
-        try:
-            while errors:
-                failure = errors.pop(0)
-                hooks.log.warning("producer %s: %s", self._options["client.id"], failure.str())
-                if hooks.error_cb is not None:
-                    hooks.error_cb(failure)
-            if stats is not None:
-                assert hooks.stats is not None
-                hooks.stats.callback(stats)
-            while reports:
-                callbacks, error, records = reports.pop(0)
-                for cb, record in zip(callbacks, records, strict=False):
-                    assert cb is not None
-                    cb(error, record)
-                    served += 1
-        except BaseException:
-            with self._lock:  # a callback raised: what was not served yet is first in line again
-                hooks.errors[:0] = errors
-                self._reports[:0] = reports
-            raise
-        return served
+        """Serve what is queued for the callbacks (:meth:`DeliveryReports.serve`), without the lock."""
+        return self._reports.serve(self._lock, self._stats_document)
 
     # -- transactions (transactional.id) --------------------------------------------------
 
@@ -976,7 +540,7 @@ class Producer:
     def bind_sink_transaction(self, writer: Any) -> None:
         """Internal (the Spark sink): write every frame into the task's transaction."""
         with self._lock:
-            self._sink_txn = writer
+            self._sender.sink_txn = writer
 
     def _transactional(self) -> ProducerTransactions:
         self._check_open()
@@ -985,23 +549,10 @@ class Producer:
         return self._transactions
 
     def _stats_document(self) -> dict[str, Any]:
-        assert self._hooks.stats is not None
-        views = []
-        for (topic, partition) in sorted(self._hooks.stats.tx):
-            state = self._topics.get(topic)
-            handle = state.partitions[partition] if state is not None else None
-            batch = state.batches[partition] if state is not None else None
-            view = PartitionView(topic, partition, msgq_cnt=len(batch.values) if batch else 0)
-            if handle is not None:
-                view.leader = handle.info.leader
-                view.hi_offset = handle.high_watermark() or 0
-            views.append(view)
-        waiting = [b for s in self._topics.values() for b in s.batches if b is not None]
-        return self._hooks.stats.document(views, msg_cnt=len(self),
-                                    msg_size=sum(b.size for b in waiting))
+        return self._reports.stats_document(self._topics.values(), len(self))
 
     def _check_open(self) -> None:
-        if self._hooks.closed:
+        if self._closed:
             raise RuntimeError("Producer has been closed")
 
     def close(self, timeout: float | None = None) -> bool:
@@ -1014,22 +565,20 @@ class Producer:
         delivery reports are served after the producer closed (a callback that produces
         then gets that error)."""
         with self._lock:
-            if self._hooks.closed:
+            if self._closed:
                 return True
             self._flush_locked()
         self._serve_reports()  # (its callbacks may produce: sent below)
         with self._lock:
-            if self._hooks.closed:
+            if self._closed:
                 return True
             self._flush_locked()
-            self._hooks.closed = True
+            self._closed = True
             for state in self._topics.values():
-                state.batches = _CLOSED  # for produce() calls already past their first check
-                for handle in state.partitions:
-                    if handle is not None:
-                        _flush_and_close(handle)
+                state.batches = CLOSED  # for produce() calls already past their first check
+            self._handles.close_all(self._topics.values())
             self._topics.clear()
-            self._syncers.shutdown(wait=True)
+            self._pipeline.shutdown()
             if self._transactions is not None:
                 self._transactions.close()
             self._cluster.close()
@@ -1041,137 +590,3 @@ class Producer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class _Hooks:
-    """A producer's callbacks and state kept off the per-record path (a Producer with more than
-    30 attributes loses CPython's fast attribute lookups, which produce() lives on)."""
-
-    __slots__ = ("closed", "error_cb", "errors", "log", "null_key_hashed", "oauth", "stats")
-
-    def __init__(self, options: Mapping[str, Any]):
-        self.log: logging.Logger | logging.LoggerAdapter[Any] = options["logger"] or log
-        self.error_cb: Callable[[KafkaError], None] | None = options["error_cb"]
-        self.errors: list[KafkaError] = []  # for error_cb, served by poll()/flush()
-        self.oauth = options["oauth"]
-        self.stats = (ClientStats("producer", options["client.id"], options["statistics.interval.ms"],
-                                  options["stats_cb"])
-                      if options["stats_cb"] is not None and options["statistics.interval.ms"] > 0 else None)
-        self.closed = False
-        self.null_key_hashed = options["partitioner"] == "murmur2"  # librdkafka's murmur2: one partition
-
-
-class _DeliverySource(MessageSource):
-    """What the delivery reports of one batch share, with librdkafka's latency (seconds)."""
-
-    __slots__ = ("latency",)
-
-    def __init__(self, topic: str, partition: int, error: KafkaError | None, latency: float):
-        super().__init__(topic, partition, TIMESTAMP_CREATE_TIME, error)
-        self.latency = latency
-
-
-def _publish_when_synced(handle: Partition, syncs: list[Future[bool]], end: int) -> None:
-    """Once the last fsync of a batch returns, on that fsync's thread: if enough replicas
-    fsynced it (min.insync.replicas), move the high watermark past it, so readers see it
-    without waiting for this producer's next poll(). Errors are left to :meth:`Producer._settle`."""
-    remaining = [len(syncs)]
-    guard = threading.Lock()
-
-    def done(_: Future[bool]) -> None:
-        with guard:
-            remaining[0] -= 1
-            if remaining[0]:
-                return
-        synced = sum(1 for sync in syncs if not sync.cancelled() and sync.exception() is None and sync.result())
-        if synced >= handle.config.min_insync_replicas:
-            try:
-                handle.publish_high_watermark(end)
-            except (KStreamError, OSError):
-                pass  # the batch is settled (and its error reported) on the producer's thread
-
-    for sync in syncs:
-        sync.add_done_callback(done)
-
-
-def _to_bytes(value: Any, what: str) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise InvalidRecordError(f"record {what} must be bytes or str, got {type(value).__name__}")
-
-
-def _checked_partition(topic: str, count: int, partition: Any) -> int:
-    """An explicit partition number (an int, or a NumPy integer) of the topic, else
-    PartitionNotFoundError. -1 and None (the partitioner chooses) are handled by callers."""
-    if isinstance(partition, bool) or not isinstance(partition, (int, np.integer)):
-        raise _bad_partition(topic, count, partition)
-    if not 0 <= partition < count:
-        raise _bad_partition(topic, count, partition)
-    return int(partition)
-
-
-def _bad_partition(topic: str, count: int, partition: Any, where: str = "") -> PartitionNotFoundError:
-    return PartitionNotFoundError(
-        f"partition {partition!r}{where} is not a partition of topic {topic!r}, which has "
-        f"partitions 0..{count - 1}; give one of those, or -1 (or None) to let the partitioner choose")
-
-
-def _headers_list(headers: Any) -> list[tuple[str, bytes | None]]:
-    """Headers as stored: a dict, or a list of (name, value) pairs; values bytes, str or None.
-    Anything else raises InvalidHeaderError (a TypeError, as confluent-kafka raises)."""
-    if isinstance(headers, Mapping):
-        items = list(headers.items())
-    elif isinstance(headers, list):
-        items = headers
-    else:
-        raise InvalidHeaderError(f"headers must be a list of (name, value) tuples or a dict, "
-                                 f"got {type(headers).__name__}")
-    result = []
-    for item in items:
-        if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise InvalidHeaderError(f"a header must be a (name, value) tuple, got {item!r}")
-        name, data = item
-        if not isinstance(name, str):
-            raise InvalidHeaderError(f"header name must be a str, got {type(name).__name__}")
-        if data is not None and not isinstance(data, (bytes, str, bytearray, memoryview)):
-            raise InvalidHeaderError(f"record header value must be bytes or str (or None), got "
-                                     f"{type(data).__name__} for header {name!r}")
-        result.append((name, None if data is None else _to_bytes(data, "header value")))
-    return result
-
-
-def _typed_batch(schema: pa.Schema, batch: _OpenBatch, timestamps_ms: np.ndarray) -> pa.RecordBatch:
-    try:
-        columns = pa.RecordBatch.from_pylist(batch.values, schema=schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-        raise InvalidRecordError(f"a record does not match the topic's schema {schema}: {err}") from err
-    table = columns.append_column("timestamp", pa.array(timestamps_ms))
-    if batch.keys is not None:
-        table = table.append_column("key", pa.array(batch.keys, pa.binary()))
-    if batch.headers is not None:
-        table = table.append_column("headers", pa.array(batch.headers, HEADER_TYPE))
-    return to_stored_batch(table, schema)
-
-
-def _flush_and_close(handle: Partition) -> None:
-    """fsync a partition at close, then release it. A partition deleted since this producer
-    opened it has nothing left to make durable (its records went with the topic): that is
-    no failure of close()."""
-    try:
-        handle.flush()
-    except TopicNotFoundError as err:
-        log.info("not flushing %s-%d at close: %s", handle.info.topic, handle.info.partition, err)
-    finally:
-        handle.close()
-
-
-def _error_code(err: KStreamError) -> int:
-    """The code a delivery report carries: the error's own (MSG_SIZE_TOO_LARGE,
-    UNKNOWN_TOPIC_OR_PART for a partition deleted under the producer, ...), UNKNOWN for a
-    plain KStreamError (``_FAIL``), as before codes were carried."""
-    code = err.error.code()
-    return KafkaError.UNKNOWN if code == KafkaError._FAIL else code

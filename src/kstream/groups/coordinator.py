@@ -54,6 +54,11 @@ serializes them across processes, with no other lock):
 - **Spark queries** claim a group outright (:meth:`Coordinator.claim`): a new
   query fences the previous one. A group is used by Spark queries or by
   Python consumers, not both at once.
+
+This module is the protocol's state machine and its rows; the group's shapes and
+the rules read from them alone (expiry, commit checks) are in
+:mod:`kstream.groups.group_model`, the heartbeat and commit-in-flight files in
+:mod:`kstream.groups.member_files`.
 """
 
 from __future__ import annotations
@@ -62,21 +67,38 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import socket
 import sqlite3
 import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from kstream.errors import ConfigError, FencedError, GroupBusyError
 from kstream.groups.assignors import ASSIGNORS
+from kstream.groups.group_model import (
+    CONSUMER,
+    EMPTY,
+    PREPARING,
+    SPARK,
+    STABLE,
+    Group,
+    Member,
+    MemberSpec,
+    commit_refusal,
+    expired,
+    matches,
+    member_gone,
+    stale,
+    subscribed,
+)
+from kstream.groups.member_files import MemberFiles
 from kstream.log.cluster.cluster import Cluster
 
-EMPTY, PREPARING, STABLE = "Empty", "PreparingRebalance", "Stable"
-CONSUMER, SPARK = "consumer", "spark"
+# Re-exported: the group's shapes and rules are imported from here by the service, membership,
+# transactional offsets, the console and the monitor.
+__all__ = ["CONSUMER", "EMPTY", "PREPARING", "SPARK", "STABLE", "Coordinator", "Group", "Member",
+           "MemberSpec", "commit_refusal", "member_gone"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS consumer_groups (
@@ -96,58 +118,8 @@ _MEMBER_COLUMNS = ("member_id, instance_id, client_id, host, pid, kind, subscrip
                    "joined_ms, last_heartbeat_ms")
 
 
-@dataclass(frozen=True)
-class MemberSpec:
-    """What a member asks for when it joins."""
-
-    client_id: str
-    subscription: tuple[str, ...]  # topic names; a name starting with "^" is a regex
-    assignor: str = "range"
-    session_timeout_ms: int = 45_000  # 0: never expires (Spark queries)
-    rebalance_timeout_ms: int = 300_000
-    instance_id: str | None = None
-    kind: str = CONSUMER
-
-
-@dataclass(frozen=True)
-class Member:
-    member_id: str
-    instance_id: str | None
-    client_id: str
-    host: str
-    pid: int
-    kind: str
-    subscription: tuple[str, ...]
-    joined_generation: int
-    assignment: tuple[tuple[str, int], ...]
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    joined_ms: int
-    last_heartbeat_ms: int
-
-
-@dataclass(frozen=True)
-class Group:
-    group_id: str
-    generation: int
-    state: str
-    protocol: str | None
-    leader: str | None
-    members: tuple[Member, ...]
-    rebalance_started_ms: int = 0
-    topics: str = "{}"  # JSON: partition counts the last assignment was computed for
-
-    def member(self, member_id: str) -> Member | None:
-        return next((m for m in self.members if m.member_id == member_id), None)
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-HEARTBEATS_DIR = "heartbeats"  # under <cluster>/groups/: one file per live consumer member
-COMMITS_DIR = "commits"  # under <cluster>/groups/: one file per offset commit in flight
-_HASH_CHARS = 24  # of a sha1 hex digest: a file name of 49 characters whatever the names
 
 
 class Coordinator:
@@ -157,8 +129,7 @@ class Coordinator:
         self.cluster = cluster
         self.metadata = cluster.metadata
         self._lock_dir = os.path.join(cluster.path, "groups")
-        self._heartbeat_dir = os.path.join(self._lock_dir, HEARTBEATS_DIR)
-        self._commit_dir = os.path.join(self._lock_dir, COMMITS_DIR)
+        self._files = MemberFiles(self._lock_dir)
         self._removed: list[tuple[str, str]] = []  # heartbeat files to remove once committed
 
     def _tables(self) -> bool:
@@ -199,22 +170,6 @@ class Coordinator:
             yield tx
         self._forget_removed()
 
-    # -- heartbeat files (liveness, not durable state: never fsynced) --------------------
-
-    def _heartbeat_path(self, group: str, member_id: str) -> str:
-        return os.path.join(self._heartbeat_dir, f"{_digest(group)}-{_digest(member_id)}")
-
-    def _create_heartbeat(self, group: str, member_id: str) -> None:
-        """Before the member's row exists, so its liveness never reads older than its join."""
-        os.makedirs(self._heartbeat_dir, exist_ok=True)
-        os.close(os.open(self._heartbeat_path(group, member_id), os.O_WRONLY | os.O_CREAT, 0o644))
-
-    def _last_heartbeat_ms(self, group: str, member_id: str, row_ms: int) -> int:
-        try:
-            return max(row_ms, os.stat(self._heartbeat_path(group, member_id)).st_mtime_ns // 1_000_000)
-        except FileNotFoundError:  # joined by an older kstream, or just removed
-            return row_ms
-
     # -- reading -----------------------------------------------------------------------
 
     def describe(self, group: str) -> Group | None:
@@ -241,7 +196,7 @@ class Coordinator:
         members = tuple(
             Member(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7],
                    tuple((t, p) for t, p in json.loads(r[8])), r[9], r[10], r[11],
-                   self._last_heartbeat_ms(group, r[0], r[12]) if r[5] == CONSUMER else r[12])
+                   self._files.last_heartbeat_ms(group, r[0], r[12]) if r[5] == CONSUMER else r[12])
             for r in tx.execute(f"SELECT {_MEMBER_COLUMNS} FROM group_members WHERE group_id = ? "
                                 "ORDER BY joined_ms, member_id", (group,)))
         return Group(group, row[0], row[1], row[2], row[3], members, row[4], row[5])
@@ -254,7 +209,7 @@ class Coordinator:
             raise ConfigError(f"partition.assignment.strategy={spec.assignor!r} is not known; "
                               f"use one of {', '.join(ASSIGNORS)}")
         member_id = f"{spec.client_id}-{uuid.uuid4()}"
-        self._create_heartbeat(group, member_id)
+        self._files.create_heartbeat(group, member_id)
         now = _now_ms()
         try:
             self._join(group, spec, member_id, now)
@@ -266,11 +221,7 @@ class Coordinator:
 
     def _forget_removed(self) -> None:
         removed, self._removed = self._removed, []
-        for group, member_id in removed:
-            try:
-                os.unlink(self._heartbeat_path(group, member_id))
-            except FileNotFoundError:
-                pass
+        self._files.remove_heartbeats(removed)
 
     def _join(self, group: str, spec: MemberSpec, member_id: str, now: int) -> None:
         with self._locked(group) as tx:
@@ -328,10 +279,7 @@ class Coordinator:
         the module docstring), expire dead members and, on the leader, notice subscribed
         topics that appeared or grew; the group as the member should now see it (None: the
         group is gone). Writes to the database only to expire someone or start a rebalance."""
-        try:
-            os.utime(self._heartbeat_path(group, member_id))
-        except FileNotFoundError:
-            pass  # removed with the member (expired): the group read below says so
+        self._files.touch_heartbeat(group, member_id)  # (gone with an expired member: read below)
         now = _now_ms()
         if not self._tables():
             return None  # (a member's join made them: only a cluster replaced under it has none)
@@ -345,7 +293,7 @@ class Coordinator:
             tx.execute("COMMIT")
         if current is None:
             return None
-        if grown or any(_expired(m, current, now) for m in current.members):
+        if grown or any(expired(m, current, now) for m in current.members):
             with self._locked(group) as locked:
                 self._expire(locked, group, now)
                 current = self._read(locked, group)
@@ -388,15 +336,7 @@ class Coordinator:
         ``<cluster>/groups/commits/`` made before the check (so any expiry after the check
         comes after it), and the check is a read. Not fsynced: after a crash of the
         machine the committer is gone too, and its write can no longer land."""
-        token = f"{_digest(group)}-{uuid.uuid4().hex}"
-        os.makedirs(self._commit_dir, exist_ok=True)
-        record = json.dumps({"group": group, "member_id": member_id, "generation": generation,
-                             "started_ms": _now_ms()}).encode()
-        fd = os.open(os.path.join(self._commit_dir, token), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            os.write(fd, record)
-        finally:
-            os.close(fd)
+        token = self._files.register_commit(group, member_id, generation, _now_ms())
         try:
             self.check_commit(group, member_id, generation)
         except BaseException:
@@ -411,35 +351,16 @@ class Coordinator:
     def stale_commits(self, group: str) -> list[str]:
         """Tokens of commits in flight whose member left the group or whose generation is
         gone (their committer was paused or died mid-write): a fence must make them fail."""
-        prefix = f"{_digest(group)}-"
-        try:
-            names = [n for n in os.listdir(self._commit_dir) if n.startswith(prefix)]
-        except FileNotFoundError:  # nobody of this cluster has committed yet
-            return []
-        flights = []
-        for name in names:
-            try:
-                with open(os.path.join(self._commit_dir, name), "rb") as f:
-                    record = json.loads(f.read())
-            except FileNotFoundError:
-                continue  # ended meanwhile
-            except ValueError:
-                continue  # still being written: its check has not run, so it is not stale yet
-            if record.get("group") == group:
-                flights.append((name, record.get("member_id"), int(record.get("generation", -1))))
+        flights = self._files.commits_in_flight(group)
         if not flights:
             return []
         current = self.describe(group)
         if current is None:
             return [token for token, _, _ in flights]
-        return [token for token, member_id, generation in flights if _stale(current, member_id, generation)]
+        return [token for token, member_id, generation in flights if stale(current, member_id, generation)]
 
     def forget_commits(self, tokens: Sequence[str]) -> None:
-        for token in tokens:
-            try:
-                os.unlink(os.path.join(self._commit_dir, token))
-            except FileNotFoundError:
-                pass
+        self._files.forget_commits(tokens)
 
     def check_commit(self, group: str, member_id: str | None, generation: int) -> None:
         """Raise FencedError unless this member may commit now. Only reads: a member past
@@ -509,7 +430,7 @@ class Coordinator:
     def _expire(self, tx: sqlite3.Connection, group: str, now: int) -> None:
         current = self._read(tx, group)
         if current is not None:
-            self._remove(tx, group, [m.member_id for m in current.members if _expired(m, current, now)], now)
+            self._remove(tx, group, [m.member_id for m in current.members if expired(m, current, now)], now)
 
     def _try_complete(self, tx: sqlite3.Connection, group: str) -> None:
         current = self._read(tx, group)
@@ -519,7 +440,7 @@ class Coordinator:
         if any(m.joined_generation != target for m in current.members):
             return
         counts = self._partition_counts(tx, {t for m in current.members for t in m.subscription})
-        subscriptions = {m.member_id: [t for t in counts if _subscribed(m.subscription, t)]
+        subscriptions = {m.member_id: [t for t in counts if subscribed(m.subscription, t)]
                          for m in current.members}
         assignor = ASSIGNORS[current.protocol or "range"]
         assignment = assignor(subscriptions, {t: counts[t] for t in counts
@@ -540,11 +461,7 @@ class Coordinator:
     def _partition_counts(tx: sqlite3.Connection, subscription: set[str]) -> dict[str, int]:
         counts = dict(tx.execute("SELECT topic, COUNT(*) FROM partitions GROUP BY topic").fetchall())
         return {t: int(n) for t, n in sorted(counts.items())
-                if any(_matches(s, t) for s in subscription)}
-
-
-def _digest(name: str) -> str:
-    return hashlib.sha1(name.encode()).hexdigest()[:_HASH_CHARS]
+                if any(matches(s, t) for s in subscription)}
 
 
 def _insert_member(tx: sqlite3.Connection, group: str, member_id: str, spec: MemberSpec,
@@ -555,76 +472,3 @@ def _insert_member(tx: sqlite3.Connection, group: str, member_id: str, spec: Mem
                 json.dumps(spec.subscription), joined_generation, "[]", spec.session_timeout_ms,
                 spec.rebalance_timeout_ms, now, now, group))
 
-
-def commit_refusal(name: str, current: Group | None, member_id: str | None, generation: int,
-                   now: int) -> str | None:
-    """Why a commit by this member and generation may not be written now (None: it may).
-    A member past its timeout counts as gone even before someone removed it."""
-    live = [m for m in current.members if not _expired(m, current, now)] if current else []
-    if not member_id:
-        if live:
-            return (f"group {name!r} has {len(live)} active member(s); a consumer "
-                    "that is not a member (assign() without subscribe()) may not commit for it")
-        return None
-    if current is None or all(m.member_id != member_id for m in live):
-        return (f"member {member_id} is no longer in group {name!r} (it missed heartbeats for "
-                "session.timeout.ms, left, or a newer query took the group over); its commit "
-                "was refused and nothing changed")
-    if generation != current.generation:
-        return (f"member {member_id} of group {name!r} committed with generation {generation}, "
-                f"but the group is at generation {current.generation} (it rebalanced); the "
-                "commit was refused and nothing changed")
-    return None
-
-
-def member_gone(group: Group | None, member_id: str, generation: int) -> bool:
-    """Has this member left the group, or the group passed this generation? From the group's
-    rows alone (no heartbeat clock), so once true it stays true: member ids are never reused
-    and generations only grow."""
-    return group is None or group.member(member_id) is None or generation != group.generation
-
-
-def _stale(group: Group, member_id: str | None, generation: int) -> bool:
-    """May a commit checked for this member and generation no longer be written?"""
-    if not member_id:  # a commit from outside the group: members came since
-        return bool(group.members)
-    return group.member(member_id) is None or generation != group.generation
-
-
-def _expired(member: Member, group: Group, now: int) -> bool:
-    """Missed heartbeats for session.timeout.ms, or has not rejoined a rebalance in time; a
-    Spark query (no heartbeats: Spark does not always call a source's stop()) when the driver
-    worker process that claimed the group is gone."""
-    if member.kind == SPARK:
-        return member.host == socket.gethostname() and not _alive(member.pid)
-    if member.session_timeout_ms and now - member.last_heartbeat_ms > member.session_timeout_ms:
-        return True
-    return (group.state == PREPARING and member.joined_generation <= group.generation
-            and now - max(member.joined_ms, group.rebalance_started_ms) > member.rebalance_timeout_ms)
-
-
-def _alive(pid: int) -> bool:
-    """Is process ``pid`` (on this host) running? A zombie (exited, not yet reaped by its
-    parent, e.g. a Spark worker the JVM has not waited for yet) is not."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            # "pid (comm) state ...": comm may hold spaces and parentheses, the state follows the last ")"
-            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True  # no /proc (not Linux) or it went away: kill(0) said it exists
-
-
-def _matches(subscribed: str, topic: str) -> bool:
-    if subscribed.startswith("^"):
-        return re.fullmatch(subscribed, topic) is not None
-    return subscribed == topic
-
-
-def _subscribed(subscription: tuple[str, ...], topic: str) -> bool:
-    return any(_matches(s, topic) for s in subscription)

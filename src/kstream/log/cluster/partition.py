@@ -21,7 +21,7 @@ fsyncs first, so its HW never shows another writer's acks=all record early.
   A failed fsync is never retried.
 * A writer killed between the leader's append and a follower's leaves the
   follower behind; the next writer copies the missing frames from the leader
-  before appending (:meth:`Partition._reconcile`), so the HW catches up.
+  before appending (:mod:`kstream.log.cluster.reconcile`), so the HW catches up.
 * A leader whose log ends below the HW lost acknowledged records (its disk was
   lost or emptied): it is not trusted; an in-sync follower takes over. The HW
   never goes back (except by an unclean election, which accepts the loss).
@@ -31,6 +31,10 @@ fsyncs first, so its HW never shows another writer's acks=all record early.
 * A missing replica dir or log dir is a failed disk, on the write side and
   when a reader finds the leader's dir gone: the log dir is taken offline and
   readers move to the new leader. Nothing is created in its place.
+
+What readers see of the HW after a power loss is decided in
+:mod:`kstream.log.cluster.high_watermark_check`; catching lagging followers up
+outside the ISR in :mod:`kstream.log.cluster.replica_sync`.
 
 Thread-safe for appends; any number of processes may append at once.
 """
@@ -42,34 +46,37 @@ import logging
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 from kstream.errors import (
-    KStreamError,
     LogDirOfflineError,
     NotEnoughReplicasError,
     PartitionOfflineError,
     ReplicaDivergedError,
     TopicNotFoundError,
 )
+from kstream.log.cluster.high_watermark_check import HighWatermarkCheck
 from kstream.log.cluster.metadata import DataVersion, Metadata, PartitionInfo
-from kstream.log.cluster.replica_sync import agreed_offset, sync_followers
+from kstream.log.cluster.reconcile import Reconciler, copy_frames_locked
+from kstream.log.cluster.replica_sync import sync_followers
 from kstream.log.storage import faults
-from kstream.log.storage import format as fmt
 from kstream.log.storage.lock import PartitionLock
 from kstream.log.storage.log_config import LogConfig
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.partition_log import AppendResult, EncodedBatch, PartitionLog
 from kstream.log.storage.producer_state import ProducerState
-from kstream.log.storage.records import Payload
 from kstream.log.storage.thread_pool import LazyThreadPool
-
-if TYPE_CHECKING:
-    from kstream.log.transactions.writer import AppendGuard
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-_CATCH_UP_BYTES = 64 << 20  # bound on what one reconcile copies to a lagging ISR follower
+
+
+class AppendGuard(Protocol):
+    """What :meth:`Partition.append` calls under the partition lock before a transactional frame:
+    the transaction's writer (kstream.log.transactions, a room above) fences a stale producer
+    and joins the partition to its transaction. Defined here so this room never imports it."""
+
+    def before_append_locked(self, partition: Partition) -> None: ...
 
 
 class Partition:
@@ -87,10 +94,10 @@ class Partition:
         self._metadata_version: DataVersion | None = None
         self._online: dict[int, bool] = {}  # log dir id -> online, read with self.info
         self._reader_leader = info.leader  # the leader readers last opened (see refresh_metadata)
-        self._hw_check: tuple[int | None, int | None] | None = None  # (stored, rebuilt), see high_watermark
+        self._hw_check = HighWatermarkCheck()  # see high_watermark
         self._deferred_end: int | None = None  # end of acks=all appends awaiting flush_acked
         self._flushers = LazyThreadPool(1, "kstream-fsync")  # sized by _add_replicas
-        self._content_checked = False  # see _reconcile_locked
+        self._reconciler = Reconciler()  # see _append_leader_locked
         self.producer_state = ProducerState()
         # Why each replica's last fsync failed (set on fsync threads), and the failures the
         # last settle_syncs found: a NotEnoughReplicas error names its cause (EROFS, EIO...).
@@ -223,7 +230,7 @@ class Partition:
         for replica in offline:  # metadata writes stay in this thread (one SQLite connection)
             self._take_offline_locked(replica)
         if diverged - offline:
-            self._remove_locked(diverged - offline)
+            self.remove_from_isr_locked(diverged - offline)
 
     def _sync_followers(self) -> None:
         """Catch lagging replicas on online log dirs up a little (see replica_sync)."""
@@ -292,11 +299,11 @@ class Partition:
             self._check_isr_locked(acks)
             leader = self.info.leader
             try:
-                self._reconcile_locked()
+                self._reconciler.reconcile_locked(self)
                 if self.info.leader != leader:
                     continue  # the leader lacked acknowledged records: try the new one
                 self._check_isr_locked(acks)  # reconcile may have dropped followers
-                return self._on_replica(leader, lambda log: log.append_locked(batch, self.info.leader_epoch))
+                return self.on_replica(leader, lambda log: log.append_locked(batch, self.info.leader_epoch))
             except LogDirOfflineError as err:
                 if self.info.leader == leader and not self._leaderless_locked():
                     raise  # leadership did not move: nothing to try again on
@@ -305,7 +312,7 @@ class Partition:
             f"{self.topic}-{self.partition}: no in-sync replica is left to take the write; bring a log "
             "dir back (kstream log-dirs online) or set unclean.leader.election.enable=true to accept loss")
 
-    def _on_replica(self, replica: int, action: Callable[[PartitionLog], T]) -> T:
+    def on_replica(self, replica: int, action: Callable[[PartitionLog], T]) -> T:
         """Run a write on one replica; an I/O failure takes its log dir offline first."""
         try:
             return action(self.logs[replica])
@@ -338,7 +345,7 @@ class Partition:
             self._add_replicas()
             self._metadata_version = version
 
-    def _remove_locked(self, replicas: set[int]) -> None:
+    def remove_from_isr_locked(self, replicas: set[int]) -> None:
         self.info = self._metadata.remove_from_isr(self.topic, self.partition, replicas)
         self._lock.bump_generation()
 
@@ -348,129 +355,10 @@ class Partition:
         self._online[replica] = False
         self._lock.bump_generation()
 
-    def _reconcile_locked(self) -> None:
-        """Make every ISR replica end where the leader ends, and the HW say so.
-
-        Frames that a writer killed mid-replication left only on the leader are
-        copied to the in-sync followers (it was never acknowledged; now it is
-        committed, as a Kafka leader's unreplicated tail is once followers fetch it).
-        A leader that ends below the HW lost acknowledged records: it leaves the ISR
-        and the next in-sync replica leads (the caller sees ``info.leader`` change).
-        """
-        leader_end = self._on_replica(self.info.leader, lambda log: log.log_end_offset_locked())
-        high_watermark = self._lock.read_high_watermark()
-        if high_watermark is not None and leader_end < high_watermark:
-            if self._on_replica(self.info.leader, lambda log: log.lost_durable_data_locked()):
-                self._distrust_leader_locked(leader_end, high_watermark)
-                return
-            # Not a lost disk: a power loss dropped frames that were never fsynced (so never
-            # acknowledged with acks=all) and kept a newer page of the unfsynced lock file.
-            # The leader's log is the truth: followers that kept more are cut back below (they
-            # leave the ISR and rejoin by leader epoch), and the HW is lowered to the log end.
-            log.warning("%s-%s: high watermark %d is past the leader's log end %d (a power loss "
-                        "dropped unfsynced frames); lowering it", self.topic, self.partition,
-                        high_watermark, leader_end)
-        behind = {}
-        for replica in self.info.isr:
-            if replica != self.info.leader:
-                try:
-                    end = self._on_replica(replica, lambda log: log.log_end_offset_locked())
-                except LogDirOfflineError:
-                    continue  # now offline and out of the ISR
-                if end != leader_end or not self._content_checked:
-                    behind[replica] = end
-        # A follower with the leader's end may still hold other frames (a power loss left each
-        # replica its own part of an unsynced tail): the first reconcile of this handle (a
-        # new writer, as after a crash) compares every in-sync follower by content.
-        self._content_checked = True
-        if behind:
-            failed = set()
-            for replica, end in behind.items():
-                try:
-                    start = self._agreed_start_locked(replica, end, leader_end)
-                    if self.copy_frames_locked(replica, start, leader_end, _CATCH_UP_BYTES) != leader_end:
-                        failed.add(replica)  # too far behind to fix inline: out of the ISR, caught up later
-                except (LogDirOfflineError, ReplicaDivergedError):
-                    failed.add(replica)
-            if failed:
-                self._remove_locked(failed)
-        if high_watermark is None or high_watermark > leader_end:
-            # Lost (or stale after a power loss): what every in-sync replica has fsynced is safe
-            # to show. A stored HW at or below the log end stays: it moves only forward, by
-            # the writers that publish it (acks=all after the fsync). So frames past it
-            # (another writer's unfsynced batch, a killed writer's tail) stay invisible until
-            # a writer publishes past them.
-            self._lock.write_high_watermark(self._durable_end_locked(leader_end))
-
-    def _durable_end_locked(self, leader_end: int) -> int:
-        """The least offset the in-sync replicas made durable (each one's recovery point; its
-        log end when that is unreadable), at most ``leader_end``. Caller holds the lock."""
-        durable = leader_end
-        for replica in self.info.isr:
-            try:
-                point = self._on_replica(replica, _durable_offset_locked)
-            except LogDirOfflineError:
-                continue  # now offline and out of the ISR
-            durable = min(durable, point)
-        return durable
-
-    def _agreed_start_locked(self, replica: int, end: int, leader_end: int) -> int:
-        """Where an in-sync follower that ends at ``end`` still agrees with the leader, its
-        tail after that cut (the frames a power loss left it and the leader lost: never
-        fsynced on the leader, so never acknowledged). Caller holds the lock."""
-        start = agreed_offset(self.leader_dir, self.replica_dirs[replica], min(end, leader_end))
-        if start < end:
-            log.warning("replica %s of %s-%s: frames %d..%d differ from the leader's (an unsynced tail "
-                        "kept through a power loss); cut back to %d", replica, self.topic, self.partition,
-                        start, end, start)
-            self._on_replica(replica, lambda replica_log: replica_log.truncate_to_locked(start))
-        return start
-
-    def _distrust_leader_locked(self, leader_end: int, high_watermark: int) -> None:
-        leader = self.info.leader
-        log.error("leader %s of %s-%s ends at %d, below the high watermark %d: it lost acknowledged "
-                  "records (a lost or emptied disk); it leaves the ISR", leader, self.topic,
-                  self.partition, leader_end, high_watermark)
-        if len(self.info.isr) > 1:
-            self._remove_locked({leader})
-            return
-        if not self.config.unclean_leader_election_enable:
-            raise LogDirOfflineError(
-                f"{self.topic}-{self.partition}: its only in-sync replica (log dir {leader}) ends at "
-                f"offset {leader_end}, below the high watermark {high_watermark}: acknowledged records "
-                "were lost with its disk. Restore that disk's data, or set "
-                "unclean.leader.election.enable=true on the topic to go on with what is left")
-        log.warning("unclean.leader.election.enable: %s-%s goes on from offset %d; records up to %d are "
-                    "lost", self.topic, self.partition, leader_end, high_watermark)
-        self._lock.write_high_watermark(leader_end)
-
     def copy_frames_locked(self, replica: int, start: int, end: int, max_bytes: int) -> int:
         """Copy the leader's frames [start, end) to ``replica`` byte for byte, up to about
         ``max_bytes``; returns the offset reached. Caller holds the lock."""
-        if start > end:
-            raise ReplicaDivergedError(f"replica {replica} of {self.topic}-{self.partition} is ahead "
-                                       f"of the leader ({start} > {end})")
-        reader = LogReader(self.leader_dir)
-        copied = 0
-        offset = start
-        try:
-            while offset < end and copied < max_bytes:
-                frames = reader.read(offset, min(8 << 20, max_bytes - copied), end_offset=end)
-                if not frames or frames[0].header.base_offset != offset:
-                    raise ReplicaDivergedError(f"no frame starts at offset {offset} on the leader")
-                for frame in frames:
-                    h = frame.header
-                    copy = EncodedBatch(Payload((frame.payload,), h.payload_size, h.payload_crc,
-                                                h.schema_length), h.record_count, h.min_timestamp, h.max_timestamp)
-                    self._copy_frame_locked(replica, fmt.repack_header(h), copy)
-                    offset = h.next_offset
-                    copied += h.frame_size
-        finally:
-            reader.close()
-        return offset
-
-    def _copy_frame_locked(self, replica: int, header: bytes, copy: EncodedBatch) -> None:
-        self._on_replica(replica, lambda log: log.append_copy_locked(header, copy))
+        return copy_frames_locked(self, replica, start, end, max_bytes)
 
     # -- durability ------------------------------------------------------------------------------
 
@@ -553,94 +441,7 @@ class Partition:
         the leader's log end, uses that minimum instead until a writer publishes a new one.
         Takes no lock and writes nothing.
         """
-        stored = self._lock.read_high_watermark()
-        if self._hw_check is None:
-            self._hw_check = (stored, self._rebuilt_high_watermark(stored))
-        seen, rebuilt = self._hw_check
-        if stored == seen or stored is None:
-            return rebuilt
-        # A writer published since. A rebuilt value above it (durable, not yet published by a
-        # writer between its fsync and its publish) was handed out already: never go back.
-        return stored if rebuilt is None else max(stored, rebuilt)
-
-    def _rebuilt_high_watermark(self, stored: int | None, synced: bool = False) -> int | None:
-        """``stored`` when the replicas' logs agree with it, else the least durable end (the
-        recovery point, which is fsynced: never an acks=all record a power loss may still
-        take away) of the in-sync replicas whose dirs are there (read without a lock).
-
-        Before it uses the recovery points it fdatasyncs them and reads them again: a writer
-        killed between overwriting a slot and fdatasyncing it leaves a point that only the
-        page cache holds, over frames it did fsync. Once synced, a power loss can no longer
-        take back what a reader is about to see (docs/RELIABILITY.md)."""
-        ends = {}
-        durable = {}
-        for replica in self.info.isr:
-            directory = self.replica_dirs.get(replica)
-            if directory is None or not os.path.isdir(directory):
-                continue  # a missing dir is a failed disk: it holds nothing to count
-            try:
-                point = self.logs[replica]._read_recovery_point()
-            except OSError as err:
-                log.warning("cannot read the recovery point of %s to check the high watermark: %s",
-                            directory, err)
-                continue
-            fsynced = point.next_offset if isinstance(point, fmt.RecoveryPoint) else None
-            reader = LogReader(directory, check_crcs=False)
-            try:
-                end = reader.log_end_offset()
-            except (KStreamError, OSError) as err:
-                if fsynced is None:
-                    log.warning("cannot read the log end of %s to check the high watermark: %s",
-                                directory, err)
-                    continue
-                # A bad frame in the tail, as a power loss leaves one in what was not fsynced (the
-                # next writer cuts it there). Below the recovery point every frame was fsynced.
-                log.warning("%s: %s; readers go up to the recovery point %d", directory, err, fsynced)
-                end = fsynced
-            finally:
-                reader.close()
-            ends[replica] = end
-            if point is None:
-                durable[replica] = 0
-            else:
-                durable[replica] = min(fsynced, end) if fsynced is not None else end
-        leader_end = ends.get(self.info.leader)
-        if leader_end is None:
-            return stored
-        floor = min(durable.values())
-        if stored is not None and floor <= stored <= leader_end:
-            return stored
-        if not synced:
-            if self._sync_recovery_points(list(durable)):
-                return self._rebuilt_high_watermark(stored, synced=True)
-            if stored is not None and stored <= leader_end:
-                return stored  # the points could not be made durable: do not raise the HW on them
-        if floor and (stored is None or stored > leader_end):  # (below: a writer between fsync and publish)
-            log.warning("%s-%d: stored high watermark %s does not fit the in-sync replicas' log "
-                           "ends %s (lost in a power loss?); using %d", self.topic, self.partition,
-                           stored, ends, floor)
-        return floor if floor or stored is not None else None
-
-    def _sync_recovery_points(self, replicas: list[int]) -> bool:
-        """fdatasync the in-sync replicas' recovery-point files (read-only descriptors: it flushes
-        what is there, it writes nothing). False when one could not be synced."""
-        for replica in replicas:
-            path = os.path.join(self.replica_dirs[replica], fmt.RECOVERY_POINT_FILE)
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                continue
-            except OSError as err:
-                log.warning("cannot open %s to make it durable: %s", path, err)
-                return False
-            try:
-                faults.fdatasync(fd)
-            except OSError as err:
-                log.warning("cannot fdatasync %s: %s; the high watermark is not raised on it", path, err)
-                return False
-            finally:
-                os.close(fd)
-        return True
+        return self._hw_check.read(self)
 
     def reader(self, check_crcs: bool = True) -> LogReader:
         """A reader of the leader's replica; it reports a missing dir to :meth:`_lost_dir`."""
@@ -686,12 +487,3 @@ def _read_only(replica_dir: str) -> bool:
     except OSError as err:
         return err.errno == errno.EROFS
 
-
-def _durable_offset_locked(replica_log: PartitionLog) -> int:
-    """Offset below which ``replica_log`` is fsynced: its recovery point, 0 when it never
-    flushed, its log end when the recovery point is damaged (nothing better is known)."""
-    end = replica_log.log_end_offset_locked()  # a missing dir raises LogDirOfflineError here
-    point = replica_log._guard_io(replica_log._read_recovery_point)
-    if point is None:
-        return 0
-    return min(point.next_offset, end) if isinstance(point, fmt.RecoveryPoint) else end

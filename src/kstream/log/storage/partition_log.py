@@ -26,6 +26,8 @@ Contract:
   takes the log dir offline. A failed fsync is never retried.
 
 Reading is :mod:`kstream.log.storage.log_reader`'s job; this class is the write side.
+The recovery point file is :mod:`kstream.log.storage.recovery_point`'s; opening,
+cutting and indexing the segment files, :mod:`kstream.log.storage.segment_files`'s.
 """
 
 from __future__ import annotations
@@ -40,34 +42,28 @@ from typing import TypeVar
 
 from kstream.errors import (
     CorruptBatchError,
-    InvalidRecordError,
     LogDirOfflineError,
     RecordTooLargeError,
     ReplicaDivergedError,
     ResourceExhaustedError,
 )
-from kstream.log.storage import faults, txn_index
+from kstream.log.storage import faults
 from kstream.log.storage import format as fmt
 from kstream.log.storage.faults import fsync_dir
 from kstream.log.storage.leader_epochs import LeaderEpochCache
 from kstream.log.storage.lock import PartitionLock
 from kstream.log.storage.log_config import LogConfig
 from kstream.log.storage.records import Payload
+from kstream.log.storage.recovery_point import RecoveryPointFile, Unreadable
 from kstream.log.storage.retention import delete_expired_segments, list_segment_bases
 from kstream.log.storage.segment import NO_TIMESTAMP, Segment, SegmentReplacedError
+from kstream.log.storage.segment_files import SegmentFiles, missing, txn_entry
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _MAX_REOPENS = 16
 _PROCESS_LIMITS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
-
-
-class _Unreadable:
-    """A recovery point file that is there but torn or garbage."""
-
-
-_UNREADABLE = _Unreadable()
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +111,8 @@ class PartitionLog:
         self._seen_generation = -1
         self._epochs: LeaderEpochCache | None = None
         self._dir_unsynced = False
+        self._points = RecoveryPointFile(directory)
+        self._files = SegmentFiles(directory, config, lock, self._points)
 
     # -- opening and recovery ------------------------------------------------
 
@@ -139,7 +137,7 @@ class PartitionLog:
                 return self._open_or_catch_up()
             if os.fstat(active.fd).st_nlink == 0:  # our file was unlinked
                 if not os.path.exists(active.path):
-                    raise _missing(self.directory)  # deleted under us: the disk was lost
+                    raise missing(self.directory)  # deleted under us: the disk was lost
                 raise SegmentReplacedError(active.path)
             if changed:  # another process may have rebuilt (replaced) the transaction index
                 active.txn_index.forget()
@@ -149,7 +147,7 @@ class PartitionLog:
                 # (A roll never leaves an empty segment behind, so an empty one has no successor.)
                 while active.next_offset > active.base_offset and os.path.exists(
                         os.path.join(self.directory, fmt.segment_file_name(active.next_offset))):
-                    successor = self._segment(active.next_offset)
+                    successor = self._files.open(active.next_offset)
                     active.close()
                     self._note_truncation(successor, successor.catch_up())
                     self._active = active = successor
@@ -162,69 +160,31 @@ class PartitionLog:
         if not os.path.isdir(self.directory):
             # Replica dirs are made with the topic (or by `log-dirs online`): a missing one
             # is a failed disk, never a reason to start an empty log.
-            raise _missing(self.directory)
+            raise missing(self.directory)
         bases = list_segment_bases(self.directory)
         if not bases:
             self._lock.bump_generation()
             # The directory is fsynced before the first flush acknowledges data in it.
-            self._active = self._hooked(Segment.create(self.directory, 0, self.config.index_interval_bytes,
-                                                       sync_dir=False))
+            self._active = self._files.create(0, sync_dir=False)
             self._dir_unsynced = True
             self._seen_generation = self._lock.generation
             return self._active
-        active = self._segment(bases[-1])
+        active = self._files.open(bases[-1])
         verify_from = 0
-        point = self._read_recovery_point()
+        point = self._points.read()
         if isinstance(point, fmt.RecoveryPoint) and point.segment_base == active.base_offset:
             verify_from = point.position
         self._note_truncation(active, active.open_existing(verify_tail_from=verify_from))
-        self._recover_txn_indexes(bases, active, point)
+        self._files.recover_txn_indexes(bases, active, point)
         self._active = active
         self._seen_generation = self._lock.generation
         return active
-
-    def _recover_txn_indexes(self, bases: list[int], active: Segment,
-                             point: fmt.RecoveryPoint | _Unreadable | None) -> None:
-        """On open: a sealed segment without a transaction index (lost, or written by an older
-        version) gets one rebuilt from its frames; the active one's entries past the recovery
-        point are derived again from its frames (see txn_index.recover)."""
-        for base in bases[:-1]:
-            if not os.path.exists(txn_index.txn_index_path(self.directory, base)):
-                sealed = self._segment(base)
-                try:
-                    txn_index.recover(sealed.txn_index, sealed.fd, sealed.file_size(), -1, None,
-                                      self._lock.bump_generation)
-                finally:
-                    sealed.close()
-        trusted = None
-        if isinstance(point, fmt.RecoveryPoint) and point.segment_base == active.base_offset:
-            trusted = (point.position, point.next_offset)
-        txn_index.recover(active.txn_index, active.fd, active.size, active.next_offset, trusted,
-                          self._lock.bump_generation)
 
     def _note_truncation(self, segment: Segment, truncated: int) -> None:
         if truncated:
             log.warning("recovered %s: truncated %d bytes of torn tail after offset %d",
                         segment.path, truncated, segment.next_offset)
             self.truncated_bytes += truncated
-
-    def _segment(self, base_offset: int) -> Segment:
-        return self._hooked(Segment(self.directory, base_offset, self.config.index_interval_bytes))
-
-    def _hooked(self, segment: Segment) -> Segment:
-        segment.before_change = self._lock.bump_generation
-        segment.durable_position = self._durable_position
-        return segment
-
-    def _durable_position(self, segment_base: int) -> int | None:
-        """Bytes of the segment known fsynced: a bad frame below this is corruption.
-        None when the recovery point is unreadable (nothing is known)."""
-        point = self._read_recovery_point()
-        if isinstance(point, _Unreadable):
-            return None
-        if point is None or point.segment_base < segment_base:
-            return 0
-        return point.position if point.segment_base == segment_base else 1 << 62
 
     def lost_durable_data_locked(self) -> bool:
         """Whether this replica lost frames it had made durable: it ends below its recovery
@@ -233,94 +193,27 @@ class PartitionLog:
         does this, it drops only what was not fsynced; a lost, emptied or replaced disk does.
         A damaged recovery point tells nothing (False). Caller holds the lock."""
         end = self.log_end_offset_locked()
-        point = self._read_recovery_point()
+        point = self._points.read()
         if isinstance(point, fmt.RecoveryPoint):
             return end < point.next_offset
         if point is None:
             return not os.path.exists(os.path.join(self.directory, fmt.LEADER_EPOCH_CHECKPOINT_FILE))
         return False
 
-    def _recovery_point_path(self) -> str:
-        return os.path.join(self.directory, fmt.RECOVERY_POINT_FILE)
+    def recovery_point(self) -> fmt.RecoveryPoint | Unreadable | None:
+        """The recovery point as on disk (:meth:`RecoveryPointFile.read`; takes no lock,
+        raises OSError as is)."""
+        return self._points.read()
 
-    def _read_recovery_point(self) -> fmt.RecoveryPoint | _Unreadable | None:
-        """The recovery point; None when there is none (nothing was ever flushed);
-        ``_UNREADABLE`` when the file is damaged (no valid slot)."""
-        try:
-            with open(self._recovery_point_path(), "rb") as f:
-                raw = f.read(fmt.RECOVERY_POINT_FILE_BYTES + 1)
-        except FileNotFoundError:
-            return None
-        found = fmt.unpack_recovery_point_file(raw)
-        if found is None:
-            log.warning("%s is damaged or not a recovery point (%d bytes); treating every frame of "
-                        "the active segment as possibly fsynced", self._recovery_point_path(), len(raw))
-            return _UNREADABLE
-        return found[1]
-
-    def _advance_recovery_point(self, point: tuple[int, int, int]) -> None:
-        """Record that the log is fsynced up to ``point``; it only ever moves forward.
-
-        Caller holds the lock (so two flushes cannot move it backwards) and has
-        fsynced up to ``point``. Durable on return, so it covers every frame the
-        caller then acknowledges; a bad frame below it is corruption, not a torn tail.
-        """
-        self._write_point(point, only_forward=True)
-
-    def _write_point(self, point: tuple[int, int, int], only_forward: bool = False) -> None:
-        """Make ``point`` the durable recovery point now. Caller holds the lock."""
-        fd = self._stage_point(point, only_forward)
-        if fd is not None:
-            try:
-                faults.fdatasync(fd)
-            finally:
-                os.close(fd)
-
-    def _stage_point(self, point: tuple[int, int, int], only_forward: bool) -> int | None:
-        """Write ``point`` as the recovery point (layout in format.py); caller holds the lock.
-
-        An intact file gets ``point`` in its older slot, written in place: the returned
-        descriptor must then be fdatasynced (it may be, outside the lock) and closed
-        before the point counts; should that write tear, the other slot keeps the
-        previous point. A missing or damaged file is replaced whole (.tmp, fsync,
-        rename over, fsync the directory) and None is returned, as is nothing needed
-        (``only_forward`` and the file is already at or past ``point``).
-        """
-        new = fmt.RecoveryPoint(*point)
-        path = self._recovery_point_path()
-        try:
-            fd = os.open(path, os.O_RDWR)
-        except FileNotFoundError:
-            fd = -1
-        if fd >= 0:
-            keep_open = False
-            try:
-                found = fmt.unpack_recovery_point_file(os.pread(fd, fmt.RECOVERY_POINT_FILE_BYTES + 1, 0))
-                if found is not None:
-                    sequence, current = found
-                    if only_forward and current[:2] >= new[:2]:
-                        return None
-                    sequence += 1
-                    slot = fmt.pack_recovery_slot(sequence, new)
-                    if os.pwrite(fd, slot, (sequence % 2) * fmt.RECOVERY_POINT_SLOT_BYTES) != len(slot):
-                        raise OSError(f"short write to {path}")
-                    keep_open = True
-                    return fd
-            finally:
-                if not keep_open:
-                    os.close(fd)
-        tmp = path + fmt.TMP_SUFFIX
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            raw = fmt.pack_recovery_point_file(new)
-            if os.write(fd, raw) != len(raw):
-                raise OSError(f"short write to {tmp}")
-            faults.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, path)
-        fsync_dir(self.directory)
-        return None
+    def durable_offset_locked(self) -> int:
+        """Offset below which this replica is fsynced: its recovery point, 0 when it never
+        flushed, its log end when the recovery point is damaged (nothing better is known).
+        Caller holds the lock."""
+        end = self.log_end_offset_locked()  # a missing dir raises LogDirOfflineError here
+        point = self._guard_io(self._points.read)
+        if point is None:
+            return 0
+        return min(point.next_offset, end) if isinstance(point, fmt.RecoveryPoint) else end
 
     def open(self) -> None:
         """Open and recover now (otherwise the first append does it)."""
@@ -410,7 +303,7 @@ class PartitionLog:
             # made it lies at or past the log end and is dropped when next loaded.
             self._epochs = LeaderEpochCache.load(self.directory, base_offset)
             self._epochs.assign(leader_epoch, base_offset)
-        entry = self._txn_entry(header, batch)  # (checked before the frame is written)
+        entry = txn_entry(header, batch.payload)  # (checked before the frame is written)
         active.append(header, batch.payload.parts, batch.payload.size, base_offset, batch.record_count,
                       max_timestamp)
         if entry is not None:
@@ -420,28 +313,13 @@ class PartitionLog:
             self._first_unflushed_ms = now_ms
         return AppendResult(base_offset, now_ms, active.base_offset, active.size)
 
-    def _txn_entry(self, header: bytes, batch: EncodedBatch) -> fmt.TxnIndexEntry | None:
-        """The transaction index entry of a frame about to be written (None: not transactional).
-        A control frame must be a COMMIT or ABORT marker: anything else is refused unwritten."""
-        fields = fmt.unpack_header(header)
-        kind = fmt.txn_entry_kind(fields.attributes)
-        if kind is None:
-            return None
-        if kind == 0:
-            kind = fmt.marker_kind(batch.payload.to_bytes(), batch.payload.schema_length)
-            if kind is None:
-                raise InvalidRecordError("a transactional control frame must be a COMMIT or ABORT marker "
-                                         "(one record whose value is b'COMMIT' or b'ABORT'); nothing was written")
-        return fmt.TxnIndexEntry(kind, fields.producer_id, fields.base_offset)
-
     def _append_txn_entry(self, active: Segment, entry: fmt.TxnIndexEntry) -> None:
         try:
             active.txn_index.append(entry)
         except FileNotFoundError:
             # Gone under us (it is derived data): rebuilt from the frames, this one included.
             log.warning("%s is missing; rebuilding it from the segment's frames", active.txn_index.path)
-            txn_index.recover(active.txn_index, active.fd, active.size, active.next_offset, None,
-                              self._lock.bump_generation)
+            self._files.rebuild_txn_index(active)
 
     def epochs(self) -> LeaderEpochCache:
         """This replica's leader epoch cache as on disk, checked against the log end
@@ -472,31 +350,8 @@ class PartitionLog:
         self._lock.bump_generation()
         active.close()
         self._active = None
-        bases = list_segment_bases(self.directory)
-        keep = [] if restart else [b for b in bases if b < offset]
-        if not keep:
-            for base in bases:
-                self._segment(base).delete()
-            Segment.create(self.directory, offset, self.config.index_interval_bytes).close()
-            self._write_point((offset, 0, offset))
-            LeaderEpochCache.load(self.directory, rebuild=False).truncate_from_end(offset)
-            self._epochs = None
-            return
-        last = keep[-1]
-        point = self._read_recovery_point()
-        if not isinstance(point, fmt.RecoveryPoint) or point.next_offset > offset:
-            # Moves back, before anything is cut: what is left is re-checked at the next open,
-            # and no reader trusts a transaction index entry of the frames being cut.
-            self._write_point((last, 0, last))
-        for base in bases:
-            if base not in keep:
-                self._segment(base).delete()
-        segment = self._segment(last)
-        segment.cut_at_offset(offset)
-        segment.close()
-        fsync_dir(self.directory)
-        LeaderEpochCache.load(self.directory).truncate_from_end(offset)
         self._epochs = None
+        self._files.cut(offset, restart)
 
     def _retention_due(self, now_ms: int) -> None:
         """Apply retention at most every retention.check.interval.ms, before a write.
@@ -531,9 +386,8 @@ class PartitionLog:
         active.flush()
         active.flush_indexes()
         self._lock.bump_generation()  # before the new name exists: others must re-check
-        successor = self._hooked(Segment.create(self.directory, active.next_offset,
-                                                self.config.index_interval_bytes))
-        self._advance_recovery_point((successor.base_offset, 0, successor.base_offset))
+        successor = self._files.create(active.next_offset)
+        self._points.advance((successor.base_offset, 0, successor.base_offset))
         active.close()
         self._active = successor
         self._seen_generation = self._lock.generation
@@ -566,7 +420,7 @@ class PartitionLog:
         self._first_unflushed_ms = None
         if self._durable is None or point[:2] > self._durable[:2]:
             with self._lock:  # decided and written under the lock; synced outside it
-                point_fd = self._guard_io(lambda: self._stage_point(point, only_forward=True))
+                point_fd = self._guard_io(lambda: self._points.stage(point, only_forward=True))
             if point_fd is not None:
                 try:
                     self._guard_io(lambda: faults.fdatasync(point_fd))
@@ -586,7 +440,7 @@ class PartitionLog:
                 active.txn_index.synced(txn_sync[1])
             finally:
                 os.close(txn_sync[0])
-        self._guard_io(lambda: self._advance_recovery_point(
+        self._guard_io(lambda: self._points.advance(
             (active.base_offset, active.size, active.next_offset)))
 
     def _txn_sync_fd(self, active: Segment) -> tuple[int, tuple[int, ...]] | None:
@@ -595,8 +449,7 @@ class PartitionLog:
         try:
             return active.txn_index.sync_fd()
         except FileNotFoundError:
-            txn_index.recover(active.txn_index, active.fd, active.size, active.next_offset, None,
-                              self._lock.bump_generation)  # rebuilt durably
+            self._files.rebuild_txn_index(active)  # rebuilt durably
             return None
 
     def _sync_dir_if_needed(self) -> None:
@@ -646,7 +499,3 @@ class PartitionLog:
             self._active.close()
             self._active = None
 
-
-def _missing(directory: str) -> OSError:
-    return OSError(errno.ENOENT, "replica directory or segment file is missing (a failed disk?)",
-                   directory)
