@@ -52,13 +52,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kstream.errors import FencedError, IllegalGenerationError, UnstableOffsetCommitError
+from kstream import groups as groups_face
+from kstream.errors import IllegalGenerationError, UnstableOffsetCommitError
 from kstream.group_names import check_group_name
 from kstream.groups.coordinator import Coordinator, commit_refusal, member_gone
 from kstream.log.storage.faults import crash_point
 from kstream.log.transactions import pending_offsets as txn_offsets
 from kstream.log.transactions.store import ONGOING, PREPARE_COMMIT, TransactionState, TransactionStore
-from kstream.log.transactions.writer import finish
+from kstream.log.transactions.writer import finish, set_offsets_applier
 
 if TYPE_CHECKING:
     import sqlite3
@@ -102,12 +103,7 @@ def send_offsets(groups: ConsumerGroups, store: TransactionStore, transactional_
     store.check_writable(transactional_id, epoch)  # fences it now if it is past its deadline
     coordinator = groups.coordinator
     coordinator.ensure_schema()
-    with store.metadata.transaction() as tx:
-        state = tx.execute("SELECT epoch, state FROM transactions WHERE transactional_id = ?",
-                           (transactional_id,)).fetchone()
-        if state is None or tuple(state) != (epoch, ONGOING):
-            raise FencedError(f"the transaction of {transactional_id!r} (epoch {epoch}) is not open (fenced, "
-                              "timed out or ended); begin_transaction() first")
+    with store.while_ongoing(transactional_id, epoch) as tx:
         _refuse(tx, coordinator, group, metadata.member_id, metadata.generation)
         txn_offsets.record(tx, transactional_id, group, metadata.member_id, metadata.generation, rows)
     crash_point("txn.offsets-sent")
@@ -140,8 +136,11 @@ def apply_offsets(cluster: Cluster, store: TransactionStore, decided: Transactio
                   groups: ConsumerGroups | None = None) -> None:
     """Write a decided commit's pending offsets to the group offsets table, once per group
     (Delta app transaction), through ``groups`` (else a ConsumerGroups made for the call).
-    Nothing when the decision no longer stands as given."""
-    from kstream.groups.service import ConsumerGroups, OffsetCommit  # service imports this module
+    Nothing when the decision no longer stands as given. The transaction layer calls it from
+    :func:`kstream.log.transactions.writer.finish` (handed in below, never imported from there).
+    The groups service (and its deltalake) is reached through the package face, on first use:
+    it imports this module."""
+    ConsumerGroups, OffsetCommit = groups_face.ConsumerGroups, groups_face.OffsetCommit  # noqa: N806
 
     pending = txn_offsets.of_decided(store, decided)
     if not pending:
@@ -165,6 +164,9 @@ def apply_offsets(cluster: Cluster, store: TransactionStore, decided: Transactio
     finally:
         if own:
             groups.close()
+
+
+set_offsets_applier(apply_offsets)  # the transaction layer finishes a commit's offsets through this
 
 
 def roll_forward(groups: ConsumerGroups, group: str) -> None:
