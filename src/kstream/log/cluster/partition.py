@@ -54,7 +54,7 @@ from kstream.errors import (
 )
 from kstream.log.cluster.metadata import DataVersion, Metadata, PartitionInfo
 from kstream.log.cluster.replica_sync import agreed_offset, sync_followers
-from kstream.log.storage import faults
+from kstream.log.storage import disk
 from kstream.log.storage import format as fmt
 from kstream.log.storage.lock import PartitionLock
 from kstream.log.storage.log_config import LogConfig
@@ -634,7 +634,7 @@ class Partition:
                 log.warning("cannot open %s to make it durable: %s", path, err)
                 return False
             try:
-                faults.fdatasync(fd)
+                disk.fdatasync(fd)
             except OSError as err:
                 log.warning("cannot fdatasync %s: %s; the high watermark is not raised on it", path, err)
                 return False
@@ -681,7 +681,7 @@ def _read_only(replica_dir: str) -> bool:
     """Whether the file system of ``replica_dir``'s log dir is read-only (mounted so, or a
     test's injected EROFS): why its partitions went offline, for the error message."""
     try:
-        faults.check(replica_dir)
+        disk.check_writable(replica_dir)
         return bool(os.statvfs(os.path.dirname(replica_dir.rstrip("/"))).f_flag & os.ST_RDONLY)
     except OSError as err:
         return err.errno == errno.EROFS

@@ -46,9 +46,9 @@ from kstream.errors import (
     ReplicaDivergedError,
     ResourceExhaustedError,
 )
-from kstream.log.storage import faults, txn_index
+from kstream.log.storage import disk, txn_index
 from kstream.log.storage import format as fmt
-from kstream.log.storage.faults import fsync_dir
+from kstream.log.storage.disk import fsync_dir
 from kstream.log.storage.leader_epochs import LeaderEpochCache
 from kstream.log.storage.lock import PartitionLock
 from kstream.log.storage.log_config import LogConfig
@@ -272,7 +272,7 @@ class PartitionLog:
         fd = self._stage_point(point, only_forward)
         if fd is not None:
             try:
-                faults.fdatasync(fd)
+                disk.fdatasync(fd)
             finally:
                 os.close(fd)
 
@@ -315,7 +315,7 @@ class PartitionLog:
             raw = fmt.pack_recovery_point_file(new)
             if os.write(fd, raw) != len(raw):
                 raise OSError(f"short write to {tmp}")
-            faults.fsync(fd)
+            disk.fsync(fd)
         finally:
             os.close(fd)
         os.rename(tmp, path)
@@ -554,9 +554,9 @@ class PartitionLog:
             txn_sync = self._guard_io(lambda: self._txn_sync_fd(active))
             self._sync_dir_if_needed()
         try:
-            self._guard_io(lambda: faults.fdatasync(fd))
+            self._guard_io(lambda: disk.fdatasync(fd))
             if txn_sync is not None:  # before the recovery point moves past its entries
-                self._guard_io(lambda: faults.fdatasync(txn_sync[0]))
+                self._guard_io(lambda: disk.fdatasync(txn_sync[0]))
                 active.txn_index.synced(txn_sync[1])
         finally:
             os.close(fd)
@@ -569,7 +569,7 @@ class PartitionLog:
                 point_fd = self._guard_io(lambda: self._stage_point(point, only_forward=True))
             if point_fd is not None:
                 try:
-                    self._guard_io(lambda: faults.fdatasync(point_fd))
+                    self._guard_io(lambda: disk.fdatasync(point_fd))
                 finally:
                     os.close(point_fd)
             self._durable = point
@@ -578,11 +578,11 @@ class PartitionLog:
         """fsync under the lock the caller holds (no group commit); advance the recovery point."""
         active = self._guard_io(self._ensure_open)
         self._sync_dir_if_needed()
-        self._guard_io(lambda: faults.fdatasync(active.fd))
+        self._guard_io(lambda: disk.fdatasync(active.fd))
         txn_sync = self._guard_io(lambda: self._txn_sync_fd(active))
         if txn_sync is not None:  # before the recovery point moves past its entries
             try:
-                self._guard_io(lambda: faults.fdatasync(txn_sync[0]))
+                self._guard_io(lambda: disk.fdatasync(txn_sync[0]))
                 active.txn_index.synced(txn_sync[1])
             finally:
                 os.close(txn_sync[0])
@@ -629,7 +629,7 @@ class PartitionLog:
 
     def _guard_io(self, action: Callable[[], T]) -> T:
         try:
-            faults.check(self.directory)
+            disk.check_writable(self.directory)
             return action()
         except OSError as err:
             if err.errno in _PROCESS_LIMITS:  # not the disk's fault: do not take the dir offline
