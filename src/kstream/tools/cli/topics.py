@@ -11,9 +11,10 @@ import pyarrow as pa
 from rich.table import Table
 
 from kstream.admin import Admin, NewPartitions, NewTopic
+from kstream.config.option_text import parse_schema
 from kstream.config.options import CLUSTER_OPTIONS
 from kstream.errors import TopicExistsError
-from kstream.tools.cli.common import cluster_options, console, parse_pairs, parse_schema
+from kstream.tools.cli.common import cluster_options, console, parse_pairs
 
 if TYPE_CHECKING:
     from kstream.log.cluster.cluster import Cluster
