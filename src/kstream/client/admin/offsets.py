@@ -26,6 +26,8 @@ from kstream.log.storage import format as fmt
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.output import decode_frame, first_offset_at_or_after, record_timestamps
 from kstream.log.storage.records import PayloadCodec
+from kstream.log.transactions.store import TransactionStore
+from kstream.log.transactions.view import last_stable_offset
 from kstream.message import TopicPartition
 
 if TYPE_CHECKING:
@@ -159,9 +161,6 @@ def _latest(cluster: Cluster, tp: TopicPartition, directory: str, high_watermark
     transaction index, with the outcomes already fixed applied; nothing written)."""
     if level is IsolationLevel.READ_UNCOMMITTED:
         return high_watermark
-    from kstream.log.transactions.store import TransactionStore
-    from kstream.log.transactions.view import last_stable_offset
-
     return last_stable_offset(directory, high_watermark, TransactionStore.for_cluster(cluster), tp.topic,
                               tp.partition)
 

@@ -14,11 +14,13 @@ from kstream.admin import Admin, NewPartitions, NewTopic
 from kstream.config.option_text import parse_schema
 from kstream.config.options import CLUSTER_OPTIONS
 from kstream.errors import TopicExistsError
+from kstream.log.transactions.store import TransactionStore
+from kstream.log.transactions.view import last_stable_offset
 from kstream.tools.cli.common import cluster_options, console, parse_pairs
 
 if TYPE_CHECKING:
     from kstream.log.cluster.cluster import Cluster
-    from kstream.log.transactions.store import Holder, TransactionStore
+    from kstream.log.transactions.store import Holder
 
 
 def topic_argument(command):
@@ -98,8 +100,6 @@ def describe(ctx: click.Context, names: tuple[str, ...], topic_options: tuple[st
     """Describe topics (all when none named): partitions, leaders, replicas, offsets, the LSO
     and the open transactions holding it. Read-only: an expired transaction is shown, not aborted."""
     names = tuple(dict.fromkeys(names + topic_options))
-    from kstream.log.transactions.store import TransactionStore
-
     out = console()
     with Admin(cluster_options(ctx)) as admin:
         store = TransactionStore.for_cluster(admin.cluster)
@@ -131,8 +131,6 @@ def _last_stable_offset(cluster: Cluster, store: TransactionStore, topic: str, p
                         high_watermark: int) -> int:
     """The LSO readers see: the leader's transaction index files (docs/FORMAT.md) with the
     outcomes already fixed applied (kstream.log.transactions.view; nothing written)."""
-    from kstream.log.transactions.view import last_stable_offset
-
     handle = cluster.partition(topic, partition)
     try:
         return last_stable_offset(handle.leader_dir, high_watermark, store, topic, partition)
