@@ -41,14 +41,16 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from kstream.errors import ConfigError, KStreamError
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.storage import format as fmt
+from kstream.log.storage.lock import PartitionLock
+from kstream.log.storage.log_reader import LogReader
+from kstream.log.storage.txn_index_reader import TxnIndexReader
 from kstream.tools.monitor.isr_shrinks import IsrShrinkTracker
+from kstream.tools.monitor.lag import all_groups_lag
 from kstream.tools.monitor.metrics_topic import MetricsWriter, Sample
-
-if TYPE_CHECKING:
-    from kstream.log.cluster.cluster import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +93,6 @@ class Sampler:
 
     def sample(self, now_ms: int | None = None) -> list[Sample]:
         """One round: read every figure, derive the rates, keep, write and report them."""
-        from kstream.log.cluster.cluster import Cluster
-
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         cluster = Cluster.open(self.cluster_path)
         try:
@@ -179,10 +179,6 @@ class Sampler:
 # -- reading the figures ---------------------------------------------------------------
 
 def _log_samples(cluster: Cluster, now_ms: int) -> list[Sample]:
-    from kstream.log.storage import format as fmt
-    from kstream.log.storage.log_reader import LogReader
-    from kstream.log.storage.txn_index_reader import TxnIndexReader
-
     log_dirs = cluster.metadata.log_dirs()
     online = {i: up for i, _, up in log_dirs}
     dir_bytes = dict.fromkeys(online, 0)
@@ -234,8 +230,6 @@ def _log_samples(cluster: Cluster, now_ms: int) -> list[Sample]:
 def _high_watermark(lock_path: str) -> int | None:
     """The published HW, or None when the partition's lock file does not exist (never
     written to; reading must not create it)."""
-    from kstream.log.storage.lock import PartitionLock
-
     if not os.path.exists(lock_path):
         return None
     lock = PartitionLock(lock_path)
@@ -259,8 +253,6 @@ def _group_samples(cluster: Cluster, now_ms: int) -> list[Sample]:
     committed offset is still there); per group: ``group_status``, Burrow's status number
     (:attr:`kstream.tools.monitor.burrow.PartitionStatus.severity`) of the evaluation the groups
     page shows."""
-    from kstream.tools.monitor.lag import all_groups_lag
-
     samples: list[Sample] = []
     for lag in all_groups_lag(cluster, now_ms):  # (at most lag.MAX_GROUPS == MAX_GROUPS)
         samples.append(Sample(now_ms, "group", "group_status", float(lag.status.severity), group=lag.group))
