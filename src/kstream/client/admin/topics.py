@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from kstream._model import Node, TopicPartitionInfo
-from kstream.client.admin.list_topics import log_dir_nodes, online_log_dirs
+from kstream.client.cluster_metadata import log_dir_nodes, online_log_dirs
 from kstream.errors import InvalidPartitionsError, KStreamError
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage.log_reader import LogReader
