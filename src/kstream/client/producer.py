@@ -58,8 +58,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kstream.client.admin.list_topics import ClusterMetadata, cluster_metadata
 from kstream.client.callbacks import check_sasl_credentials
+from kstream.client.cluster_metadata import ClusterMetadata, cluster_metadata
 from kstream.client.config import open_client
 from kstream.client.confluent_batch import produce_dicts
 from kstream.client.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
