@@ -15,8 +15,10 @@ and fails (exit 1, one line per violation: ``file:line: import: rule``) on
   or between modules, made of module-level imports;
 - a function-level import of a kstream module: any import not at a module's top level
   (inside a def, a class, a try, an if). Module-level ``if TYPE_CHECKING:`` blocks are fine
-  (they never run), and lazy imports of heavy third-party packages (pyspark, deltalake,
-  fastapi, pandas, ...) stay allowed, since they are not kstream modules.
+  (they never run, so they make no circle either), and lazy imports of heavy third-party
+  packages (pyspark, deltalake, fastapi, pandas, ...) stay allowed, since they are not
+  kstream modules. A ``TYPE_CHECKING`` import still may not go up or across: a type from
+  a higher layer is named by its shape (a Protocol) below it.
 
 A string constant naming a kstream module (the maps handed to ``lazy_exports`` by the
 package faces, ``kstream/__init__``, ``kstream/admin/__init__``, ``kstream/log/__init__``)
@@ -72,7 +74,7 @@ class Import:
     path: Path
     line: int
     text: str
-    kind: str  # "top", "nested" (function-level), or "lazy" (a string naming a module)
+    kind: str  # "top", "nested" (function-level), "typing" (TYPE_CHECKING), or "lazy" (a string naming a module)
 
 
 @dataclass(frozen=True)
@@ -128,17 +130,17 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _statements(tree: ast.Module) -> Iterator[tuple[ast.AST, bool]]:
-    """Every import statement, with whether it sits at the module's top level.
-    Imports under a module-level ``if TYPE_CHECKING:`` are skipped: they never run."""
-    skipped: set[int] = set()
+def _statements(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
+    """Every import statement, with its kind: "top" (at the module's top level), "typing"
+    (under a module-level ``if TYPE_CHECKING:``, which never runs), or "nested"."""
+    typing_only: set[int] = set()
     for node in tree.body:
         if isinstance(node, ast.If) and _is_type_checking(node):
-            skipped.update(id(child) for child in ast.walk(node))
+            typing_only.update(id(child) for child in ast.walk(node))
     top = {id(node) for node in tree.body}
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skipped:
-            yield node, id(node) in top
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, "top" if id(node) in top else "typing" if id(node) in typing_only else "nested"
 
 
 def _resolve(node: ast.Import | ast.ImportFrom, module: str, is_package: bool,
@@ -176,13 +178,12 @@ def collect(modules: dict[str, Path], display_root: Path | None = None) -> list[
         shown = path.relative_to(display_root) if display_root and path.is_relative_to(display_root) else path
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
-        for node, at_top in _statements(tree):
+        source = path.read_text(encoding="utf-8")
+        for node, kind in _statements(tree):
             assert isinstance(node, (ast.Import, ast.ImportFrom))
-            text = ast.get_source_segment(path.read_text(encoding="utf-8"), node) or ""
-            text = " ".join(text.split())
+            text = " ".join((ast.get_source_segment(source, node) or "").split())
             for target in _resolve(node, module, is_package, modules):
-                found.append(Import(module, target, shown, node.lineno, text,
-                                    "top" if at_top else "nested"))
+                found.append(Import(module, target, shown, node.lineno, text, kind))
         for line, target in _lazy_references(tree, modules):
             found.append(Import(module, target, shown, line, repr(target), "lazy"))
     return found

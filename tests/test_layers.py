@@ -31,7 +31,7 @@ CLEAN = {
     "kstream/groups/__init__.py": "",
     "kstream/groups/service.py": (
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from kstream.client.producer import Producer\n"
+        "if TYPE_CHECKING:\n    from kstream.log.storage import segment\n"
         "from kstream.log.cluster import cluster\n"
         "def table():\n    import deltalake\n    return deltalake\n"),
     "kstream/client/__init__.py": "",
@@ -126,6 +126,14 @@ def test_a_function_level_import_of_a_kstream_module_fails(tmp_path, text):
     assert len(found) == 1, found
     assert "function-level import of a kstream module" in found[0]
     assert found[0].startswith("kstream/log/cluster/cluster.py:")
+
+
+def test_a_type_checking_import_may_not_go_up_either(tmp_path):
+    text = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kstream.groups.service import table\n"
+    found = rules(tmp_path, {"kstream/log/storage/segment.py": text})
+    assert len(found) == 1, found
+    assert found[0].startswith("kstream/log/storage/segment.py:3: from kstream.groups.service import table: "
+                               "upward import")
 
 
 def test_lazy_third_party_and_type_checking_imports_pass(tmp_path):

@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from kstream.errors import KStreamError
 from kstream.log.storage import format as fmt
@@ -58,14 +58,9 @@ def set_offsets_applier(applier: OffsetsApplier) -> None:
     _offsets_applier[:] = [applier]
 
 
-class AppendGuard(Protocol):
-    """What Partition.append calls under the partition lock before a transactional frame."""
-
-    def before_append_locked(self, partition: Partition) -> None: ...
-
-
 class TxnWriter:
-    """The open transaction of one transactional id in this process. Not thread-safe."""
+    """The open transaction of one transactional id in this process (an
+    :class:`kstream.log.cluster.append_guard.AppendGuard`). Not thread-safe."""
 
     def __init__(self, store: TransactionStore, transactional_id: str, producer_id: int, epoch: int):
         self.store = store
