@@ -65,7 +65,7 @@ from kstream.log.storage.records import Payload
 from kstream.log.storage.thread_pool import LazyThreadPool
 
 if TYPE_CHECKING:
-    from kstream.log.transactions.writer import AppendGuard
+    from kstream.log.cluster.append_guard import AppendGuard
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
