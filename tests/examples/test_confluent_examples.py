@@ -61,14 +61,14 @@ def needs(*names: str) -> None:
 
 def test_producer_example_sends_stdin_lines(cluster_path, make_topic):
     make_topic("lines", 2)
-    done = run_example("client/producer.py", cluster_path, "lines", stdin="one\ntwo\nthree\n")
+    done = run_example("producer.py", cluster_path, "lines", stdin="one\ntwo\nthree\n")
     assert done.stderr.count("Message delivered to lines [") == 3, done.stderr
     assert "Waiting for" in done.stderr
     assert sorted(m.value() for m in read_all(cluster_path, "lines", 2)) == [b"one", b"three", b"two"]
 
 
 def test_producer_example_usage():
-    done = subprocess.run([sys.executable, os.path.join(EXAMPLES, "client/producer.py")], env=example_env(),
+    done = subprocess.run([sys.executable, os.path.join(EXAMPLES, "producer.py")], env=example_env(),
                           capture_output=True, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 1 and "Usage:" in done.stderr
 
@@ -81,7 +81,7 @@ def test_consumer_example_reads_the_group_and_commits_on_ctrl_c(cluster_path, ma
             producer.produce("events", f"event-{i}".encode(), key=f"k{i}".encode())
     errors = tmp_path / "stderr.txt"
     with open(errors, "w") as stderr:
-        proc = subprocess.Popen([sys.executable, os.path.join(EXAMPLES, "client/consumer.py"), "-T", "500",
+        proc = subprocess.Popen([sys.executable, os.path.join(EXAMPLES, "consumer.py"), "-T", "500",
                                  cluster_path, "grp", "events"], env=example_env(),
                                 stdout=subprocess.PIPE, stderr=stderr, text=True)
         lines: list[str] = []
@@ -92,7 +92,7 @@ def test_consumer_example_reads_the_group_and_commits_on_ctrl_c(cluster_path, ma
                     not any("KAFKA Stats" in line for line in lines):
                 assert time.monotonic() < deadline, "".join(lines)
                 line = proc.stdout.readline()
-                assert line, f"client/consumer.py ended early: {errors.read_text()}"
+                assert line, f"consumer.py ended early: {errors.read_text()}"
                 lines.append(line)
         finally:
             proc.send_signal(signal.SIGINT)

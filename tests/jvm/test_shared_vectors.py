@@ -19,6 +19,8 @@ from tests.jvm.vectors import write_vectors
 
 from kstream import Consumer, TopicPartition
 from kstream.jars import jar_path
+from kstream.log import offset_for_timestamp
+from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage import format as fmt
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -28,7 +30,7 @@ MAVEN_TIMEOUT_S = 600
 # Test classes that read the vectors: each must have run, none skipped.
 VECTOR_TESTS = ("FormatParityTest", "FrameVectorTest", "IndexVectorTest", "RecoveryPointVectorTest",
                 "HighWatermarkVectorTest", "TxnIndexVectorTest", "MetadataSnapshotVectorTest",
-                "OptionNamesParityTest", "OptionParseParityTest")
+                "OptionNamesParityTest", "OptionParseParityTest", "TimestampVectorTest")
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +97,26 @@ def test_python_reads_the_hand_made_files(vectors):
                 entries, whole = fmt.unpack_txn_entries(handle.read())
             assert [list(entry) for entry in entries] == expected["entries"]
             assert whole == expected["whole"]
+
+
+def test_python_answers_the_timestamp_lookups(vectors):
+    """The offset-for-timestamp rows the JUnit TimestampVectorTest checks, answered by the engine's
+    face from the files alone (no metadata outcomes, as the Java reader reads them)."""
+    directory, manifest = vectors
+    cluster = Cluster.open(os.path.join(directory, "timestamps"))
+    try:
+        rows = manifest["timestamps"]
+        assert len(rows) >= 50
+        for row in rows:
+            handle = cluster.partition(row["topic"], row["partition"])
+            try:
+                found = offset_for_timestamp(handle, row["target"], row["isolation"])
+            finally:
+                handle.close()
+            got = (-1, -1) if found is None else (found.offset, found.timestamp_ms)
+            assert got == (row["offset"], row["timestamp"]), row
+    finally:
+        cluster.close()
 
 
 def _java_skip_reason() -> str | None:

@@ -7,6 +7,8 @@ git-ignored, by ``python -m tests.jvm.vectors``):
   (partition 0 none, 1 lz4, 2 zstd; small batches so each has many frames, every frame
   indexed), topic ``txn`` (plain, a committed and an aborted transaction with their markers);
   with its ``metadata-snapshot.json``, lock files (HW), recovery points and ``.txnindex`` files.
+- ``timestamps/``: a second cluster, with a topic ``ts-<case>`` per case of the
+  offset-for-timestamp table (tests/log/timestamp_cases.py).
 - ``files/``: hand-made files for the cases a healthy cluster never shows: a recovery point
   whose newer slot wins, one whose newer slot is torn, one in the unchecked 24-byte layout; HW
   lock files valid, torn and short; a ``.txnindex`` with a torn last entry.
@@ -15,7 +17,9 @@ git-ignored, by ``python -m tests.jvm.vectors``):
   format.py's constants under the names ``Format.java`` gives them, and ``options``: the option
   names a read takes and the kafka.* keys it refuses (kstream.config.data_source_options), which the
   Java reader's OptionNames must equal, and option cases with what Python's ReaderOptions made
-  of them (refused, or the parsed fields), which Java's ReaderOptions must make of them too.
+  of them (refused, or the parsed fields), which Java's ReaderOptions must make of them too;
+  ``timestamps``: every lookup of the offset-for-timestamp table per isolation level, with the
+  offset and timestamp both readers must answer (-1 for none).
 
 The Java tests (jvm/src/test/java, ``-Dkstream.vectors=DIR``) and tests/jvm/test_shared_vectors.py
 both read the files and compare with the manifest. The format's one owner is format.py: the
@@ -32,6 +36,7 @@ from typing import Any
 
 import numpy as np
 from tests.helpers import write_committed_and_aborted
+from tests.log import timestamp_cases
 
 from kstream import Admin, NewTopic, Producer
 from kstream.config import data_source_options as option_names
@@ -302,6 +307,8 @@ def write_vectors(directory: str) -> dict[str, Any]:
     """Write every vector into ``directory`` (made if missing, must not hold a cluster yet)."""
     cluster = os.path.join(directory, "cluster")
     records = _write_cluster(cluster)
+    for case in timestamp_cases.CASES:
+        timestamp_cases.build(os.path.join(directory, "timestamps"), case)
     with open(os.path.join(cluster, fmt.METADATA_SNAPSHOT), encoding="utf-8") as handle:
         snapshot = json.load(handle)
     replicas = {f"{topic}-{partition}": _replica(cluster, topic, partition)
@@ -309,7 +316,8 @@ def write_vectors(directory: str) -> dict[str, Any]:
     topics = {name: {"topic_id": topic["topic_id"], "partitions": len(topic["partitions"])}
               for name, topic in snapshot["topics"].items()}
     manifest = {"constants": constants(), "options": reader_options(), "records": records, "replicas": replicas,
-                "codecs": list(CODECS), "topics": topics, "files": _write_files(os.path.join(directory, "files"))}
+                "codecs": list(CODECS), "topics": topics, "files": _write_files(os.path.join(directory, "files")),
+                "timestamps": timestamp_cases.vector_cases()}
     with open(os.path.join(directory, "manifest.json"), "w", encoding="utf-8") as out:
         json.dump(manifest, out, indent=1, sort_keys=True)
     return manifest

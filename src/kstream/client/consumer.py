@@ -65,19 +65,17 @@ from kstream.errors import (
 )
 from kstream.group_names import check_group_name
 from kstream.groups.transactional_offsets import ConsumerGroupMetadata
+from kstream.log import offset_for_timestamp
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.metadata import DataVersion
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage.change_notifier import ChangeNotifier
 from kstream.log.storage.output import (
     StoredBatch,
-    decode_frame,
-    first_offset_at_or_after,
     output_schema,
     to_python_records,
 )
-from kstream.log.storage.records import PayloadCodec
-from kstream.log.transactions.isolation import Isolation
+from kstream.log.transactions.isolation import READ_COMMITTED, Isolation
 from kstream.log.transactions.store import TransactionStore
 from kstream.message import (
     OFFSET_BEGINNING,
@@ -133,7 +131,6 @@ class Consumer:
             check_group_name(options["group.id"], "option 'group.id'")
         self._cluster = Cluster.open(options.get("cluster"), broker)  # never creates one
         self._options = options
-        self._codec = PayloadCodec()
         self._metadata_version: DataVersion | None = None
         self._transaction_store: TransactionStore | None = None
         self._fetcher = Fetcher(options["fetch.max.bytes"], options["max.partition.fetch.bytes"])
@@ -447,17 +444,17 @@ class Consumer:
 
     def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None
                           ) -> list[TopicPartition]:
-        """Per partition, the earliest offset whose timestamp is >= tp.offset (ms); -1 if none."""
+        """Per partition, the earliest offset whose timestamp is >= tp.offset (ms) among the
+        records this consumer would be handed (isolation.level); -1 if none
+        (:func:`kstream.log.offset_for_timestamp`)."""
         self._check_open()
         result = []
+        level = self._options["isolation.level"]
         for tp in partitions:
             with self._fetch_for(tp) as fetch:
-                base = fetch.reader.offset_for_timestamp(tp.offset)
-                offset = -1
-                if base is not None:
-                    for frame in fetch.reader.read(base, 1, end_offset=fetch.high_watermark()):
-                        offset = first_offset_at_or_after(decode_frame(self._codec, frame), tp.offset)
-            result.append(TopicPartition(tp.topic, tp.partition, offset))
+                store = self._transactions() if level == READ_COMMITTED else None
+                found = offset_for_timestamp(fetch.handle, tp.offset, level, store, fetch.reader)
+            result.append(TopicPartition(tp.topic, tp.partition, -1 if found is None else found.offset))
         return result
 
     @contextmanager

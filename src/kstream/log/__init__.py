@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from kstream.log.storage.log_config import LogConfig
     from kstream.log.storage.log_reader import LogReader
     from kstream.log.storage.partition_log import PartitionLog
+    from kstream.log.timestamps import TimestampOffset, offset_for_timestamp
 
 # Public name -> the module that defines it (imported on first use).
 _LAZY = {
@@ -29,7 +30,9 @@ _LAZY = {
     "Partition": "kstream.log.cluster.partition",
     "PartitionInfo": "kstream.log.cluster.metadata",
     "PartitionLog": "kstream.log.storage.partition_log",
+    "TimestampOffset": "kstream.log.timestamps",
     "TopicInfo": "kstream.log.cluster.metadata",
+    "offset_for_timestamp": "kstream.log.timestamps",
 }
 
 
@@ -41,7 +44,9 @@ __all__ = [
     "Partition",
     "PartitionInfo",
     "PartitionLog",
+    "TimestampOffset",
     "TopicInfo",
+    "offset_for_timestamp",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

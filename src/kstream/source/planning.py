@@ -14,13 +14,12 @@ from itertools import pairwise
 
 import pyarrow as pa
 
-from kstream.client.consumer import Consumer
 from kstream.errors import ConfigError, OffsetOutOfRangeError, PartitionNotFoundError, TopicNotFoundError
 from kstream.groups import ConsumerGroups
+from kstream.log import offset_for_timestamp
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.transactions.isolation import Isolation
 from kstream.log.transactions.store import TransactionStore
-from kstream.message import TopicPartition
 from kstream.source.read_options import EARLIEST, LATEST, GroupPosition, OffsetSpec, ReaderOptions, TimestampPosition
 
 log = logging.getLogger(__name__)
@@ -126,23 +125,28 @@ def group_offsets(cluster: Cluster, group: str, position: GroupPosition) -> Offs
     return result
 
 
-def timestamp_offsets(cluster: Cluster, spec: TimestampPosition, tps: list[tuple[str, int]]) -> Offsets:
-    """Per partition, the first offset at or after the partition's timestamp (partitions with no
-    timestamp given are left out; a partition with no such record: LATEST, or an error)."""
-    wanted = [(t, p, spec.for_partition(t, p)) for t, p in tps]
-    asked = [TopicPartition(t, p, ts) for t, p, ts in wanted if ts is not None]
+def timestamp_offsets(cluster: Cluster, spec: TimestampPosition, tps: list[tuple[str, int]],
+                      isolation_level: str = "read_committed") -> Offsets:
+    """Per partition, the first offset at or after the partition's timestamp among the records
+    the read is handed (:func:`kstream.log.offset_for_timestamp` at the read's isolation level;
+    partitions with no timestamp given are left out; a partition with no such record: LATEST,
+    or an error)."""
     result: Offsets = {}
-    with Consumer({"cluster": cluster.path}) as consumer:
-        for tp in consumer.offsets_for_times(asked):
-            if tp.offset < 0:
-                if spec.strategy == "error":
-                    raise OffsetOutOfRangeError(
-                        f"{tp.topic}-{tp.partition} has no record at or after timestamp "
-                        f"{spec.for_partition(tp.topic, tp.partition)}; use an earlier timestamp, or "
-                        "startingOffsetsByTimestampStrategy=latest to start such partitions at the end")
-                result.setdefault(tp.topic, {})[str(tp.partition)] = LATEST
-            else:
-                result.setdefault(tp.topic, {})[str(tp.partition)] = tp.offset
+    store = TransactionStore.for_cluster(cluster)
+    for topic, partition in tps:
+        timestamp_ms = spec.for_partition(topic, partition)
+        if timestamp_ms is None:
+            continue
+        handle = cluster.partition(topic, partition)
+        try:
+            found = offset_for_timestamp(handle, timestamp_ms, isolation_level, store)
+        finally:
+            handle.close()
+        if found is None and spec.strategy == "error":
+            raise OffsetOutOfRangeError(
+                f"{topic}-{partition} has no record at or after timestamp {timestamp_ms}; use an earlier "
+                "timestamp, or startingOffsetsByTimestampStrategy=latest to start such partitions at the end")
+        result.setdefault(topic, {})[str(partition)] = LATEST if found is None else found.offset
     return result
 
 
@@ -163,7 +167,7 @@ def resolve(cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]],
         spec = group_offsets(cluster, group, spec)
         committed_by = group
     elif isinstance(spec, TimestampPosition):
-        spec = timestamp_offsets(cluster, spec, tps)
+        spec = timestamp_offsets(cluster, spec, tps, isolation_level)
     result: Offsets = {}
     for topic, partition in tps:
         if isinstance(spec, str):

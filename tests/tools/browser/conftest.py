@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-SCRIPTS = os.path.join(os.path.dirname(__file__), "..", "..", "scripts")
+SCRIPTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "scripts")
 sys.path.insert(0, os.path.abspath(SCRIPTS))
 screens = importlib.import_module("console_screenshots")
 

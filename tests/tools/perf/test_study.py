@@ -142,7 +142,7 @@ def test_the_peer_runs_a_point_against_tansu():
 
 
 def test_shipped_plans_parse():
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "conf", "study.toml")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "conf", "study.toml")
     full, quick = plan.load(path), plan.load(path, quick=True)
     assert len(full.scenarios) == len(quick.scenarios) >= 10
     assert sum(len(s.points()) for s in quick.scenarios) < sum(len(s.points()) for s in full.scenarios)

@@ -6,14 +6,11 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from helpers import file_tree
 from kstream import ConsumerGroups, Producer
 from kstream.admin import Admin, NewTopic
 from kstream.log.cluster.cluster import Cluster
 from kstream.tools.web.app import create_app
 from kstream.tools.web.clusters import ClusterRef, check_clusters
-
-ORIGIN = {"Origin": "http://testserver"}
 
 
 @pytest.fixture
@@ -66,6 +63,3 @@ def read_only_client(clusters):
         yield test_client
 
 
-def tree(path):
-    """Every file and dir under ``path`` (tests/helpers.py's file_tree)."""
-    return file_tree(path)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from test_pages import PAGES
+from web_helpers import ORIGIN, tree
 
-from conftest import ORIGIN, tree
 from kstream.tools.web.app import routers
 from kstream.tools.web.guard import CROSS_ORIGIN_TEXT, READ_ONLY_TEXT, refusal
 

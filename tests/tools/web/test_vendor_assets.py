@@ -13,7 +13,7 @@ import tomllib
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def test_the_lock_pins_every_asset_the_pages_load(script):
     assert targets == {"htmx.min.js", "sse.js", "uPlot.iife.min.js", "uPlot.min.css"}
     for entry in lock.values():
         assert entry["integrity"].startswith("sha512-") and entry["version"][0].isdigit()
-    base = open(os.path.join(ROOT, "src", "kstream", "web", "templates", "base.html")).read()
+    base = open(os.path.join(ROOT, "src", "kstream", "tools", "web", "templates", "base.html")).read()
     for target in targets:
         assert f"/static/vendor/{target}" in base
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import ORIGIN
+from web_helpers import ORIGIN
+
 from kstream import ConsumerGroups
 from kstream.groups import MemberSpec
 from kstream.log.cluster.cluster import Cluster

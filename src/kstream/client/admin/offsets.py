@@ -3,9 +3,11 @@
 ``list_offsets`` answers from the leader replica without a consumer:
 EARLIEST is the log start offset; LATEST the high watermark (READ_UNCOMMITTED)
 or the last stable offset (READ_COMMITTED: below the first open transaction);
-``for_timestamp(t)`` the first offset whose record timestamp is >= t (-1 if
-none); MAX_TIMESTAMP the offset of the record with the largest timestamp (a
-scan of the frame headers below the HW, then one batch decoded).
+``for_timestamp(t)`` the first offset whose record timestamp is >= t among the
+records a reader at the isolation level is handed, below its end (-1 if none:
+:func:`kstream.log.offset_for_timestamp`, the rule every reader shares);
+MAX_TIMESTAMP the offset of the record with the largest timestamp (a scan of
+the frame headers below the HW, then one batch decoded).
 
 ``delete_records`` moves the log start forward on every replica under the
 partition lock, through retention's segment deletion. kstream deletes whole
@@ -21,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from kstream._model import IsolationLevel
 from kstream.client.admin._futures import check_name
+from kstream.log import offset_for_timestamp
 from kstream.log.cluster import record_deletion
 from kstream.log.storage import format as fmt
 from kstream.log.storage.log_reader import LogReader
-from kstream.log.storage.output import decode_frame, first_offset_at_or_after, record_timestamps
+from kstream.log.storage.output import decode_frame, record_timestamps
 from kstream.log.storage.records import PayloadCodec
 from kstream.log.transactions.store import TransactionStore
 from kstream.log.transactions.view import last_stable_offset
@@ -149,7 +152,10 @@ def list_offset(cluster: Cluster, tp: TopicPartition, spec: OffsetSpec,
             return ListOffsetsResultInfo(_latest(cluster, tp, handle.leader_dir, high_watermark, isolation_level), -1)
         if spec._value == OffsetSpec.MAX_TIMESTAMP:
             return _max_timestamp(reader, high_watermark)
-        return _for_timestamp(reader, spec._value, high_watermark)
+        store = TransactionStore.for_cluster(cluster) if isolation_level is IsolationLevel.READ_COMMITTED else None
+        found = offset_for_timestamp(handle, spec._value, isolation_level, store, reader)
+        return ListOffsetsResultInfo(-1, -1) if found is None else ListOffsetsResultInfo(found.offset,
+                                                                                         found.timestamp_ms)
     finally:
         reader.close()
         handle.close()
@@ -163,23 +169,6 @@ def _latest(cluster: Cluster, tp: TopicPartition, directory: str, high_watermark
         return high_watermark
     return last_stable_offset(directory, high_watermark, TransactionStore.for_cluster(cluster), tp.topic,
                               tp.partition)
-
-
-def _for_timestamp(reader: LogReader, timestamp_ms: int, high_watermark: int) -> ListOffsetsResultInfo:
-    base = reader.offset_for_timestamp(timestamp_ms)
-    codec = PayloadCodec()
-    while base is not None and base < high_watermark:
-        frames = reader.read(base, 1, end_offset=high_watermark)
-        if not frames:
-            break
-        frame = frames[0]
-        if not frame.header.attributes & fmt.CONTROL:
-            stored = decode_frame(codec, frame)
-            offset = first_offset_at_or_after(stored, timestamp_ms)
-            if offset >= 0:
-                return ListOffsetsResultInfo(offset, int(record_timestamps(stored)[offset - stored.base_offset]))
-        base = frame.header.next_offset
-    return ListOffsetsResultInfo(-1, -1)
 
 
 def _max_timestamp(reader: LogReader, high_watermark: int) -> ListOffsetsResultInfo:

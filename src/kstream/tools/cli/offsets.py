@@ -3,7 +3,9 @@
 get-offsets prints ``topic:partition:offset`` lines as kafka-get-offsets does,
 for ``--time`` ``-1``/``latest`` (the high watermark), ``-2``/``earliest`` (the
 log start offset), ``-3``/``max-timestamp`` (the record with the largest
-timestamp) or a timestamp in ms (the first offset at or after it). A partition
+timestamp) or a timestamp in ms (the first record at or after it, by
+:func:`kstream.log.offset_for_timestamp` under read_uncommitted, as the tool's
+ListOffsets asks: markers never answer). A partition
 with no such offset prints no line, as in Kafka. Read-only: creates nothing.
 
 delete-records reads kafka-delete-records' JSON plan
@@ -23,6 +25,7 @@ from contextlib import contextmanager
 import click
 
 from kstream.errors import ConfigError, KStreamError
+from kstream.log import offset_for_timestamp
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.partition import Partition
 from kstream.log.cluster.record_deletion import delete_records as delete_records_before
@@ -95,21 +98,6 @@ def _max_timestamp_offset(handle: Partition, end: int) -> int | None:
         reader.close()
 
 
-def _offset_at_time(handle: Partition, timestamp_ms: int, end: int) -> int | None:
-    codec = PayloadCodec()
-    reader = handle.reader()
-    try:
-        base = reader.offset_for_timestamp(timestamp_ms)
-        if base is None:
-            return None
-        for frame in reader.read(base, 1, end_offset=end):
-            found = first_offset_at_or_after(decode_frame(codec, frame), timestamp_ms)
-            return None if found < 0 else found
-        return None
-    finally:
-        reader.close()
-
-
 def offset_for(handle: Partition, time: int) -> int | None:
     """The offset kafka-get-offsets prints for ``time`` (see the module doc); None: no line."""
     high_watermark = handle.high_watermark() or 0
@@ -123,7 +111,8 @@ def offset_for(handle: Partition, time: int) -> int | None:
             reader.close()
     if time == -3:
         return _max_timestamp_offset(handle, high_watermark)
-    return _offset_at_time(handle, time, high_watermark)
+    found = offset_for_timestamp(handle, time)  # read_uncommitted, as kafka-get-offsets asks
+    return None if found is None else found.offset
 
 
 @click.command("get-offsets")

@@ -10,8 +10,8 @@ import time
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from replication_helpers import consume_all, make_topic
 
-from conftest import consume_all, make_topic
 from helpers import encoded
 from kstream import Admin, Consumer, KStreamError, NotEnoughReplicasError, Producer, TopicPartition
 from kstream.log.cluster.cluster import Cluster

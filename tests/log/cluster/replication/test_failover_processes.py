@@ -8,12 +8,13 @@ import subprocess
 import sys
 import time
 
-from conftest import make_topic
+from replication_helpers import make_topic
+
 from helpers import read_all
 from kstream import Admin, Consumer, Producer, TopicPartition
 from kstream.log.storage import faults
 
-CHILD = os.path.join(os.path.dirname(__file__), "..", "faults", "child_writer.py")
+CHILD = os.path.join(os.path.dirname(__file__), "..", "..", "..", "faults", "child_writer.py")
 
 
 def test_log_dir_failure_mid_stream(replicated):

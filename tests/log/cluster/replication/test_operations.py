@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from click.testing import CliRunner
+from replication_helpers import make_topic, replica_frames
 
-from conftest import make_topic, replica_frames
 from kstream import Admin, NewTopic, Producer
 from kstream.log.storage import format as fmt
 from kstream.tools.cli.main import cli

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 
-from conftest import consume_all, make_topic, replica_frames
+from replication_helpers import consume_all, make_topic, replica_frames
+
 from helpers import encoded
 from kstream import Admin, Producer
 from kstream.log.storage import faults

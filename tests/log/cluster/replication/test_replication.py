@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from replication_helpers import consume_all, make_topic, replica_frames
 
-from conftest import consume_all, make_topic, replica_frames
 from kstream import Admin, Consumer, LogDirOfflineError, NotEnoughReplicasError, Producer, TopicPartition
 from kstream.log.storage import faults
 

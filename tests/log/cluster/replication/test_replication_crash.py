@@ -9,10 +9,11 @@ import subprocess
 import sys
 import time
 
-from conftest import make_topic, replica_frames
+from replication_helpers import make_topic, replica_frames
+
 from kstream import Admin, Producer
 
-CHILD = os.path.join(os.path.dirname(__file__), "..", "faults", "child_writer.py")
+CHILD = os.path.join(os.path.dirname(__file__), "..", "..", "..", "faults", "child_writer.py")
 
 
 def test_replicas_agree_after_sigkill_during_replication(replicated):

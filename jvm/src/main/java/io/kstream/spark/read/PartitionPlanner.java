@@ -1,13 +1,8 @@
 package io.kstream.spark.read;
 
 import io.kstream.spark.error.KStreamException;
-import io.kstream.spark.format.Frame;
-import io.kstream.spark.format.LogReader;
 import io.kstream.spark.format.MetadataSnapshot;
-import io.kstream.spark.format.PayloadDecoder;
 import io.kstream.spark.format.SegmentFiles;
-import io.kstream.spark.format.SharedAllocator;
-import io.kstream.spark.format.SparseIndex;
 import io.kstream.spark.format.TransactionState;
 import io.kstream.spark.options.ReaderOptions;
 import java.io.IOException;
@@ -20,9 +15,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.regex.Pattern;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.vector.BigIntVector;
-import org.apache.arrow.vector.VectorSchemaRoot;
 
 /**
  * Driver-side planning from the metadata snapshot and the log dirs, as Python's
@@ -188,46 +180,13 @@ public final class PartitionPlanner {
         return out;
     }
 
-    /** Offset of the first record at or after {@code timestampMs} below the HW, or -1. */
+    /**
+     * Offset of the first record at or after {@code timestampMs} that the read is handed, below
+     * its end (HW, or LSO under read_committed), or -1: {@link TimestampLookup}'s rule.
+     */
     long offsetForTimestamp(TopicPartition tp, long timestampMs) {
-        String dir = snapshot.leaderDir(tp.topic, tp.partition);
-        long hw;
-        try {
-            hw = snapshot.highWatermark(tp.topic, tp.partition);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        try (LogReader reader = new LogReader(dir, options.verifyChecksums);
-             BufferAllocator allocator = SharedAllocator.child("kstream-planner")) {
-            PayloadDecoder decoder = new PayloadDecoder(allocator);
-            long[] bases = reader.refresh();
-            for (long base : bases) {
-                long from = SparseIndex.times(dir, base).startFor(timestampMs);
-                if (from >= hw) return -1;
-                reader.seek(from);
-                Frame frame;
-                while ((frame = reader.next(hw)) != null) {
-                    if (frame.header.maxTimestamp < timestampMs || frame.header.isControl()) continue;
-                    long at = firstAtOrAfter(decoder, frame, timestampMs);
-                    if (at >= 0) return at;
-                }
-            }
-            return -1;
-        } catch (IOException e) {
-            throw new UncheckedIOException("looking up timestamp " + timestampMs + " in " + dir, e);
-        }
-    }
-
-    private static long firstAtOrAfter(PayloadDecoder decoder, Frame frame, long timestampMs) {
-        if (frame.header.logAppendTime()) return frame.header.maxTimestamp >= timestampMs ? frame.header.baseOffset : -1;
-        try (VectorSchemaRoot root = decoder.decode(frame, Set.of("timestamp"))) {
-            BigIntVector ts = (BigIntVector) root.getVector("timestamp");
-            if (ts == null) return frame.header.maxTimestamp >= timestampMs ? frame.header.baseOffset : -1;
-            for (int i = 0; i < root.getRowCount(); i++) {
-                if (!ts.isNull(i) && ts.get(i) >= timestampMs) return frame.header.baseOffset + i;
-            }
-            return -1;
-        }
+        TimestampLookup.Found found = TimestampLookup.find(bounds(tp), timestampMs, options.verifyChecksums);
+        return found == null ? -1 : found.offset;
     }
 
     /** One split per topic-partition with data between {@code start} and {@code end}. */

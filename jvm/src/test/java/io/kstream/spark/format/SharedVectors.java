@@ -11,7 +11,7 @@ import java.nio.file.Path;
 /**
  * The shared test vectors that the Python side writes (tests/jvm/vectors.py): a cluster made by
  * kstream's own producer, hand-made recovery points, lock files and .txnindex files, and
- * manifest.json saying what they hold. Their directory is the system property
+ * manifest.json saying what they hold; a second cluster holds the offset-for-timestamp table's cases. Their directory is the system property
  * {@code kstream.vectors} (tests/jvm/test_shared_vectors.py sets it); without it every test that
  * needs them is skipped, so {@code mvn package} on its own runs only the self-contained tests.
  */
@@ -40,6 +40,11 @@ public final class SharedVectors {
 
     public static String cluster() {
         return dir().resolve("cluster").toString();
+    }
+
+    /** The second cluster: a topic per case of the offset-for-timestamp table (manifest "timestamps"). */
+    public static String timestampsCluster() {
+        return dir().resolve("timestamps").toString();
     }
 
     /** A replica directory of the vectors' cluster, e.g. replicaDir("codecs-1"). */

@@ -1,0 +1,118 @@
+package io.kstream.spark.read;
+
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.Format;
+import io.kstream.spark.format.Frame;
+import io.kstream.spark.format.FrameHeader;
+import io.kstream.spark.format.LogReader;
+import io.kstream.spark.format.PayloadDecoder;
+import io.kstream.spark.format.SharedAllocator;
+import io.kstream.spark.format.SparseIndex;
+import io.kstream.spark.format.TransactionState;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.Set;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+
+/**
+ * Offset for a timestamp, with the rule of Python's {@code kstream.log.offset_for_timestamp}
+ * (src/kstream/log/timestamps.py): the earliest offset in [log start, end) whose record a reader
+ * at the isolation level is handed and whose timestamp is at or after the target. End is the HW
+ * (read_uncommitted) or the LSO (read_committed); control frames (markers) never answer; under
+ * read_committed the records of aborted transactions do not either; a LogAppendTime frame's
+ * records take the frame's time. Both readers pass the one table of cases
+ * (tests/log/timestamp_cases.py, TimestampVectorTest). Reads only; one call, one reader.
+ */
+public final class TimestampLookup {
+    /** What a lookup found: the record's offset and its timestamp (ms). */
+    public static final class Found {
+        public final long offset;
+        public final long timestampMs;
+
+        Found(long offset, long timestampMs) {
+            this.offset = offset;
+            this.timestampMs = timestampMs;
+        }
+
+        @Override
+        public String toString() {
+            return "Found(offset=" + offset + ", timestampMs=" + timestampMs + ")";
+        }
+    }
+
+    private TimestampLookup() {}
+
+    /** The lookup over a partition's bounds as the planner read them; null when no record answers. */
+    public static Found find(PartitionPlanner.Bounds bounds, long timestampMs, boolean verifyChecksums) {
+        return find(bounds.leaderDir, bounds.end, bounds.transactions, timestampMs, verifyChecksums);
+    }
+
+    /**
+     * The lookup in {@code replicaDir} below {@code end}; {@code transactions} null under
+     * read_uncommitted. Frame headers are walked unchecked-payload; the frame decoded has its
+     * payload checksum checked when {@code verifyChecksums}.
+     */
+    public static Found find(String replicaDir, long end, TransactionState transactions, long timestampMs,
+                             boolean verifyChecksums) {
+        try (LogReader reader = new LogReader(replicaDir, false);
+             BufferAllocator allocator = SharedAllocator.child("kstream-timestamp-lookup")) {
+            long first = firstFrameReaching(reader, end, timestampMs);
+            if (first < 0) return null;
+            PayloadDecoder decoder = new PayloadDecoder(allocator);
+            reader.seek(first);
+            Frame frame;
+            while ((frame = reader.next(end)) != null) {
+                FrameHeader h = frame.header;
+                if (h.maxTimestamp < timestampMs || !visible(h, transactions)) continue;
+                if (verifyChecksums && Format.crc32c(frame.payload, 0, frame.payload.capacity()) != h.payloadCrc) {
+                    throw KStreamException.corrupt("payload checksum mismatch", frame.path, frame.position, h.baseOffset);
+                }
+                Found found = firstAtOrAfter(decoder, frame, timestampMs);
+                if (found != null) return found; // always, unless the header overstates its records
+            }
+            return null;
+        } catch (IOException e) {
+            throw new UncheckedIOException("looking up timestamp " + timestampMs + " in " + replicaDir, e);
+        }
+    }
+
+    /** Which frames a reader is handed: never a control frame; under read_committed no aborted one. */
+    static boolean visible(FrameHeader h, TransactionState transactions) {
+        return transactions == null ? !h.isControl() : transactions.visibleCommitted(h);
+    }
+
+    /**
+     * Base offset of the first frame below {@code end} (of any kind) whose largest timestamp
+     * reaches the time, or -1: each segment's time index (a running maximum) says where in it to
+     * start; its headers are walked up to the next segment.
+     */
+    private static long firstFrameReaching(LogReader reader, long end, long timestampMs) throws IOException {
+        long[] bases = reader.refresh();
+        for (int i = 0; i < bases.length; i++) {
+            long from = SparseIndex.times(reader.directory, bases[i]).startFor(timestampMs);
+            if (from >= end) return -1;
+            long segmentEnd = i + 1 < bases.length ? Math.min(bases[i + 1], end) : end;
+            reader.seek(from);
+            Frame frame;
+            while ((frame = reader.next(segmentEnd)) != null) {
+                if (frame.header.maxTimestamp >= timestampMs) return frame.header.baseOffset;
+            }
+        }
+        return -1;
+    }
+
+    private static Found firstAtOrAfter(PayloadDecoder decoder, Frame frame, long timestampMs) {
+        FrameHeader h = frame.header;
+        if (h.logAppendTime()) return h.maxTimestamp >= timestampMs ? new Found(h.baseOffset, h.maxTimestamp) : null;
+        try (VectorSchemaRoot root = decoder.decode(frame, Set.of("timestamp"))) {
+            BigIntVector ts = (BigIntVector) root.getVector("timestamp");
+            if (ts == null) return h.maxTimestamp >= timestampMs ? new Found(h.baseOffset, h.maxTimestamp) : null;
+            for (int i = 0; i < root.getRowCount(); i++) {
+                if (!ts.isNull(i) && ts.get(i) >= timestampMs) return new Found(h.baseOffset + i, ts.get(i));
+            }
+            return null;
+        }
+    }
+}
