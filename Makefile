@@ -105,8 +105,11 @@ bench-side-by-side:
 bench-console: $(STAMP)
 	$(PY) -m bench.console_pages --repeats 9
 
+# ruff, mypy, and the layer rule (each layer imports only those below it; no import circle;
+# no function-level import of a kstream module): scripts/check_layers.py, issue 27.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench scripts jvm
+	$(PY) scripts/check_layers.py src
 	$(VENV)/bin/mypy
 
 clean:

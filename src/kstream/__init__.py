@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kstream._lazy import lazy_exports
+from kstream._version import __version__
 from kstream.error import KafkaError, KafkaException
 from kstream.errors import (
     CheckpointError,
@@ -75,7 +76,6 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from kstream.source.query_lag import QueryPartitionLag, query_lag
     from kstream.throttle_event import ThrottleEvent
 
-__version__ = "0.1.0"
 
 # Public name -> the module that defines it (imported on first use).
 _LAZY = {

@@ -12,6 +12,9 @@ The int is encoded as confluent-kafka and librdkafka do:
 
 from __future__ import annotations
 
+__version__ = "0.1.0"
+"""kstream's version (``kstream.__version__`` re-exports it; setup.cfg reads it from here)."""
+
 LIBRDKAFKA_API_VERSION = (2, 6, 0)
 """The librdkafka release whose client API (error codes, config names, calls) kstream mirrors."""
 
@@ -35,8 +38,6 @@ def _leading_digits(piece: str) -> str:
 
 def version() -> tuple[str, int]:
     """kstream's version: ``(kstream.__version__, encoded int)``."""
-    from kstream import __version__
-
     return __version__, encode_version(__version__)
 
 

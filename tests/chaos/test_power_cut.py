@@ -7,7 +7,7 @@ import random
 import shutil
 
 from chaos.power_cut import CutReport, Journal, build, cut_content, power_cut, sync_all
-from kstream.log.storage import faults
+from kstream.log.storage import disk
 
 
 def _write(path, data, mode="wb"):
@@ -20,7 +20,7 @@ def _write(path, data, mode="wb"):
 def _fsync_file(path):
     fd = os.open(path, os.O_RDONLY)
     try:
-        faults.fsync(fd)
+        disk.fsync(fd)
     finally:
         os.close(fd)
 
@@ -28,7 +28,7 @@ def _fsync_file(path):
 def _fsync_dir(path):
     fd = os.open(path, os.O_RDONLY)
     try:
-        faults.fsync(fd)
+        disk.fsync(fd)
     finally:
         os.close(fd)
 

@@ -368,3 +368,34 @@ def test_a_pipeline_killed_at_random_moments_then_rerun_writes_each_output_exact
     assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
     assert outputs(path) == expected(RANDOM_INPUTS)
     assert started_at(path) == RANDOM_INPUTS
+
+
+def test_the_transaction_layer_finishes_offsets_only_through_the_applier_groups_hand_it(tmp_path):
+    """The transaction layer never imports groups (issue 27): in a process that loaded no groups
+    code, finishing a decided commit that carries offsets refuses before Complete (markers are
+    idempotent), so the commit stays decided for a finisher that has the applier."""
+    path = make_cluster(tmp_path, timeout_ms=TIMEOUT_MS)
+    assert run_pipeline(path, "txn.prepared:2").returncode == -9
+    time.sleep(TIMEOUT_MS / 1000 + 0.1)
+    code = ("import sys\n"
+            "from kstream.errors import KStreamError\n"
+            "from kstream.log.cluster.cluster import Cluster\n"
+            "from kstream.log.transactions.expiry import expire\n"
+            "cluster = Cluster.open(sys.argv[1])\n"
+            "try:\n"
+            "    expire(cluster)\n"
+            "except KStreamError as err:\n"
+            "    print('refused:', err)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('kstream.groups')))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("KSTREAM_CRASH_AT", None)
+    done = subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    refused, loaded = done.stdout.splitlines()
+    assert refused.startswith("refused: the transaction of 'etl' carries consumer group offsets")
+    assert loaded == "[]"
+    assert table_offsets(path) == {("in", 0): 10}
+    with Producer({"cluster": path, "transactional.id": "passer-by"}) as writer:
+        writer.init_transactions()  # this process has the applier: the expiry finishes the commit
+    assert table_offsets(path) == {("in", 0): 20}
+    assert outputs(path) == expected(20)

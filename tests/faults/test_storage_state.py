@@ -358,11 +358,11 @@ def test_a_reader_syncs_the_recovery_point_before_it_raises_the_hw_on_it(cluster
     point only in the page cache. A reader that raised the HW on it saw records a power cut
     then hid again (chaos power_cut_readers seed 1): it must make the point durable first."""
     point, end = _writer_killed_before_the_point_was_synced(cluster_path)
-    from kstream.log.storage import faults
+    from kstream.log.storage import disk
 
     synced = []
-    real = faults.fdatasync
-    monkeypatch.setattr(faults, "fdatasync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")),
+    real = disk.fdatasync
+    monkeypatch.setattr(disk, "fdatasync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")),
                                                           real(fd))[1])
     with Admin({"cluster": cluster_path}) as admin:
         handle = admin.cluster.partition("t", 0)
@@ -373,12 +373,12 @@ def test_a_reader_syncs_the_recovery_point_before_it_raises_the_hw_on_it(cluster
 
 def test_a_reader_that_cannot_sync_the_recovery_point_does_not_raise_the_hw(cluster_path, monkeypatch):
     _writer_killed_before_the_point_was_synced(cluster_path)
-    from kstream.log.storage import faults
+    from kstream.log.storage import disk
 
     def failing(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(faults, "fdatasync", failing)
+    monkeypatch.setattr(disk, "fdatasync", failing)
     with Admin({"cluster": cluster_path}) as admin:
         handle = admin.cluster.partition("t", 0)
         assert handle.high_watermark() == 10  # the published HW stays; nothing raised on an unsynced point

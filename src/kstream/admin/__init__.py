@@ -35,16 +35,6 @@ if TYPE_CHECKING:
         MemberAssignment,
         MemberDescription,
     )
-    from kstream.client.admin.list_topics import (
-        BrokerMetadata,
-        ClusterMetadata,
-        DescribeClusterResult,
-        GroupMember,
-        GroupMetadata,
-        PartitionMetadata,
-        TopicMetadata,
-        cluster_metadata,
-    )
     from kstream.client.admin.offsets import DeletedRecords, ListOffsetsResultInfo, OffsetSpec
     from kstream.client.admin.resource import ResourcePatternType, ResourceType
     from kstream.client.admin.scram import (
@@ -63,6 +53,16 @@ if TYPE_CHECKING:
         TopicDescription,
         TopicDetails,
     )
+    from kstream.client.cluster_metadata import (
+        BrokerMetadata,
+        ClusterMetadata,
+        DescribeClusterResult,
+        GroupMember,
+        GroupMetadata,
+        PartitionMetadata,
+        TopicMetadata,
+        cluster_metadata,
+    )
     from kstream.error import KafkaError, KafkaException
     from kstream.errors import NotSupportedError
     from kstream.message import TopicPartition
@@ -77,7 +77,7 @@ _MODULES = {
     "kstream.client.admin.config": ["AlterConfigOpType", "ConfigEntry", "ConfigResource", "ConfigSource"],
     "kstream.client.admin.groups": ["ConsumerGroupDescription", "ConsumerGroupListing", "ListConsumerGroupsResult",
                              "MemberAssignment", "MemberDescription"],
-    "kstream.client.admin.list_topics": ["BrokerMetadata", "ClusterMetadata", "DescribeClusterResult", "GroupMember",
+    "kstream.client.cluster_metadata": ["BrokerMetadata", "ClusterMetadata", "DescribeClusterResult", "GroupMember",
                                "GroupMetadata", "PartitionMetadata", "TopicMetadata", "cluster_metadata"],
     "kstream.client.admin.offsets": ["DeletedRecords", "ListOffsetsResultInfo", "OffsetSpec"],
     "kstream.client.admin.resource": ["ResourcePatternType", "ResourceType"],

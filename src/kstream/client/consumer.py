@@ -48,8 +48,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from kstream.client.admin.list_topics import ClusterMetadata, cluster_metadata
 from kstream.client.callbacks import check_sasl_credentials
+from kstream.client.cluster_metadata import ClusterMetadata, cluster_metadata
 from kstream.client.config import client_options
 from kstream.client.consumer_group import GroupSession, RebalanceCallback
 from kstream.client.fetcher import Fetcher, PartitionFetch

@@ -61,8 +61,8 @@ from typing import Any, cast, overload
 import numpy as np
 import pyarrow as pa
 
-from kstream.client.admin.list_topics import ClusterMetadata, cluster_metadata
 from kstream.client.callbacks import check_sasl_credentials
+from kstream.client.cluster_metadata import ClusterMetadata, cluster_metadata
 from kstream.client.config import open_client
 from kstream.client.confluent_batch import produce_dicts
 from kstream.client.delivery_reports import DeliveryReports

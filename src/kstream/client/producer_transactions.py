@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kstream import groups as groups_face
 from kstream.errors import FencedError, IllegalGenerationError, KStreamError
+from kstream.groups.transactional_offsets import send_offsets, senders_check
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.transactions.expiry import try_expire
 from kstream.log.transactions.store import TransactionStore
@@ -71,12 +73,9 @@ class ProducerTransactions:
     def send_offsets(self, positions: Any, group_metadata: Any) -> None:
         """Make the consumer's ``positions`` (next offsets to read) for its group part of the
         open transaction: committed with it, or not at all."""
-        from kstream.groups.service import ConsumerGroups  # deltalake: loaded by EOS users only
-        from kstream.groups.transactional_offsets import send_offsets
-
         writer = self.current()
-        if self._groups is None:
-            self._groups = ConsumerGroups(self.cluster)
+        if self._groups is None:  # the face loads the groups service (deltalake) now: EOS users only
+            self._groups = groups_face.ConsumerGroups(self.cluster)
         if send_offsets(self._groups, writer.store, self.transactional_id, writer.epoch, list(positions),
                         group_metadata):
             self.sent_offsets = True
@@ -96,8 +95,6 @@ class ProducerTransactions:
         writer = self.current()
         check = None
         if commit and self.sent_offsets:
-            from kstream.groups.transactional_offsets import senders_check
-
             assert self._groups is not None
             check = senders_check(self._groups.coordinator, self.transactional_id)
         try:

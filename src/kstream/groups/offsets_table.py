@@ -51,7 +51,7 @@ from deltalake.schema import Field, PrimitiveType
 
 from kstream.errors import ClusterError, KStreamError
 from kstream.log.cluster.metadata import Metadata
-from kstream.log.storage.faults import fsync_dir
+from kstream.log.storage.disk import fsync_dir
 
 log = logging.getLogger(__name__)
 

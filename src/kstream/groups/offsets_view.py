@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 from kstream.groups.offsets_table import CommittedOffset, Offsets, OffsetsTable
 from kstream.log.cluster.metadata import Metadata
-from kstream.log.transactions import pending_offsets as txn_offsets
+from kstream.log.transactions import pending_offsets
 
 
 def current_offsets(table: OffsetsTable, metadata: Metadata, group: str,
@@ -65,7 +65,7 @@ def current_offsets(table: OffsetsTable, metadata: Metadata, group: str,
     return rows
 
 
-def decided_offsets(metadata: Metadata, group: str) -> list[txn_offsets.PendingOffsets]:
+def decided_offsets(metadata: Metadata, group: str) -> list[pending_offsets.PendingOffsets]:
     """The pending offsets of decided commits for ``group``; none on a cluster whose
     transaction tables were never made (no transaction ever ran: readers create nothing)."""
-    return txn_offsets.decided_of_group(metadata, group)
+    return pending_offsets.decided_of_group(metadata, group)

@@ -52,13 +52,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kstream.errors import FencedError, IllegalGenerationError, UnstableOffsetCommitError
+from kstream import groups as groups_face
+from kstream.errors import IllegalGenerationError, UnstableOffsetCommitError
 from kstream.group_names import check_group_name
 from kstream.groups.coordinator import Coordinator, commit_refusal, member_gone
 from kstream.log.storage.faults import crash_point
-from kstream.log.transactions import pending_offsets as txn_offsets
+from kstream.log.transactions import pending_offsets
 from kstream.log.transactions.store import ONGOING, PREPARE_COMMIT, TransactionState, TransactionStore
-from kstream.log.transactions.writer import finish
+from kstream.log.transactions.writer import finish, set_offsets_applier
 
 if TYPE_CHECKING:
     import sqlite3
@@ -102,14 +103,9 @@ def send_offsets(groups: ConsumerGroups, store: TransactionStore, transactional_
     store.check_writable(transactional_id, epoch)  # fences it now if it is past its deadline
     coordinator = groups.coordinator
     coordinator.ensure_schema()
-    with store.metadata.transaction() as tx:
-        state = tx.execute("SELECT epoch, state FROM transactions WHERE transactional_id = ?",
-                           (transactional_id,)).fetchone()
-        if state is None or tuple(state) != (epoch, ONGOING):
-            raise FencedError(f"the transaction of {transactional_id!r} (epoch {epoch}) is not open (fenced, "
-                              "timed out or ended); begin_transaction() first")
+    with store.while_ongoing(transactional_id, epoch) as tx:
         _refuse(tx, coordinator, group, metadata.member_id, metadata.generation)
-        txn_offsets.record(tx, transactional_id, group, metadata.member_id, metadata.generation, rows)
+        pending_offsets.record(tx, transactional_id, group, metadata.member_id, metadata.generation, rows)
     crash_point("txn.offsets-sent")
     return True
 
@@ -120,7 +116,7 @@ def senders_check(coordinator: Coordinator, transactional_id: str) -> Callable[[
     coordinator.ensure_schema()
 
     def check(tx: sqlite3.Connection) -> None:
-        for pending in txn_offsets.of_transaction(tx, transactional_id):
+        for pending in pending_offsets.of_transaction(tx, transactional_id):
             _refuse(tx, coordinator, pending.group, pending.member_id, pending.generation)
 
     return check
@@ -140,10 +136,13 @@ def apply_offsets(cluster: Cluster, store: TransactionStore, decided: Transactio
                   groups: ConsumerGroups | None = None) -> None:
     """Write a decided commit's pending offsets to the group offsets table, once per group
     (Delta app transaction), through ``groups`` (else a ConsumerGroups made for the call).
-    Nothing when the decision no longer stands as given."""
-    from kstream.groups.service import ConsumerGroups, OffsetCommit  # service imports this module
+    Nothing when the decision no longer stands as given. The transaction layer calls it from
+    :func:`kstream.log.transactions.writer.finish` (handed in below, never imported from there).
+    The groups service (and its deltalake) is reached through the package face, on first use:
+    it imports this module."""
+    ConsumerGroups, OffsetCommit = groups_face.ConsumerGroups, groups_face.OffsetCommit  # noqa: N806
 
-    pending = txn_offsets.of_decided(store, decided)
+    pending = pending_offsets.of_decided(store, decided)
     if not pending:
         return
     own = groups is None
@@ -167,13 +166,16 @@ def apply_offsets(cluster: Cluster, store: TransactionStore, decided: Transactio
             groups.close()
 
 
+set_offsets_applier(apply_offsets)  # the transaction layer finishes a commit's offsets through this
+
+
 def roll_forward(groups: ConsumerGroups, group: str) -> None:
     """Before a write of ``group``'s offsets (a commit, a reset, a delete): finish the decided
     commits carrying offsets for it (markers, offsets, Complete), so their offsets land before
     the write and never over it. Writers only: readers overlay them instead
     (:mod:`kstream.groups.offsets_view`)."""
     store = TransactionStore.for_cluster(groups.cluster)
-    for _, state in txn_offsets.of_group(store, group):
+    for _, state in pending_offsets.of_group(store, group):
         if state.state == PREPARE_COMMIT:
             finish(groups.cluster, store, state, groups)
 
@@ -188,7 +190,7 @@ def wait_stable(groups: ConsumerGroups, group: str) -> None:
     timeout_s = (store.timeout_ms or 0) / 1000.0
     give_up = time.monotonic() + timeout_s + SETTLE_MARGIN_S
     while True:
-        waiting = [state for pending, state in txn_offsets.of_group(store, group)
+        waiting = [state for pending, state in pending_offsets.of_group(store, group)
                    if state.state == ONGOING and not _past_deadline(store, state)
                    and _worth_waiting_for(groups.coordinator, pending)]
         if not waiting:
@@ -208,7 +210,7 @@ def _past_deadline(store: TransactionStore, state: TransactionState) -> bool:
     return store.timeout_ms is not None and time.time() * 1000 >= state.updated_ms + store.timeout_ms
 
 
-def _worth_waiting_for(coordinator: Coordinator, pending: txn_offsets.PendingOffsets) -> bool:
+def _worth_waiting_for(coordinator: Coordinator, pending: pending_offsets.PendingOffsets) -> bool:
     """May this Ongoing transaction still commit these offsets, decided by another process?
     Not when its member left or the group rebalanced (the check at its decision refuses
     them), nor when its sender's process is gone (only the sender decides a commit; anyone

@@ -134,7 +134,7 @@ def test_a_plan_of_the_wrong_types_names_the_field(four_dirs, tmp_path, entry, m
 def test_a_malformed_plan_is_a_clear_error_from_the_cli_and_the_console(four_dirs, tmp_path, text, message):
     from kstream.errors import ConfigError
     from kstream.log.cluster.cluster import Cluster
-    from kstream.tools.cli.reassign import parse_plan
+    from kstream.log.cluster.reassignment import parse_plan
 
     plan = tmp_path / "plan.json"
     plan.write_text(text)

@@ -35,17 +35,17 @@ from kstream.client.admin._futures import check_bool, check_list, check_name, ch
 from kstream.client.admin._unsupported import unsupported_method
 from kstream.client.admin.acl import AclOperation, supported_operations
 from kstream.client.admin.config import ConfigResource
-from kstream.client.admin.list_topics import (
+from kstream.client.admin.offsets import OffsetSpec
+from kstream.client.admin.resource import ResourceType
+from kstream.client.admin.topics import NewPartitions, NewTopic
+from kstream.client.callbacks import check_sasl_credentials
+from kstream.client.cluster_metadata import (
     ClusterMetadata,
     DescribeClusterResult,
     GroupMetadata,
     cluster_metadata,
     log_dir_nodes,
 )
-from kstream.client.admin.offsets import OffsetSpec
-from kstream.client.admin.resource import ResourceType
-from kstream.client.admin.topics import NewPartitions, NewTopic
-from kstream.client.callbacks import check_sasl_credentials
 from kstream.client.config import client_options
 from kstream.config.options import Option
 from kstream.errors import ClusterNotFoundError

@@ -29,6 +29,7 @@ from kstream.config.options import CLUSTER_OPTIONS, TOPIC_DEFAULTS_FROM_CLUSTER,
 from kstream.errors import ConfigError
 from kstream.log.cluster.cluster import raw_value, read_properties
 from kstream.log.storage import format as fmt
+from kstream.log.storage.log_config import LogConfig
 from kstream.message import KafkaError
 
 if TYPE_CHECKING:
@@ -231,8 +232,6 @@ def alter_incremental(cluster: Cluster, resource: ConfigResource, validate_only:
 def _apply(cluster: Cluster, resource: ConfigResource, changes: Mapping[str, str | None],
            validate_only: bool) -> None:
     if validate_only:
-        from kstream.log.storage.log_config import LogConfig
-
         merged = {**_topic(cluster, resource).config, **changes}
         unknown = [k for k in changes if k not in TOPIC_OPTIONS]
         if unknown:

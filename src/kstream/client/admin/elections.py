@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kstream._model import ElectionType
 from kstream.client.admin._futures import kafka_error
-from kstream.client.admin.list_topics import online_log_dirs
+from kstream.client.cluster_metadata import online_log_dirs
 from kstream.errors import PartitionNotFoundError, TopicNotFoundError
 from kstream.message import KafkaError, TopicPartition
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kstream._model import ConsumerGroupState, ConsumerGroupTopicPartitions, ConsumerGroupType
 from kstream.client.admin._futures import check_name, kafka_error
-from kstream.client.admin.list_topics import GroupMember, GroupMetadata
+from kstream.client.cluster_metadata import GroupMember, GroupMetadata
 from kstream.errors import GroupNotFoundError
 from kstream.message import OFFSET_INVALID, TopicPartition
 

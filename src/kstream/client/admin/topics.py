@@ -11,18 +11,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from kstream._model import Node, TopicPartitionInfo
-from kstream.client.admin.list_topics import log_dir_nodes, online_log_dirs
+from kstream.client.cluster_metadata import log_dir_nodes, online_log_dirs
 from kstream.errors import InvalidPartitionsError, KStreamError
+from kstream.log.cluster.cluster import Cluster
 from kstream.log.partition_bounds import bounds
 from kstream.log.storage.log_reader import LogReader
-
-if TYPE_CHECKING:
-    from kstream.log.cluster.cluster import Cluster
 
 
 class NewTopic:
@@ -164,8 +162,6 @@ def describe(cluster: Cluster, name: str) -> TopicDescription:
 
 def details(cluster: Cluster, name: str) -> TopicDetails:
     """kstream's description: offsets, sizes and each replica's log end (-1: unreadable)."""
-    from kstream.log.cluster.cluster import Cluster as _Cluster
-
     info = cluster.topic(name)
     partitions = []
     for placement in info.partitions:
@@ -189,7 +185,7 @@ def details(cluster: Cluster, name: str) -> TopicDetails:
         finally:
             handle.close()
     return TopicDetails(name, info.topic_id, tuple(partitions), dict(info.config),
-                        _Cluster.topic_schema(info))
+                        Cluster.topic_schema(info))
 
 
 def log_dirs(cluster: Cluster) -> list[LogDirDescription]:

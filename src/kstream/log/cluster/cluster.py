@@ -43,8 +43,8 @@ from kstream.errors import (
 from kstream.log.cluster.metadata import Metadata, PartitionInfo, TopicInfo
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage import format as fmt
+from kstream.log.storage.disk import fsync_dir
 from kstream.log.storage.durable_file import read_properties, write_properties_atomically
-from kstream.log.storage.faults import fsync_dir
 from kstream.log.storage.lock import PartitionLock
 from kstream.log.storage.log_config import LogConfig
 from kstream.log.storage.records import check_schema_evolution, check_typed_schema

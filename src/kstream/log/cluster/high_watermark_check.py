@@ -22,7 +22,7 @@ import os
 from typing import TYPE_CHECKING
 
 from kstream.errors import KStreamError
-from kstream.log.storage import faults
+from kstream.log.storage import disk
 from kstream.log.storage import format as fmt
 from kstream.log.storage.log_reader import LogReader
 
@@ -132,7 +132,7 @@ def _sync_recovery_points(partition: Partition, replicas: list[int]) -> bool:
             log.warning("cannot open %s to make it durable: %s", path, err)
             return False
         try:
-            faults.fdatasync(fd)
+            disk.fdatasync(fd)
         except OSError as err:
             log.warning("cannot fdatasync %s: %s; the high watermark is not raised on it", path, err)
             return False

@@ -59,7 +59,7 @@ from kstream.log.cluster.high_watermark_check import HighWatermarkCheck
 from kstream.log.cluster.metadata import DataVersion, Metadata, PartitionInfo
 from kstream.log.cluster.reconcile import Reconciler, copy_frames_locked
 from kstream.log.cluster.replica_sync import sync_followers
-from kstream.log.storage import faults
+from kstream.log.storage import disk
 from kstream.log.storage.lock import PartitionLock
 from kstream.log.storage.log_config import LogConfig
 from kstream.log.storage.log_reader import LogReader
@@ -482,7 +482,7 @@ def _read_only(replica_dir: str) -> bool:
     """Whether the file system of ``replica_dir``'s log dir is read-only (mounted so, or a
     test's injected EROFS): why its partitions went offline, for the error message."""
     try:
-        faults.check(replica_dir)
+        disk.check_writable(replica_dir)
         return bool(os.statvfs(os.path.dirname(replica_dir.rstrip("/"))).f_flag & os.ST_RDONLY)
     except OSError as err:
         return err.errno == errno.EROFS

@@ -21,7 +21,7 @@ import os
 
 from kstream.errors import OffsetOutOfRangeError
 from kstream.log.cluster.cluster import Cluster
-from kstream.log.storage.faults import fsync_dir
+from kstream.log.storage.disk import fsync_dir
 from kstream.log.storage.retention import list_segment_bases
 from kstream.log.storage.segment import Segment
 

@@ -19,7 +19,7 @@ from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.metadata import PartitionInfo
 from kstream.log.cluster.partition import Partition
 from kstream.log.cluster.replica_sync import out_of_sync, sync_followers
-from kstream.log.storage.faults import fsync_dir
+from kstream.log.storage.disk import fsync_dir
 from kstream.log.storage.log_reader import LogReader
 
 _NO_LIMIT = 1 << 62

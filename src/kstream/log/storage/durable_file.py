@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from kstream.log.storage import faults
+from kstream.log.storage import disk
 from kstream.log.storage import format as fmt
-from kstream.log.storage.faults import fsync_dir
+from kstream.log.storage.disk import fsync_dir
 
 
 def write_atomically(path: str, data: bytes) -> None:
@@ -23,7 +23,7 @@ def write_atomically(path: str, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        faults.fsync(fd)
+        disk.fsync(fd)
     finally:
         os.close(fd)
     os.rename(tmp, path)

@@ -1,7 +1,9 @@
 """Test-only hooks: a log dir that fails as a dying disk would, and a power-cut journal.
 
 Both are off by default; each then costs one boolean test. Both are read once,
-at import, from the environment, so child processes inherit them.
+at import, from the environment, so child processes inherit them. Production code
+never calls them itself: the disk layer (:mod:`kstream.log.storage.disk`, every
+fsync and the write-side check of a log dir) asks them, and only when one is on.
 
 Failing disk (``KSTREAM_FAULT_INJECTION=1``): every write-side operation on a
 replica first checks its log dir for a file ``.kstream-fault`` holding an
@@ -14,8 +16,8 @@ went through: the page cache holds data the disk refused. Permission tricks
 cannot do this: tests run as root.
 
 Power-cut journal (``KSTREAM_POWER_JOURNAL=/a/dir``): every fsync and
-fdatasync kstream does goes through :func:`fsync` / :func:`fdatasync` here,
-which first record what the call makes durable: for a file, its content at
+fdatasync kstream does goes through the disk layer's ``fsync`` / ``fdatasync``,
+which first record (:func:`before_sync`) what the call makes durable: for a file, its content at
 that moment; for a directory, its entries (name -> inode). Records are keyed
 by (device, inode, inode generation), so a reused inode number is not taken
 for the old file, and each is written as its own file (tmp, then rename)
@@ -78,7 +80,8 @@ def _raise(code: int, path: str) -> None:
 
 
 def check(replica_dir: str) -> None:
-    """Raise the injected OSError for the log dir holding ``replica_dir``, if any."""
+    """Raise the injected OSError for the log dir holding ``replica_dir``, if any (the disk
+    layer's :func:`kstream.log.storage.disk.check_writable` asks it)."""
     if not ENABLED:
         return
     found = _marker(os.path.dirname(replica_dir.rstrip("/")))
@@ -101,33 +104,12 @@ def clear(log_dir: str) -> None:
         pass
 
 
-# -- fsync: the one way kstream makes data durable -------------------------------------
+# -- what the disk layer (disk.py) asks before each fsync and write ---------------------------
 
 
-def fsync(fd: int) -> None:
-    """``os.fsync(fd)``, recorded in the power-cut journal and subject to injected faults."""
-    if ENABLED or JOURNAL is not None:
-        _before_sync(fd)
-    os.fsync(fd)
-
-
-def fdatasync(fd: int) -> None:
-    """``os.fdatasync(fd)``, as :func:`fsync` (the journal records the same either way)."""
-    if ENABLED or JOURNAL is not None:
-        _before_sync(fd)
-    os.fdatasync(fd)
-
-
-def fsync_dir(directory: str) -> None:
-    """Make a directory's entries (created, renamed, deleted files) durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _before_sync(fd: int) -> None:
+def before_sync(fd: int) -> None:
+    """Before an fsync of ``fd`` (called by :mod:`kstream.log.storage.disk` when a hook is on):
+    raise the log dir's injected error, then record the file in the power-cut journal."""
     proc = f"/proc/self/fd/{fd}"
     if ENABLED:
         path = os.readlink(proc)

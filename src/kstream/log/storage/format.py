@@ -39,6 +39,7 @@ when both checksums match and its fields are in range.
 from __future__ import annotations
 
 import itertools
+import os
 import struct
 from collections.abc import Sequence
 from typing import Final, NamedTuple
@@ -118,6 +119,17 @@ def parse_segment_file_name(name: str) -> int | None:
     if len(stem) != 20 or not stem.isdigit():
         return None
     return int(stem)
+
+
+def list_segment_bases(directory: str) -> list[int]:
+    """Base offsets of the segment files in a replica directory, ascending."""
+    bases = []
+    for name in os.listdir(directory):
+        base = parse_segment_file_name(name)
+        if base is not None:
+            bases.append(base)
+    bases.sort()
+    return bases
 
 
 def replica_dir_name(topic: str, partition: int) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 import os
 
-from kstream.log.storage import faults
+from kstream.log.storage import disk
 from kstream.log.storage import format as fmt
 from kstream.log.storage.frames import FrameWalk, pread_from
 
@@ -117,7 +117,7 @@ class LeaderEpochCache:
             if os.write(fd, raw) != len(raw):
                 raise OSError(f"short write to {tmp}")
             if durable:
-                faults.fsync(fd)
+                disk.fsync(fd)
         finally:
             os.close(fd)
         os.rename(tmp, self.path)
@@ -125,7 +125,7 @@ class LeaderEpochCache:
             return
         fd = os.open(self.directory, os.O_RDONLY)
         try:
-            faults.fsync(fd)
+            disk.fsync(fd)
         finally:
             os.close(fd)
 
@@ -133,10 +133,8 @@ class LeaderEpochCache:
 def scan_epochs(directory: str) -> list[tuple[int, int]]:
     """Epoch entries rebuilt from the frame headers of a replica (header reads only; the
     walk of each segment stops at its first bad frame)."""
-    from kstream.log.storage.retention import list_segment_bases
-
     entries: list[tuple[int, int]] = []
-    for base in list_segment_bases(directory):
+    for base in fmt.list_segment_bases(directory):
         path = os.path.join(directory, fmt.segment_file_name(base))
         with open(path, "rb") as f:
             for _, header in FrameWalk(pread_from(f.fileno()), os.fstat(f.fileno()).st_size):

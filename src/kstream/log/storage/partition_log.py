@@ -47,9 +47,9 @@ from kstream.errors import (
     ReplicaDivergedError,
     ResourceExhaustedError,
 )
-from kstream.log.storage import faults
+from kstream.log.storage import disk
 from kstream.log.storage import format as fmt
-from kstream.log.storage.faults import fsync_dir
+from kstream.log.storage.disk import fsync_dir
 from kstream.log.storage.leader_epochs import LeaderEpochCache
 from kstream.log.storage.lock import PartitionLock
 from kstream.log.storage.log_config import LogConfig
@@ -408,9 +408,9 @@ class PartitionLog:
             txn_sync = self._guard_io(lambda: self._txn_sync_fd(active))
             self._sync_dir_if_needed()
         try:
-            self._guard_io(lambda: faults.fdatasync(fd))
+            self._guard_io(lambda: disk.fdatasync(fd))
             if txn_sync is not None:  # before the recovery point moves past its entries
-                self._guard_io(lambda: faults.fdatasync(txn_sync[0]))
+                self._guard_io(lambda: disk.fdatasync(txn_sync[0]))
                 active.txn_index.synced(txn_sync[1])
         finally:
             os.close(fd)
@@ -423,7 +423,7 @@ class PartitionLog:
                 point_fd = self._guard_io(lambda: self._points.stage(point, only_forward=True))
             if point_fd is not None:
                 try:
-                    self._guard_io(lambda: faults.fdatasync(point_fd))
+                    self._guard_io(lambda: disk.fdatasync(point_fd))
                 finally:
                     os.close(point_fd)
             self._durable = point
@@ -432,11 +432,11 @@ class PartitionLog:
         """fsync under the lock the caller holds (no group commit); advance the recovery point."""
         active = self._guard_io(self._ensure_open)
         self._sync_dir_if_needed()
-        self._guard_io(lambda: faults.fdatasync(active.fd))
+        self._guard_io(lambda: disk.fdatasync(active.fd))
         txn_sync = self._guard_io(lambda: self._txn_sync_fd(active))
         if txn_sync is not None:  # before the recovery point moves past its entries
             try:
-                self._guard_io(lambda: faults.fdatasync(txn_sync[0]))
+                self._guard_io(lambda: disk.fdatasync(txn_sync[0]))
                 active.txn_index.synced(txn_sync[1])
             finally:
                 os.close(txn_sync[0])
@@ -482,7 +482,7 @@ class PartitionLog:
 
     def _guard_io(self, action: Callable[[], T]) -> T:
         try:
-            faults.check(self.directory)
+            disk.check_writable(self.directory)
             return action()
         except OSError as err:
             if err.errno in _PROCESS_LIMITS:  # not the disk's fault: do not take the dir offline

@@ -43,15 +43,12 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kstream.errors import CorruptBatchError, FencedError, LogDirOfflineError, OutOfOrderSequenceError
 from kstream.log.storage import format as fmt
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.partition_log import AppendResult, EncodedBatch
-
-if TYPE_CHECKING:
-    from kstream.log.cluster.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +57,38 @@ MAX_PRODUCERS = 10_000
 REBUILD_RECORDS = 1 << 14  # about 0.3 s to rebuild when every frame holds one record
 SEQUENCE_MASK = 0x7FFFFFFF  # sequences are i32 >= 0 and wrap to 0
 _READ_BYTES = 8 << 20
+
+
+class _Placement(Protocol):
+    @property
+    def leader(self) -> int: ...
+
+
+class _Lock(Protocol):
+    @property
+    def generation(self) -> int: ...
+
+
+class GuardedPartition(Protocol):
+    """What the producer state reads of the partition it guards, under the partition's lock (a
+    :class:`kstream.log.cluster.partition.Partition`, a layer above this one: named by shape only)."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def info(self) -> _Placement: ...
+
+    @property
+    def lock(self) -> _Lock: ...
+
+    @property
+    def leader_dir(self) -> str: ...
+
+    def log_end_offset_locked(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +116,7 @@ class ProducerState:
 
     # -- under the partition lock -------------------------------------------------------
 
-    def check_locked(self, partition: Partition, batch: EncodedBatch) -> AppendResult | None:
+    def check_locked(self, partition: GuardedPartition, batch: EncodedBatch) -> AppendResult | None:
         """The original's result when ``batch`` is a duplicate; None to append it. Raises
         OutOfOrderSequenceError / FencedError for a batch that may not be written."""
         if batch.producer_id == fmt.NO_PRODUCER_ID or batch.base_sequence == fmt.NO_SEQUENCE:
@@ -115,7 +144,7 @@ class ProducerState:
                 "Close the producer and send the records again with a new one")
         return None
 
-    def appended_locked(self, partition: Partition, batch: EncodedBatch, result: AppendResult) -> None:
+    def appended_locked(self, partition: GuardedPartition, batch: EncodedBatch, result: AppendResult) -> None:
         """Record a batch just appended to the leader (the state now ends after it)."""
         if batch.producer_id == fmt.NO_PRODUCER_ID or batch.base_sequence == fmt.NO_SEQUENCE:
             return
@@ -131,10 +160,10 @@ class ProducerState:
     # -- keeping up with the log -------------------------------------------------------
 
     @staticmethod
-    def _current_token(partition: Partition) -> tuple[int, int]:
+    def _current_token(partition: GuardedPartition) -> tuple[int, int]:
         return partition.lock.generation, partition.info.leader
 
-    def _catch_up_locked(self, partition: Partition) -> None:
+    def _catch_up_locked(self, partition: GuardedPartition) -> None:
         # The log end, not the HW, says whether anyone wrote since: acks=all appends publish
         # the HW only after their fsync, outside the lock. The append that follows needs the
         # caught-up log anyway, so this costs no extra reads.

@@ -19,9 +19,9 @@ from __future__ import annotations
 import logging
 import os
 
-from kstream.log.storage import faults
+from kstream.log.storage import disk
 from kstream.log.storage import format as fmt
-from kstream.log.storage.faults import fsync_dir
+from kstream.log.storage.disk import fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class RecoveryPointFile:
         fd = self.stage(point, only_forward)
         if fd is not None:
             try:
-                faults.fdatasync(fd)
+                disk.fdatasync(fd)
             finally:
                 os.close(fd)
 
@@ -116,7 +116,7 @@ class RecoveryPointFile:
             raw = fmt.pack_recovery_point_file(new)
             if os.write(fd, raw) != len(raw):
                 raise OSError(f"short write to {tmp}")
-            faults.fsync(fd)
+            disk.fsync(fd)
         finally:
             os.close(fd)
         os.rename(tmp, path)

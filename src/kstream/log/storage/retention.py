@@ -13,22 +13,12 @@ import logging
 import os
 
 from kstream.log.storage import format as fmt
-from kstream.log.storage.faults import fsync_dir
+from kstream.log.storage.disk import fsync_dir
+from kstream.log.storage.format import list_segment_bases  # here too: its long-standing home
 from kstream.log.storage.log_config import LogConfig
 from kstream.log.storage.segment import NO_TIMESTAMP, Segment
 
 log = logging.getLogger(__name__)
-
-
-def list_segment_bases(directory: str) -> list[int]:
-    """Base offsets of the segment files in a replica directory, ascending."""
-    bases = []
-    for name in os.listdir(directory):
-        base = fmt.parse_segment_file_name(name)
-        if base is not None:
-            bases.append(base)
-    bases.sort()
-    return bases
 
 
 def delete_expired_segments(directory: str, config: LogConfig, now_ms: int) -> int:

@@ -30,9 +30,9 @@ from typing import Any
 import pyarrow as pa
 
 from kstream.errors import CorruptBatchError
-from kstream.log.storage import faults
+from kstream.log.storage import disk
 from kstream.log.storage import format as fmt
-from kstream.log.storage.faults import fsync_dir
+from kstream.log.storage.disk import fsync_dir
 from kstream.log.storage.frames import FrameWalk, find_frame_after, pread_from
 from kstream.log.storage.index import OffsetIndex, TimeIndex
 from kstream.log.storage.txn_index import TxnIndex
@@ -131,14 +131,14 @@ class Segment:
 
     def flush(self) -> None:
         """fdatasync the log file. An OSError here must take the log dir offline."""
-        faults.fdatasync(self.fd)
+        disk.fdatasync(self.fd)
 
     def flush_indexes(self) -> None:
         for index in (self.offset_index, self.time_index):
             if os.path.exists(index.path):
                 fd = os.open(index.path, os.O_RDONLY)
                 try:
-                    faults.fsync(fd)
+                    disk.fsync(fd)
                 finally:
                     os.close(fd)
         if self.txn_index.exists():
@@ -364,7 +364,7 @@ class Segment:
                 if sent == 0:
                     raise OSError(f"short copy of {self.path}: {copied} of {size} bytes")
                 copied += sent
-            faults.fsync(out)
+            disk.fsync(out)
         finally:
             os.close(out)
         os.rename(tmp, self.path)

@@ -27,7 +27,7 @@ import os
 from kstream.errors import InvalidRecordError
 from kstream.log.storage import format as fmt
 from kstream.log.storage import txn_index
-from kstream.log.storage.faults import fsync_dir
+from kstream.log.storage.disk import fsync_dir
 from kstream.log.storage.leader_epochs import LeaderEpochCache
 from kstream.log.storage.lock import PartitionLock
 from kstream.log.storage.log_config import LogConfig

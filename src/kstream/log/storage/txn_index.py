@@ -31,7 +31,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from kstream.errors import CorruptBatchError
-from kstream.log.storage import faults
+from kstream.log.storage import disk
 from kstream.log.storage import format as fmt
 from kstream.log.storage.frames import FrameWalk, Read, pread_from
 
@@ -194,13 +194,13 @@ class TxnIndex:
             raw = b"".join(fmt.pack_txn_entry(*entry) for entry in entries)
             if os.write(fd, raw) != len(raw):
                 raise OSError(f"short write to {tmp}")
-            faults.fsync(fd)
+            disk.fsync(fd)
         finally:
             os.close(fd)
         before_change()
         self.forget()
         os.rename(tmp, self.path)
-        faults.fsync_dir(self.directory)
+        disk.fsync_dir(self.directory)
         self._synced = _stat_key(os.fstat(self.fd))
 
     # -- durability
@@ -224,7 +224,7 @@ class TxnIndex:
             return
         fd, key = pending
         try:
-            faults.fdatasync(fd)
+            disk.fdatasync(fd)
             self.synced(key)
         finally:
             os.close(fd)
@@ -278,6 +278,6 @@ def _stat_key(st: os.stat_result) -> tuple[int, ...]:
 def _fsync_dir(directory: str) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
-        faults.fsync(fd)
+        disk.fsync(fd)
     finally:
         os.close(fd)

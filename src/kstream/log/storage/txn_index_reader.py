@@ -105,11 +105,9 @@ class TxnIndexReader:
         """Open and aborted transactions below ``high_watermark``."""
         if os.getpid() != self._pid:  # forked: start afresh (nothing shared is wrong, but be plain)
             self.__init__(self.directory)  # type: ignore[misc]
-        from kstream.log.storage.retention import list_segment_bases  # (retention imports segment, which imports us)
-
         point = read_recovery_point(self.directory)
         try:
-            bases = list_segment_bases(self.directory)
+            bases = fmt.list_segment_bases(self.directory)
         except FileNotFoundError:
             bases = []
         open_: dict[int, int] = {}

@@ -20,14 +20,14 @@ are guarded under the partition lock, :mod:`kstream.log.transactions.writer`).
 
 from __future__ import annotations
 
-import functools
 import logging
 import sqlite3
 from typing import TYPE_CHECKING
 
 from kstream.errors import KStreamError
+from kstream.log.transactions.sink import SinkStore
 from kstream.log.transactions.store import TransactionStore
-from kstream.log.transactions.writer import finish, write_markers
+from kstream.log.transactions.writer import abort_orphans, finish
 
 if TYPE_CHECKING:
     from kstream.log.cluster.cluster import Cluster
@@ -37,8 +37,6 @@ log = logging.getLogger(__name__)
 
 def expire(cluster: Cluster, store: TransactionStore | None = None) -> int:
     """Run the expiry once; returns how many transactions and orphan rows it ended."""
-    from kstream.log.transactions.sink import SinkStore  # imports the cluster module
-
     store = store or TransactionStore.for_cluster(cluster)
     store.fence_expired()
     ended = 0
@@ -56,19 +54,13 @@ def try_expire(store: TransactionStore) -> bool:
     """Run the expiry for a writer that only passes by (another producer, a sink task): a marker it
     cannot write (say, below min.insync.replicas) is logged, not raised, since its own work
     does not depend on it. False when the expiry failed."""
+    if store.cluster is None:
+        raise KStreamError("this transaction store has no cluster; build it with TransactionStore.for_cluster")
     try:
-        store.expire()
+        expire(store.cluster, store)
         return True
     except (KStreamError, sqlite3.Error, OSError) as err:
         log.warning("could not abort the transactions past transaction.timeout.ms (%s); the next "
                     "writer tries again", err)
         return False
 
-
-def abort_orphans(cluster: Cluster, store: TransactionStore, producer_ids: set[int] | None = None) -> int:
-    """ABORT markers for open rows nobody holds (all, or those of ``producer_ids``)."""
-    orphans = [o for o in store.orphans() if producer_ids is None or o[2] in producer_ids]
-    for topic, partition, producer_id in orphans:
-        write_markers(cluster, store, [(topic, partition)], producer_id, 0, False,
-                      functools.partial(store.is_orphan, topic, partition, producer_id))
-    return len(orphans)

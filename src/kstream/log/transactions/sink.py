@@ -43,9 +43,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kstream.errors import CheckpointError, FencedError
-from kstream.log.transactions.expiry import abort_orphans
 from kstream.log.transactions.store import SINK_COMMITTING, TransactionStore
-from kstream.log.transactions.writer import write_markers
+from kstream.log.transactions.writer import abort_orphans, write_markers
 
 if TYPE_CHECKING:
     from kstream.log.cluster.cluster import Cluster
@@ -189,7 +188,7 @@ class SinkStore:
 
     def fence_expired(self) -> list[str]:
         """Fence task writes of any sink older than transaction.timeout.ms that no decision
-        names (their rows go; :func:`~kstream.log.transactions.expiry.abort_orphans` aborts them).
+        names (their rows go; :func:`~kstream.log.transactions.writer.abort_orphans` aborts them).
         Returns the sinks with a commit decision that old, to roll forward."""
         timeout_ms = self.transactions.timeout_ms
         if timeout_ms is None:

@@ -121,8 +121,9 @@ class Holder:
 class TransactionStore:
     """Transaction rows in one cluster's metadata database (same connection, same rules).
 
-    Built with :meth:`for_cluster`, it knows ``transaction.timeout.ms`` and can run the
-    expiry (:meth:`expire`); built from the metadata alone it only answers queries."""
+    Built with :meth:`for_cluster`, it knows ``transaction.timeout.ms`` and its cluster (the
+    expiry, :mod:`kstream.log.transactions.expiry`, needs both); built from the metadata alone
+    it only answers queries."""
 
     def __init__(self, metadata: Metadata, cluster: Cluster | None = None):
         self.metadata = metadata
@@ -145,14 +146,6 @@ class TransactionStore:
     @classmethod
     def for_cluster(cls, cluster: Cluster) -> TransactionStore:
         return cls(cluster.metadata, cluster)
-
-    def expire(self) -> int:
-        """Abort what is past its deadline and sweep orphans (see :mod:`kstream.log.transactions.expiry`)."""
-        if self.cluster is None:
-            raise KStreamError("this transaction store has no cluster; build it with TransactionStore.for_cluster")
-        from kstream.log.transactions.expiry import expire  # the expiry writes markers: partition code, loaded late
-
-        return expire(self.cluster, self)
 
     # -- transactional ids ---------------------------------------------------------------------
 
@@ -215,6 +208,20 @@ class TransactionStore:
         if self._past_deadline(state):
             self._fence_timed_out(transactional_id, epoch)
             raise self._timed_out(transactional_id, epoch)
+
+    @contextmanager
+    def while_ongoing(self, transactional_id: str, epoch: int) -> Iterator[sqlite3.Connection]:
+        """One write transaction of the metadata database in which the transaction of
+        ``transactional_id`` is Ongoing at ``epoch`` (FencedError otherwise): what the caller
+        writes in it (pending group offsets, :mod:`kstream.log.transactions.pending_offsets`)
+        lands only while the transaction is open, since a decision is a write of the same
+        database and comes either before or after."""
+        with self._write() as tx:
+            state = _row(tx, transactional_id)
+            if state is None or (state.epoch, state.state) != (epoch, ONGOING):
+                raise FencedError(f"the transaction of {transactional_id!r} (epoch {epoch}) is not open (fenced, "
+                                  "timed out or ended); begin_transaction() first")
+            yield tx
 
     def begin(self, transactional_id: str, epoch: int) -> None:
         with self._write() as tx:

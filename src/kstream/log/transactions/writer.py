@@ -13,7 +13,10 @@ A commit that carries consumer group offsets (``send_offsets_to_transaction``,
 :mod:`kstream.log.transactions.pending_offsets`) applies them to the group offsets table after
 its markers and before it is Complete (:func:`finish`), idempotently: whoever
 finishes a decided transaction (the producer, a new instance, the expiry, a
-reader of the group's offsets) finishes its offsets too.
+writer of the group's offsets) finishes its offsets too. The group offsets table
+lives in the groups layer, above this one: groups hand their applier in
+(:func:`set_offsets_applier`, done when :mod:`kstream.groups.transactional_offsets`
+is imported, as every client and the Spark sink do); this layer never imports it.
 
 Markers are written through a guard checked under the partition lock: only
 while the partition's open row exists and the decision still stands, so a
@@ -23,15 +26,17 @@ second marker and never ends a later transaction of the same producer id.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from kstream.errors import KStreamError
 from kstream.log.storage import format as fmt
 from kstream.log.storage.faults import crash_point
 from kstream.log.storage.partition_log import EncodedBatch
 from kstream.log.storage.records import PayloadCodec, batch_from_records
-from kstream.log.transactions import pending_offsets as txn_offsets
+from kstream.log.transactions import pending_offsets
 from kstream.log.transactions.store import MAX_EPOCH, PREPARE_COMMIT, TransactionState, TransactionStore
 
 if TYPE_CHECKING:
@@ -41,15 +46,21 @@ if TYPE_CHECKING:
 COMMIT_MARKER = fmt.COMMIT_MARKER  # the layout is format.py's
 ABORT_MARKER = fmt.ABORT_MARKER
 
+OffsetsApplier = Callable[["Cluster", TransactionStore, TransactionState, Any], None]
+"""``(cluster, store, decided, groups)``: write a decided commit's pending group offsets to the
+group offsets table, once per group (``groups``: the caller's ConsumerGroups, or None)."""
 
-class AppendGuard(Protocol):
-    """What Partition.append calls under the partition lock before a transactional frame."""
+_offsets_applier: list[OffsetsApplier] = []  # at most one: the groups layer's
 
-    def before_append_locked(self, partition: Partition) -> None: ...
+
+def set_offsets_applier(applier: OffsetsApplier) -> None:
+    """Hand in the groups layer's applier of a commit's offsets (idempotent: the last one wins)."""
+    _offsets_applier[:] = [applier]
 
 
 class TxnWriter:
-    """The open transaction of one transactional id in this process. Not thread-safe."""
+    """The open transaction of one transactional id in this process (an
+    :class:`kstream.log.cluster.partition.AppendGuard`). Not thread-safe."""
 
     def __init__(self, store: TransactionStore, transactional_id: str, producer_id: int, epoch: int):
         self.store = store
@@ -81,18 +92,20 @@ class TxnWriter:
 
 def finish(cluster: Cluster, store: TransactionStore, decided: TransactionState, groups: Any = None) -> bool:
     """Apply a decided (Prepare) transaction: markers on its partitions, a commit's group
-    offsets (through ``groups``, a :class:`kstream.groups.ConsumerGroups` of the cluster, if
-    the caller has one), then Complete. False when the decision no longer stands (someone
-    else finished or fenced it)."""
+    offsets (through the applier the groups layer handed in, with ``groups``, a
+    :class:`kstream.groups.ConsumerGroups` of the cluster, if the caller has one), then
+    Complete. False when the decision no longer stands (someone else finished or fenced it)."""
     commit = decided.state == PREPARE_COMMIT
     write_markers(cluster, store, sorted(decided.partitions), decided.producer_id, decided.epoch,
                   commit, lambda: store.decision_stands(decided))
     crash_point("txn.markers-written")
-    if commit and txn_offsets.has_pending(store.metadata, decided.transactional_id):
-        # The group offsets table is Delta (deltalake): loaded only by transactions that carry offsets.
-        from kstream.groups.transactional_offsets import apply_offsets
-
-        apply_offsets(cluster, store, decided, groups)
+    if commit and pending_offsets.has_pending(store.metadata, decided.transactional_id):
+        if not _offsets_applier:
+            # Never Complete without the offsets: the commit stays decided, for a finisher that has them.
+            raise KStreamError(
+                f"the transaction of {decided.transactional_id!r} carries consumer group offsets and this "
+                "process has no applier for them: import kstream.groups before finishing transactions")
+        _offsets_applier[0](cluster, store, decided, groups)
         crash_point("txn.offsets-applied")
     return store.complete(decided)
 
@@ -130,3 +143,12 @@ def write_markers(cluster: Cluster, store: TransactionStore, partitions: list[tu
         finally:
             handle.close()
         store.end_partition(topic, number, producer_id, result.base_offset, aborted=not commit)
+
+
+def abort_orphans(cluster: Cluster, store: TransactionStore, producer_ids: set[int] | None = None) -> int:
+    """ABORT markers for open rows nobody holds (all, or those of ``producer_ids``)."""
+    orphans = [o for o in store.orphans() if producer_ids is None or o[2] in producer_ids]
+    for topic, partition, producer_id in orphans:
+        write_markers(cluster, store, [(topic, partition)], producer_id, 0, False,
+                      functools.partial(store.is_orphan, topic, partition, producer_id))
+    return len(orphans)

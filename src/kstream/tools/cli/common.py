@@ -5,21 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import pyarrow as pa
 from rich.console import Console
 
+from kstream.config import option_text
 from kstream.errors import ConfigError
 
 
 def parse_pairs(pairs: tuple[str, ...], what: str) -> dict[str, str]:
-    """`k=v` arguments as a dict; a malformed one is a usage error naming it."""
-    result = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not key=value", param_hint=what)
-        result[key.strip()] = value.strip()
-    return result
+    """`k=v` arguments as a dict (:func:`kstream.config.option_text.parse_pairs`, which the
+    console's forms use too); a malformed one is a usage error naming it."""
+    try:
+        return option_text.parse_pairs(pairs, what)
+    except ConfigError as err:
+        raise click.BadParameter(str(err).removeprefix(f"{what}: "), param_hint=what) from err
 
 
 def parse_properties(values: tuple[str, ...], what: str) -> dict[str, str]:
@@ -56,27 +54,6 @@ def cluster_options(ctx: click.Context, **extra: Any) -> dict[str, Any]:
     options: dict[str, Any] = {"cluster": ctx.obj["cluster"]}
     options.update({k: v for k, v in extra.items() if v is not None})
     return options
-
-
-def parse_schema(text: str) -> pa.Schema:
-    """A typed topic's schema from `name:type,...` (types: Arrow names, e.g. int64, string,
-    float64, bool, binary, timestamp[ms], date32; a trailing `!` makes a column non-null)."""
-    fields = []
-    for part in text.split(","):
-        name, sep, type_name = part.strip().partition(":")
-        if not sep or not name:
-            raise ConfigError(f"schema column {part!r} is not name:type")
-        nullable = not type_name.endswith("!")
-        type_name = type_name.rstrip("!")
-        try:
-            if type_name.startswith("timestamp[") and type_name.endswith("]"):
-                data_type = pa.timestamp(type_name[len("timestamp["):-1])
-            else:
-                data_type = pa.type_for_alias(type_name)
-        except ValueError as err:
-            raise ConfigError(f"schema column {name!r}: unknown type {type_name!r}") from err
-        fields.append(pa.field(name, data_type, nullable=nullable))
-    return pa.schema(fields)
 
 
 def console() -> Console:

@@ -20,6 +20,7 @@ from kstream.log.storage import format as fmt
 from kstream.log.storage.frames import FrameWalk, pread_from
 from kstream.log.storage.output import StoredBatch
 from kstream.log.storage.records import PayloadCodec
+from kstream.log.storage.txn_index import entries_from_frames
 
 
 def _dump_segment(path: str, print_data: bool, max_frames: int | None) -> int:
@@ -121,8 +122,6 @@ _TXN_KIND_NAMES = {fmt.TXN_DATA: "DATA", fmt.TXN_COMMIT: "COMMIT", fmt.TXN_ABORT
 def _dump_txn_index(path: str, max_entries: int | None) -> int:
     """Print the entries of one ``.txnindex`` file and compare them with its segment's
     transactional frames; returns how many are invalid (torn, or naming no such frame)."""
-    from kstream.log.storage.txn_index import entries_from_frames
-
     with open(path, "rb") as f:
         data = f.read()
     entries, clean = fmt.unpack_txn_entries(data)

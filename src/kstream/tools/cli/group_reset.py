@@ -1,138 +1,45 @@
-"""What `kstream groups reset-offsets` resets to: scope, method and plan, as kafka-consumer-groups.
-
-A plan maps (topic, partition) to the new committed offset, clamped to what the
-log holds (log start offset .. high watermark). Methods: ``to-earliest``,
-``to-latest``, ``to-current``, ``to-offset N``, ``shift-by N``,
-``to-datetime ISO``, ``by-duration PnDTnHnMnS`` (now minus the duration) and
-``from-file CSV``. The CSV is what ``--export`` prints and Kafka's tool
-writes: ``topic,partition,offset`` lines, or ``group,topic,partition,offset``
-when several groups are reset at once; no header (a ``#`` line is skipped).
-"""
+"""`kstream groups reset-offsets`' side of a reset: the domain is :mod:`kstream.groups.offset_reset`
+(scope, method, plan, the CSV of --export/--from-file), shared with the console; here its
+errors become click's usage errors (exit status 2), and a plan's offsets for a time come
+from a Consumer of the cluster named by --cluster."""
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
-import re
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Iterable
 
 import click
 
-from kstream.client.consumer import Consumer
+from kstream.client.offsets_at import offsets_at
 from kstream.errors import ConfigError
-from kstream.groups import ConsumerGroups
-from kstream.message import TopicPartition
+from kstream.groups.offset_reset import METHODS, NO_PARTITIONS, Plan, write_csv
+from kstream.groups.offset_reset import parse_duration as _parse_duration
+from kstream.groups.offset_reset import plan as _plan
+from kstream.groups.offset_reset import scope as _scope
+from kstream.groups.service import ConsumerGroups
 from kstream.tools.cli.common import cluster_options
 
-METHODS = ("to-earliest", "to-latest", "to-current", "to-offset", "shift-by", "to-datetime", "by-duration",
-           "from-file")
-_DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE)
-
-Plan = dict[tuple[str, int], int]
+__all__ = ["METHODS", "Plan", "parse_duration", "plan", "scope", "write_csv"]
 
 
 def parse_duration(text: str) -> dt.timedelta:
-    """An ISO-8601 duration as Kafka's --by-duration takes it: ``PnDTnHnMnS`` (e.g. PT10M, P1DT2H)."""
-    match = _DURATION.fullmatch(text.strip())
-    if match is None or not any(match.groups()) or text.strip().upper().endswith("T"):
-        raise click.BadParameter(f"{text!r} is not a duration like P1DT2H30M or PT10M (PnDTnHnMnS)",
-                                 param_hint="--by-duration")
-    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
-    return dt.timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
-
-
-def read_csv(path: str, group: str) -> Plan:
-    """``group``'s rows of a reset CSV (3 columns: any group; 4 columns: the group's rows)."""
-    plan: Plan = {}
-    with open(path, newline="") as f:
-        for number, row in enumerate(csv.reader(f), 1):
-            if not row or row[0].lstrip().startswith("#"):
-                continue
-            try:
-                if len(row) == 4:
-                    if row[0].strip() != group:
-                        continue
-                    row = row[1:]
-                if len(row) != 3:
-                    raise ValueError(f"{len(row)} columns")
-                plan[(row[0].strip(), int(row[1]))] = int(row[2])
-            except ValueError as err:
-                raise ConfigError(f"{path} line {number}: expected topic,partition,offset or "
-                                  f"group,topic,partition,offset ({err})") from err
-    return plan
-
-
-def write_csv(plans: Mapping[str, Plan]) -> str:
-    """The CSV Kafka's --export prints: one group without a group column, several with it."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    for group, plan in plans.items():
-        for (topic, partition), offset in sorted(plan.items()):
-            writer.writerow([topic, partition, offset] if len(plans) == 1 else [group, topic, partition, offset])
-    return out.getvalue()
+    """:func:`kstream.groups.offset_reset.parse_duration`, a bad one a usage error of --by-duration."""
+    try:
+        return _parse_duration(text)
+    except ConfigError as err:
+        raise click.BadParameter(str(err).removeprefix("--by-duration "), param_hint="--by-duration") from err
 
 
 def scope(service: ConsumerGroups, group: str, topics: Iterable[str], all_topics: bool) -> list[tuple[str, int]]:
-    """`--topic t` (every partition) or `--topic t:0,2`, or the topics the group committed."""
-    if all_topics:
-        return sorted(service.committed(group, require_stable=False))
-    result = []
-    for spec in topics:
-        name, _, parts = spec.partition(":")
-        count = service.cluster.topic(name).num_partitions
-        chosen = [int(p) for p in parts.split(",")] if parts else list(range(count))
-        for p in chosen:
-            if not 0 <= p < count:
-                raise ConfigError(f"topic {name!r} has partitions 0..{count - 1}; {p} does not exist")
-        result += [(name, p) for p in chosen]
-    if not result and not all_topics:
-        raise click.UsageError("say which partitions to reset: --topic T[:P,...] or --all-topics")
-    return sorted(set(result))
-
-
-def _offsets_at(ctx: click.Context, keys: list[tuple[str, int]], when: dt.datetime) -> dict[tuple[str, int], int]:
-    with Consumer(cluster_options(ctx)) as consumer:
-        found = consumer.offsets_for_times([TopicPartition(t, p, int(when.timestamp() * 1000)) for t, p in keys])
-    return {(tp.topic, tp.partition): tp.offset for tp in found}
+    """:func:`kstream.groups.offset_reset.scope`; neither --topic nor --all-topics is a usage error."""
+    topics = list(topics)
+    if not topics and not all_topics:
+        raise click.UsageError(NO_PARTITIONS)
+    return _scope(service, group, topics, all_topics)
 
 
 def plan(service: ConsumerGroups, ctx: click.Context, group: str, keys: list[tuple[str, int]],
          method: str, value: str | None) -> Plan:
-    """The new offsets of ``keys`` (for from-file: of the file's rows) by ``method``."""
-    committed = service.committed(group, require_stable=False)
-    given: Plan = {}
-    if method == "from-file":
-        assert value is not None
-        given = read_csv(value, group)
-        keys = sorted(given)
-    timestamps: dict[tuple[str, int], int] = {}
-    if method in ("to-datetime", "by-duration"):
-        assert value is not None
-        if method == "by-duration":
-            when = dt.datetime.now(dt.UTC) - parse_duration(value)
-        else:
-            when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-            if when.tzinfo is None:
-                when = when.replace(tzinfo=dt.UTC)
-        timestamps = _offsets_at(ctx, keys, when)
-    result: Plan = {}
-    for key in keys:
-        start, hw, _ = service.ends(*key)
-        current = committed.get(key)
-        if method == "to-earliest":
-            target = start
-        elif method == "to-latest":
-            target = hw
-        elif method == "to-current":
-            target = current.offset if current else hw
-        elif method in ("to-datetime", "by-duration"):
-            target = hw if timestamps[key] < 0 else timestamps[key]
-        elif method == "shift-by":
-            target = (current.offset if current else start) + int(value or 0)
-        elif method == "to-offset":
-            target = int(value or 0)
-        else:
-            target = given[key]
-        result[key] = max(start, min(target, hw))
-    return result
+    """:func:`kstream.groups.offset_reset.plan`, with offsets for a time from the cluster of --cluster."""
+    return _plan(service, group, keys, method, value, functools.partial(offsets_at, cluster_options(ctx)))

@@ -11,7 +11,7 @@ import click
 from kstream.admin import Admin, NewTopic
 from kstream.errors import TopicExistsError
 from kstream.tools.cli.common import cluster_options, parse_pairs
-from kstream.tools.perf import csv_report, payload, runs
+from kstream.tools.perf import csv_report, payload, plan, runs, study
 from kstream.tools.perf.pair import pair
 from kstream.tools.perf.parallel import MAX_CLIENTS, run_together, split_partitions
 from kstream.tools.perf.result import PerfResult
@@ -167,8 +167,6 @@ def study_perf(plan_path: str, quick: bool, out_dir: str, work_dir: str | None, 
                keep: bool) -> None:
     """Run every scenario of PLAN (e.g. conf/study.toml) against kstream, the peer and the ceiling."""
     import sys
-
-    from kstream.tools.perf import plan, study
 
     chosen = plan.load(plan_path, quick)
     if only:

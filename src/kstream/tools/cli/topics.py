@@ -11,9 +11,11 @@ import pyarrow as pa
 from rich.table import Table
 
 from kstream.admin import Admin, NewPartitions, NewTopic
+from kstream.config.option_text import parse_schema
 from kstream.config.options import CLUSTER_OPTIONS
 from kstream.errors import TopicExistsError
-from kstream.tools.cli.common import cluster_options, console, parse_pairs, parse_schema
+from kstream.log.transactions.store import TransactionStore
+from kstream.tools.cli.common import cluster_options, console, parse_pairs
 
 if TYPE_CHECKING:
     from kstream.log.transactions.store import Holder
@@ -96,8 +98,6 @@ def describe(ctx: click.Context, names: tuple[str, ...], topic_options: tuple[st
     """Describe topics (all when none named): partitions, leaders, replicas, offsets, the LSO
     and the open transactions holding it. Read-only: an expired transaction is shown, not aborted."""
     names = tuple(dict.fromkeys(names + topic_options))
-    from kstream.log.transactions.store import TransactionStore
-
     out = console()
     with Admin(cluster_options(ctx)) as admin:
         store = TransactionStore.for_cluster(admin.cluster)

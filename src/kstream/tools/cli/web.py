@@ -11,6 +11,9 @@ from __future__ import annotations
 import click
 
 from kstream.errors import ConfigError
+from kstream.tools.web.app import create_app
+from kstream.tools.web.clusters import check_clusters, parse_cluster_option, read_clusters_file
+from kstream.tools.web.figures import DEFAULT_SAMPLE_INTERVAL_S, make_samplers
 from kstream.tools.web.limits import ConsoleLimits
 
 MAX_SAMPLE_INTERVAL_S = 3600.0
@@ -52,8 +55,6 @@ def console_command(ctx: click.Context, cluster_options: tuple[str, ...], cluste
                     decode_max_bytes: int, decode_max_items: int, decode_budget_ms: int, max_tails: int,
                     max_tails_per_client: int, max_group_streams: int, max_group_streams_per_client: int) -> None:
     """Serve the web console: topics, groups and lag, messages, reassignment, /metrics."""
-    from kstream.tools.web.clusters import check_clusters, parse_cluster_option, read_clusters_file
-
     limits = ConsoleLimits(decode_max_bytes=decode_max_bytes, decode_max_items=decode_max_items,
                            decode_budget_ms=decode_budget_ms, tail_max=max_tails,
                            tail_max_per_client=max_tails_per_client, group_live_max=max_group_streams,
@@ -74,9 +75,6 @@ def console_command(ctx: click.Context, cluster_options: tuple[str, ...], cluste
 def serve(clusters: dict, host: str, port: int, read_only: bool, sample_interval_s: float,
           csv_dir: str | None, limits: ConsoleLimits | None = None) -> None:
     import uvicorn
-
-    from kstream.tools.web.app import create_app
-    from kstream.tools.web.figures import DEFAULT_SAMPLE_INTERVAL_S, make_samplers
 
     running = sample_interval_s > 0
     # Not running (--sample-interval-s 0): samplers that sample only when /metrics asks, and

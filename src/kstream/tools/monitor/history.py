@@ -26,7 +26,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kstream.client.consumer import Consumer
 from kstream.errors import ConfigError, ResourceExhaustedError
+from kstream.message import TopicPartition
 from kstream.tools.monitor.metrics_topic import SCHEMA, TOPIC, partition_for
 
 MAX_SCAN_ROWS = 5_000_000
@@ -78,9 +80,6 @@ def scan(cluster_path: str, name: str, since_ms: int, until_ms: int | None,
                                      "labels", "value")) -> pa.Table | None:
     """The rows of ``name``'s partition with ``since_ms <= ts_ms <= until_ms`` (all names of
     that partition: callers filter); None when the cluster has no metrics topic."""
-    from kstream.client.consumer import Consumer
-    from kstream.message import TopicPartition
-
     consumer = Consumer({"cluster": cluster_path})
     try:
         if TOPIC not in consumer.cluster.list_topics():

@@ -35,7 +35,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from kstream.client.producer import Producer
 from kstream.errors import ConfigError, TopicExistsError
+from kstream.log.cluster.cluster import Cluster
 
 TOPIC = "__kstream_metrics"
 PARTITIONS = 4
@@ -120,8 +122,6 @@ def ensure_topic(cluster_path: str) -> None:
     """Create the metrics topic in the cluster at ``cluster_path`` unless it exists.
 
     Raises ClusterNotFoundError when there is no cluster there (never creates one)."""
-    from kstream.log.cluster.cluster import Cluster
-
     cluster = Cluster.open(cluster_path)
     try:
         if TOPIC in cluster.list_topics():
@@ -149,8 +149,6 @@ class MetricsWriter:
             return 0
         table = to_table(samples)
         if self._producer is None:
-            from kstream.client.producer import Producer
-
             ensure_topic(self.cluster_path)
             self._producer = Producer({"cluster": self.cluster_path, "linger.ms": 0})
         self._producer.produce_batch(TOPIC, table)

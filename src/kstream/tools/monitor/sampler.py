@@ -42,16 +42,14 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from kstream.errors import ConfigError, KStreamError
+from kstream.log.cluster.cluster import Cluster
 from kstream.log.partition_bounds import bounds
 from kstream.log.transactions.store import TransactionStore
 from kstream.tools.monitor.isr_shrinks import IsrShrinkTracker
+from kstream.tools.monitor.lag import all_groups_lag
 from kstream.tools.monitor.metrics_topic import MetricsWriter, Sample
-
-if TYPE_CHECKING:
-    from kstream.log.cluster.cluster import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +92,6 @@ class Sampler:
 
     def sample(self, now_ms: int | None = None) -> list[Sample]:
         """One round: read every figure, derive the rates, keep, write and report them."""
-        from kstream.log.cluster.cluster import Cluster
-
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         cluster = Cluster.open(self.cluster_path)
         try:
@@ -235,8 +231,6 @@ def _group_samples(cluster: Cluster, now_ms: int) -> list[Sample]:
     committed offset is still there); per group: ``group_status``, Burrow's status number
     (:attr:`kstream.tools.monitor.burrow.PartitionStatus.severity`) of the evaluation the groups
     page shows."""
-    from kstream.tools.monitor.lag import all_groups_lag
-
     samples: list[Sample] = []
     for lag in all_groups_lag(cluster, now_ms):  # (at most lag.MAX_GROUPS == MAX_GROUPS)
         samples.append(Sample(now_ms, "group", "group_status", float(lag.status.severity), group=lag.group))

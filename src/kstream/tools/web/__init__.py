@@ -7,14 +7,13 @@ the write guard.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from kstream._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from kstream.tools.web.app import create_app
 
 __all__ = ["create_app"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "create_app":
-        from kstream.tools.web.app import create_app
-
-        return create_app
-    raise AttributeError(name)
+__getattr__, __dir__ = lazy_exports(__name__, {"create_app": "kstream.tools.web.app"}, __all__)

@@ -16,7 +16,15 @@ from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from kstream.tools.web import errors, figures
+from kstream.tools.web import (
+    errors,
+    figures,
+    routes_browser,
+    routes_cluster,
+    routes_groups,
+    routes_reassign,
+    routes_topics,
+)
 from kstream.tools.web.clusters import ClusterRef
 from kstream.tools.web.guard import WriteGuard
 from kstream.tools.web.limits import ConsoleLimits
@@ -25,8 +33,6 @@ from kstream.tools.web.state import HERE, ConsoleState
 
 def routers() -> list[APIRouter]:
     """Every route of the console, by module (the tests walk them to find the write routes)."""
-    from kstream.tools.web import routes_browser, routes_cluster, routes_groups, routes_reassign, routes_topics
-
     return [m.router for m in (routes_cluster, routes_topics, routes_reassign, routes_groups, routes_browser)]
 
 

@@ -1,9 +1,8 @@
-"""How a failed request looks: a KStreamError (or a CLI usage error) as an error box.
+"""How a failed request looks: a KStreamError as an error box.
 
-The pages call the CLI's code, so they fail with the CLI's errors and messages:
-a :class:`KStreamError` or a ``click.ClickException`` raised by a CLI helper
-(``parse_pairs``, ``group_reset.scope``). Either renders as the error page with
-the message, status 404 for something that does not exist, 409 for a conflict
+The pages call the functions the CLI calls (``parse_pairs``, ``offset_reset.scope``,
+the reassignment planning), so they fail with the same :class:`KStreamError` and
+message. It renders as the error page with the message, status 404 for something that does not exist, 409 for a conflict
 (exists already, a busy group, a fenced writer), 429 for a live stream (a tail, a
 group's live lag) past the console's caps, 400 otherwise; never a 500. A
 parameter that does not parse (``partition=abc``) is a 400 box too, except on the
@@ -12,7 +11,6 @@ JSON routes (``/api/``), which keep FastAPI's 422 document.
 
 from __future__ import annotations
 
-import click
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -59,10 +57,6 @@ def install(app: FastAPI) -> None:
     async def kstream_error(request: Request, err: Exception) -> Response:
         return _page(request, str(err), status_of(err))
 
-    async def usage_error(request: Request, err: Exception) -> Response:
-        assert isinstance(err, click.ClickException)
-        return _page(request, err.format_message(), 400)
-
     async def bad_parameter(request: Request, err: Exception) -> Response:
         assert isinstance(err, RequestValidationError)
         if "/api/" in request.url.path:  # JSON routes keep FastAPI's 422 document
@@ -73,4 +67,3 @@ def install(app: FastAPI) -> None:
 
     app.add_exception_handler(RequestValidationError, bad_parameter)
     app.add_exception_handler(KStreamError, kstream_error)
-    app.add_exception_handler(click.ClickException, usage_error)

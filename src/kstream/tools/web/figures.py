@@ -18,12 +18,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kstream.errors import GroupNotFoundError
+from kstream.tools.monitor import history
+from kstream.tools.monitor.csv_reporter import CsvReporter
+from kstream.tools.monitor.lag import GroupLag, GroupSummary, group_lag
+from kstream.tools.monitor.lag import groups_summary as summary
+from kstream.tools.monitor.prometheus import registry
+from kstream.tools.monitor.sampler import Sampler
 from kstream.tools.web.clusters import ClusterRef, open_groups
 
 if TYPE_CHECKING:
     from kstream.groups.coordinator import Group
     from kstream.tools.monitor.isr_shrinks import IsrShrinks
-    from kstream.tools.monitor.lag import GroupLag, GroupSummary
     from kstream.tools.web.state import ConsoleState
 
 CLIENT_LAG_NAME = "client_consumer_lag"
@@ -47,15 +52,11 @@ class GroupView:
 
 
 def groups_summary(ref: ClusterRef) -> list[GroupSummary]:
-    from kstream.tools.monitor.lag import groups_summary as summary
-
     return summary(ref.path)
 
 
 def group_view(ref: ClusterRef, group: str) -> GroupView:
     """GroupNotFoundError (the CLI's message) for a group with neither members nor offsets."""
-    from kstream.tools.monitor.lag import group_lag
-
     with open_groups(ref) as service:
         if not service.exists(group):
             raise GroupNotFoundError(
@@ -68,8 +69,6 @@ def group_view(ref: ClusterRef, group: str) -> GroupView:
 def client_lag(ref: ClusterRef, group: str) -> dict[tuple[str, int], float]:
     """The newest ``client_consumer_lag`` per partition of ``group`` in the last
     :data:`CLIENT_LAG_WINDOW_MS` (empty: no client of the group reports statistics)."""
-    from kstream.tools.monitor import history
-
     since_ms = int(time.time() * 1000) - CLIENT_LAG_WINDOW_MS
     table = history.scan(ref.path, CLIENT_LAG_NAME, since_ms, None)
     if table is None:
@@ -86,8 +85,6 @@ def client_lag(ref: ClusterRef, group: str) -> dict[tuple[str, int], float]:
 
 def series(ref: ClusterRef, name: str, *, topic: str | None, partition: int | None, group: str | None,
            since_ms: int, until_ms: int | None, limit: int) -> list[tuple[int, float]]:
-    from kstream.tools.monitor import history
-
     return history.series(ref.path, name, topic=topic, partition=partition, group=group, since_ms=since_ms,
                           until_ms=until_ms, limit=min(limit, MAX_SERIES_POINTS))
 
@@ -100,8 +97,6 @@ CHART_WINDOW_MS = 3600_000
 def lag_tables(ref: ClusterRef, view: GroupView) -> dict[str, list[tuple[int, float]]]:
     """The chart's data as tables (pages without the vendored uPlot): "topic-partition" ->
     the last hour's lag points, at most :data:`TABLE_POINTS` each."""
-    from kstream.tools.monitor import history
-
     since_ms = int(time.time() * 1000) - CHART_WINDOW_MS
     table = history.scan(ref.path, "lag", since_ms, None)  # one scan for every partition's line
     return {f"{p.topic}-{p.partition}": [] if table is None else history.pick(
@@ -148,8 +143,6 @@ def prometheus_text(console: ConsoleState) -> tuple[bytes, str]:
     (not started, e.g. in tests) samples once now."""
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-    from kstream.tools.monitor.prometheus import registry
-
     for sampler in console.samplers.values():
         if not getattr(sampler, "latest", None):
             sampler.sample()
@@ -160,9 +153,6 @@ def make_samplers(clusters: Mapping[str, ClusterRef], interval_s: float, write: 
                   csv_dir: str | None = None) -> dict[str, Any]:
     """One (not yet started) sampler per cluster; with ``csv_dir``, each also appends its
     rounds to CSV files under ``csv_dir/NAME/`` (Kafka's CsvReporter layout)."""
-    from kstream.tools.monitor.csv_reporter import CsvReporter
-    from kstream.tools.monitor.sampler import Sampler
-
     samplers = {}
     for name, ref in clusters.items():
         reporters = [CsvReporter(os.path.join(csv_dir, name))] if csv_dir else []

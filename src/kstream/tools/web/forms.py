@@ -1,13 +1,13 @@
 """Form fields as the CLI's arguments: textarea lines to ``K=V`` pairs, lists, integers.
 
 Each helper turns what a form posts into what the matching CLI option would
-hold, then the CLI's own parser checks it (``parse_pairs``, ``parse_schema``), so
-a bad value gets the CLI's message."""
+hold, then the parser the CLI uses too checks it (:mod:`kstream.config.option_text`:
+``parse_pairs``, ``parse_schema``), so a bad value gets the same message."""
 
 from __future__ import annotations
 
+from kstream.config.option_text import parse_pairs
 from kstream.errors import ConfigError
-from kstream.tools.cli.common import parse_pairs
 
 MAX_FORM_LINES = 1000
 

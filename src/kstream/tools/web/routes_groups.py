@@ -5,8 +5,8 @@
   lag / lag_seconds / status, a lag-over-time chart (``/c/C/api/series``), live updates
   over SSE (``/c/C/groups/G/live``).
 * ``GET /c/C/groups/G/reset?method=..``: the dry run (the plan, nothing changed);
-  ``POST`` the same fields to execute it. The plan comes from the CLI's
-  :mod:`kstream.tools.cli.group_reset` and the reset is ``ConsumerGroups.reset_offsets``, which
+  ``POST`` the same fields to execute it. The plan comes from
+  :mod:`kstream.groups.offset_reset` (what the CLI calls too) and the reset is ``ConsumerGroups.reset_offsets``, which
   refuses while members are active unless ``force`` (then it fences them).
   ``from-file`` is the CLI's only method the page does not offer (it reads a path).
 """
@@ -15,31 +15,27 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import weakref
 from collections.abc import AsyncIterator
 from typing import Annotated
 from urllib.parse import quote
 
 import anyio
-import click
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
 
+from kstream.client.offsets_at import offsets_at
 from kstream.errors import ConfigError
 from kstream.group_names import check_group_name
-from kstream.tools.cli import group_reset
+from kstream.groups import offset_reset
 from kstream.tools.web import figures
 from kstream.tools.web.clusters import ClusterRef, open_groups
 from kstream.tools.web.sse import LIVE_INTERVAL_S, LIVE_MIN_INTERVAL_S, MAX_LIVE_EVENTS, event, stream_response
 from kstream.tools.web.state import render, state_of
 
 router = APIRouter()
-WEB_METHODS = tuple(m for m in group_reset.METHODS if m != "from-file")
-
-
-def _cli_context(ref: ClusterRef) -> click.Context:
-    """What group_reset.plan reads from the CLI's context: the cluster path."""
-    return click.Context(click.Command("console"), obj={"cluster": ref.path})
+WEB_METHODS = tuple(m for m in offset_reset.METHODS if m != "from-file")
 
 
 @router.get("/c/{cluster}/groups", response_class=HTMLResponse)
@@ -116,10 +112,11 @@ def _plan(ref: ClusterRef, group: str, method: str, value: str | None, topics: l
     if method in ("to-offset", "shift-by", "to-datetime", "by-duration") and not (value or "").strip():
         raise ConfigError(f"--{method} needs a value")
     if method == "by-duration":
-        group_reset.parse_duration(value or "")
+        offset_reset.parse_duration(value or "")
     with open_groups(ref) as service:
-        keys = group_reset.scope(service, group, [t for t in topics if t.strip()], all_topics)
-        return group_reset.plan(service, _cli_context(ref), group, keys, method, value)
+        keys = offset_reset.scope(service, group, [t for t in topics if t.strip()], all_topics)
+        return offset_reset.plan(service, group, keys, method, value,
+                                 functools.partial(offsets_at, {"cluster": ref.path}))
 
 
 @router.get("/c/{cluster}/groups/{group}/reset", response_class=HTMLResponse)

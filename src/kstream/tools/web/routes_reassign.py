@@ -1,9 +1,9 @@
 """Preferred leader election and reassignment, as `kstream elect-leaders` and `kstream reassign`.
 
 * ``GET /c/C/reassign?topics=..&log_dirs=..``: the generate step (read-only): current and
-  proposed assignments, the proposal from :func:`kstream.tools.cli.reassign.propose`.
+  proposed assignments, the proposal from :func:`kstream.log.cluster.reassignment.propose`.
 * ``POST /c/C/reassign/execute``: the plan (JSON, what generate proposed, maybe edited) is
-  checked whole (:func:`~kstream.tools.cli.reassign.parse_plan`), then each partition moves with
+  checked whole (:func:`~kstream.log.cluster.reassignment.parse_plan`), then each partition moves with
   :func:`kstream.log.cluster.replica_ops.reassign`; the page lists each move's result as it happened
   (kstream moves before returning, so progress is the per-partition outcome) and the
   rollback plan.
@@ -19,8 +19,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from kstream.log.cluster import replica_ops
-from kstream.tools.cli import reassign as reassign_cli
+from kstream.log.cluster import reassignment, replica_ops
 from kstream.tools.web.clusters import open_cluster
 from kstream.tools.web.overview import ClusterSnapshot
 from kstream.tools.web.routes_topics import open_admin
@@ -38,10 +37,10 @@ def reassign_page(request: Request, cluster: str, topics: Annotated[list[str] | 
     with open_cluster(ref) as opened:
         snapshot = ClusterSnapshot.read(opened)
         if topics:
-            plan = reassign_cli.propose(opened, list(topics), list(log_dirs or []))
-            current = reassign_cli.plan_document(opened, reassign_cli.current_plan(
+            plan = reassignment.propose(opened, list(topics), list(log_dirs or []))
+            current = reassignment.plan_document(opened, reassignment.current_plan(
                 opened, [(t, p) for t, p, _ in plan]))
-            proposed = reassign_cli.plan_document(opened, plan)
+            proposed = reassignment.plan_document(opened, plan)
     return render(request, "reassign.html", ref=ref, snapshot=snapshot, chosen_topics=topics or [],
                   chosen_log_dirs=log_dirs or [], current=current, proposed=proposed, done=done)
 
@@ -52,8 +51,8 @@ def reassign_execute(request: Request, cluster: str, plan: Annotated[str, Form()
     before anything moves; a move that fails stops the rest (the page says which moved)."""
     ref = state_of(request).cluster(cluster)
     with open_cluster(ref) as opened:
-        checked = reassign_cli.parse_plan(plan, opened)
-        rollback = reassign_cli.plan_document(opened, reassign_cli.current_plan(
+        checked = reassignment.parse_plan(plan, opened)
+        rollback = reassignment.plan_document(opened, reassignment.current_plan(
             opened, [(t, p) for t, p, _ in checked]))
         moved = []
         for topic, partition, replicas in checked:
@@ -67,7 +66,7 @@ def reassign_verify(request: Request, cluster: str, plan: str) -> HTMLResponse:
     """`kstream reassign --verify`: per partition, completed or the replica set it has instead."""
     ref = state_of(request).cluster(cluster)
     with open_cluster(ref) as opened:
-        rows = reassign_cli.differences(opened, reassign_cli.parse_plan(plan, opened))
+        rows = reassignment.differences(opened, reassignment.parse_plan(plan, opened))
     return render(request, "reassign_verify.html", ref=ref, rows=rows, plan=plan)
 
 

@@ -14,8 +14,8 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from kstream.admin import Admin, AdminClient, NewPartitions, NewTopic
+from kstream.config.option_text import parse_schema
 from kstream.errors import ConfigError
-from kstream.tools.cli.common import parse_schema
 from kstream.tools.web import figures, forms
 from kstream.tools.web.clusters import ClusterRef, open_cluster
 from kstream.tools.web.overview import ClusterSnapshot, topic_rows

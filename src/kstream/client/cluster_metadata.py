@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kstream._model import Node
-from kstream.client.admin._futures import kafka_error
 from kstream.errors import TopicNotFoundError
 from kstream.message import KafkaError
 
@@ -156,7 +155,7 @@ def partition_metadata(placement: PartitionInfo, online: dict[int, bool]) -> Par
     if online.get(placement.leader, False):
         return PartitionMetadata(placement.partition, placement.leader, list(placement.replicas),
                                  list(placement.isr))
-    error = kafka_error("LEADER_NOT_AVAILABLE",
+    error = KafkaError(KafkaError.LEADER_NOT_AVAILABLE,
                         f"partition {placement.topic}-{placement.partition} is offline: its leader's "
                         f"log dir {placement.leader} is offline (bring it back with "
                         f"`kstream log-dirs online {placement.leader}`)")
@@ -174,7 +173,7 @@ def cluster_metadata(cluster: Cluster, topic: str | None = None) -> ClusterMetad
         try:
             info = cluster.topic(name)
         except TopicNotFoundError as err:
-            topics[name] = TopicMetadata(name, {}, kafka_error("UNKNOWN_TOPIC_OR_PART", str(err)))
+            topics[name] = TopicMetadata(name, {}, KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, str(err)))
             continue
         topics[name] = TopicMetadata(name, {p.partition: partition_metadata(p, online)
                                             for p in info.partitions})
