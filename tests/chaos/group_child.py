@@ -62,7 +62,7 @@ def member(cluster: str, group: str, topic: str, out_path: str, name: str, pause
         messages = [m for m in consumer.consume(10, 0.1) if m.error() is None]
         if not messages:
             continue
-        membership = consumer._group._membership
+        membership = consumer.consumer_group_metadata()
         member_id, generation = membership.member_id, membership.generation
         for m in messages:
             out.write(f"R {member_id} {m.partition()} {m.offset()} {m.value().decode()}\n")

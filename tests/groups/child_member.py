@@ -31,7 +31,7 @@ def main(cluster: str, group: str, topic: str, out_path: str, name: str) -> None
             messages = [m for m in consumer.consume(10, 0.2) if m.error() is None]
             if not messages:
                 continue
-            generation = consumer._group._membership.generation
+            generation = consumer.consumer_group_metadata().generation
             for m in messages:
                 out.write(f"{generation} {m.partition()} {m.offset()} {m.value().decode()}\n")
             out.flush()

@@ -7,6 +7,11 @@ and runs in its thread, from poll(): it applies the rebalance steps of
 them), commits positions every ``auto.commit.interval.ms`` and before giving
 partitions up, and serves ``on_commit(err, partitions)`` for asynchronous
 commits, which run on one background thread.
+
+It touches its consumer only through the :class:`GroupMember` it is given
+at construction (the assignment, to take and give up partitions, and the
+offsets to commit), never through the consumer's own methods, and does not
+import the consumer's module.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from kstream.errors import ConfigError, FencedError, KStreamError
 from kstream.groups.coordinator import MemberSpec
@@ -26,9 +32,6 @@ from kstream.groups.service import ConsumerGroups, OffsetCommit
 from kstream.groups.transactional_offsets import ConsumerGroupMetadata
 from kstream.log.cluster.cluster import Cluster
 from kstream.message import OFFSET_INVALID, TopicPartition
-
-if TYPE_CHECKING:
-    from kstream.client.consumer import Consumer
 
 log = logging.getLogger(__name__)
 
@@ -39,16 +42,36 @@ group coordinator refuses it at join, as a broker's group.min.session.timeout.ms
 CommitCallback = Callable[[KStreamError | None, list[TopicPartition]], None]
 
 
+@dataclass(frozen=True)
+class GroupMember:
+    """What a :class:`GroupSession` may do with the consumer it serves.
+
+    ``owner``: the object the rebalance callbacks get as their first argument (the
+    Consumer, as confluent-kafka passes it). ``assignment()``: the assigned partitions.
+    ``take(partitions)``: add partitions at their offsets (OFFSET_INVALID: the group's
+    committed offset or auto.offset.reset). ``give_up()``: drop the whole assignment.
+    ``offsets_to_commit()``: what a commit without arguments commits.
+    """
+
+    owner: Any
+    assignment: Callable[[], list[TopicPartition]]
+    take: Callable[[list[TopicPartition]], None]
+    give_up: Callable[[], None]
+    offsets_to_commit: Callable[[], list[TopicPartition]]
+
+
 class GroupSession:
     """See the module docstring."""
 
-    def __init__(self, consumer: Consumer, options: dict[str, Any], on_commit: CommitCallback | None,
+    def __init__(self, cluster: Cluster, member: GroupMember, options: dict[str, Any],
+                 on_commit: CommitCallback | None,
                  logger: logging.Logger | logging.LoggerAdapter[Any] | None = None):
-        self._consumer = consumer
+        self._cluster = cluster
+        self._member = member
         self._log = logger or log
         self._options = options
         self.group: str = options["group.id"]
-        self._groups = ConsumerGroups(consumer.cluster)
+        self._groups = ConsumerGroups(cluster)
         self._on_commit = on_commit
         self._auto_commit = bool(options["enable.auto.commit"])
         self._auto_commit_s = options["auto.commit.interval.ms"] / 1000.0
@@ -67,10 +90,10 @@ class GroupSession:
         if isinstance(topics, str) or not topics:
             raise ConfigError("subscribe() takes a non-empty list of topic names (a name starting "
                               "with '^' is a regular expression)")
-        cluster_topics = self._consumer.cluster.list_topics()
+        cluster_topics = self._cluster.list_topics()
         for topic in topics:
             if not topic.startswith("^") and topic not in cluster_topics:
-                self._consumer.cluster.topic(topic)  # raises TopicNotFoundError listing topics
+                self._cluster.topic(topic)  # raises TopicNotFoundError listing topics
         options = self._options
         if options["session.timeout.ms"] < MIN_SESSION_TIMEOUT_MS:
             raise ConfigError(
@@ -82,7 +105,7 @@ class GroupSession:
         spec = MemberSpec(options["client.id"], tuple(topics), options["partition.assignment.strategy"],
                           options["session.timeout.ms"], options["max.poll.interval.ms"],
                           options["group.instance.id"])
-        self._membership = Membership(self._consumer.cluster, self.group, spec,
+        self._membership = Membership(self._cluster, self.group, spec,
                                       options["heartbeat.interval.ms"])
         self._membership.join()
 
@@ -128,17 +151,17 @@ class GroupSession:
             membership.join()
         elif step.action == ASSIGN:
             self._take(step.generation, step.assignment)
-        return membership.changed and not self._consumer.assignment()
+        return membership.changed and not self._member.assignment()
 
     def _give_up(self, lost: bool) -> None:
         """Revoke the assignment (committing first unless it was lost)."""
-        partitions = self._consumer.assignment()
+        partitions = self._member.assignment()
         if not lost and self._auto_commit:
             lost = not self._commit_positions_quietly()
         callback = self._callbacks.get("lost" if lost else "revoke") or self._callbacks.get("revoke")
         if callback is not None and (partitions or not lost):
-            callback(self._consumer, partitions)
-        self._consumer._drop_assignment()
+            callback(self._member.owner, partitions)
+        self._member.give_up()
 
     def _take(self, generation: int, assignment: tuple[tuple[str, int], ...]) -> None:
         assert self._membership is not None
@@ -148,7 +171,7 @@ class GroupSession:
             for topic, partition in assignment:
                 row = committed.get((topic, partition))
                 partitions.append(TopicPartition(topic, partition, row.offset if row else OFFSET_INVALID))
-            self._consumer._add_partitions(partitions)
+            self._member.take(partitions)
         except KStreamError:
             # Not taken (e.g. a lost offsets table): the next poll tries again and raises
             # again, rather than leaving the member silently without partitions.
@@ -157,13 +180,13 @@ class GroupSession:
         self._membership.assigned(generation)
         callback = self._callbacks.get("assign")
         if callback is not None:
-            callback(self._consumer, [TopicPartition(t, p) for t, p in assignment])
+            callback(self._member.owner, [TopicPartition(t, p) for t, p in assignment])
 
     # -- commits ----------------------------------------------------------------------
 
     def _commit_positions_quietly(self) -> bool:
         """Auto commit: False (and a warning) if the commit was refused."""
-        positions = self._consumer.offsets_to_commit()
+        positions = self._member.offsets_to_commit()
         if not positions:
             return True
         try:
@@ -189,7 +212,7 @@ class GroupSession:
                           generation: int) -> list[TopicPartition]:
         groups = getattr(self._local, "groups", None)
         if groups is None:  # this thread's own database connection
-            groups = self._local.groups = ConsumerGroups(Cluster.open(self._consumer.cluster.path))
+            groups = self._local.groups = ConsumerGroups(Cluster.open(self._cluster.path))
         return self._commit_with(groups, partitions, member_id, generation)
 
     def _commit_with(self, groups: ConsumerGroups, partitions: list[TopicPartition],
@@ -224,7 +247,7 @@ class GroupSession:
     def close(self) -> None:
         if self._membership is not None:
             self.unsubscribe()
-        elif self._auto_commit and self._consumer.assignment():
+        elif self._auto_commit and self._member.assignment():
             self._commit_positions_quietly()
         if self._committer is not None:
             self._committer.submit(self._close_thread_groups)
