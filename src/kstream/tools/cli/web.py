@@ -11,10 +11,9 @@ from __future__ import annotations
 import click
 
 from kstream.errors import ConfigError
-from kstream.tools.web.app import create_app
+from kstream.tools import web as console  # the package face: FastAPI loads only when a console starts
 from kstream.tools.web.clusters import check_clusters, parse_cluster_option, read_clusters_file
-from kstream.tools.web.figures import DEFAULT_SAMPLE_INTERVAL_S, make_samplers
-from kstream.tools.web.limits import ConsoleLimits
+from kstream.tools.web.limits import DEFAULT_SAMPLE_INTERVAL_S, ConsoleLimits
 
 MAX_SAMPLE_INTERVAL_S = 3600.0
 MIN_SAMPLE_INTERVAL_S = 1.0
@@ -79,10 +78,10 @@ def serve(clusters: dict, host: str, port: int, read_only: bool, sample_interval
     running = sample_interval_s > 0
     # Not running (--sample-interval-s 0): samplers that sample only when /metrics asks, and
     # then write nothing (a GET must not write).
-    samplers = make_samplers(clusters, sample_interval_s if running else DEFAULT_SAMPLE_INTERVAL_S,
+    samplers = console.make_samplers(clusters, sample_interval_s if running else DEFAULT_SAMPLE_INTERVAL_S,
                              write=running and not read_only, csv_dir=csv_dir if running else None)
     loopback = host in LOOPBACK_HOSTS
-    app = create_app(clusters, read_only=read_only, samplers=samplers,
+    app = console.create_app(clusters, read_only=read_only, samplers=samplers,
                      allowed_hosts=LOOPBACK_HOSTS if loopback else None, limits=limits)
     if running:
         for sampler in samplers.values():

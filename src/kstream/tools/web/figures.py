@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 CLIENT_LAG_NAME = "client_consumer_lag"
 CLIENT_LAG_WINDOW_MS = 5 * 60 * 1000  # a client's figure older than this is not shown
 MAX_SERIES_POINTS = 2000
-DEFAULT_SAMPLE_INTERVAL_S = 10.0
 SERIES_NAMES_BY_SCOPE = {"group": ("lag", "lag_seconds", "committed_offset", "records_out_per_s"),
                          "topic": ("records_in_per_s", "log_end_offset", "high_watermark",
                                    "partition_bytes")}

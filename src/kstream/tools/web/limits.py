@@ -26,6 +26,8 @@ from dataclasses import dataclass, fields
 
 from kstream.errors import ConfigError
 
+DEFAULT_SAMPLE_INTERVAL_S = 10.0  # how often the console samples its clusters' figures
+
 # option name -> (field, minimum, maximum, the `kstream console` flag that sets it)
 OPTIONS: dict[str, tuple[str, int, int, str]] = {
     "decode.max.bytes": ("decode_max_bytes", 1024, 64 << 20, "--decode-max-bytes"),
