@@ -23,7 +23,7 @@ _NAMES = {
     "Sampler": "kstream.tools.monitor.sampler",
     "registry": "kstream.tools.monitor.prometheus",
     "CsvReporter": "kstream.tools.monitor.csv_reporter",
-    "metrics_stats_cb": "kstream.tools.monitor.client_stats",
+    "metrics_stats_cb": "kstream.tools.monitor.stats_writer",
     "KStreamQueryListener": "kstream.tools.monitor.spark_listener",
 }
 

@@ -8,7 +8,7 @@ from kstream.client.consumer import Consumer
 from kstream.client.producer import Producer
 from kstream.errors import InvalidRecordError
 from kstream.message import TopicPartition
-from kstream.tools.monitor.client_stats import metrics_stats_cb, stats_samples
+from kstream.tools.monitor.stats_writer import metrics_stats_cb, stats_samples
 from kstream.tools.monitor.history import series
 
 
