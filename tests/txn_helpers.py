@@ -22,7 +22,7 @@ def txn_data(values: list[bytes], producer_id: int) -> EncodedBatch:
 
 def marker(producer_id: int, commit: bool) -> EncodedBatch:
     batch = batch_from_records([fmt.COMMIT_MARKER if commit else fmt.ABORT_MARKER], None, None, None)
-    now = int(time.time() * 1000)  # (txn_writer's markers carry 0: old enough for retention to take)
+    now = int(time.time() * 1000)  # (the transaction writer's markers carry 0: old enough for retention to take)
     return EncodedBatch(PayloadCodec().encode(batch), 1, now, now, fmt.CONTROL | fmt.TRANSACTIONAL, producer_id, 0)
 
 

@@ -118,7 +118,7 @@ class AdminClient:
     @property
     def config(self) -> dict[str, str]:
         """The effective configuration, as confluent-kafka's read-only ``config``: a new dict
-        of strings (defaults included, callbacks left out; see client_config.config_dump)."""
+        of strings (defaults included, callbacks left out; see kstream.client.config.config_dump)."""
         return dict(self._config)
 
     @_when_open(_CLOSED)
