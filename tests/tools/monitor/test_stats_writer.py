@@ -8,8 +8,8 @@ from kstream.client.consumer import Consumer
 from kstream.client.producer import Producer
 from kstream.errors import InvalidRecordError
 from kstream.message import TopicPartition
-from kstream.tools.monitor.stats_writer import metrics_stats_cb, stats_samples
 from kstream.tools.monitor.history import series
+from kstream.tools.monitor.stats_writer import metrics_stats_cb, stats_samples
 
 
 def test_a_consumers_stats_are_written_and_read_back(cluster_path, make_topic):
