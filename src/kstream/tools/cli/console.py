@@ -8,6 +8,12 @@ format in (:mod:`kstream.tools.cli.line_reader`) and out
 (:mod:`kstream.tools.cli.formatter`), and the same "Processed a total of N messages"
 on stderr. kstream's shorter flags (``--key-separator``, ``--print-key``, ...)
 are shorthands for the corresponding properties.
+
+On a typed topic each line's value (after its key and headers) is a JSON object of
+the columns, or with ``--format csv`` the columns in the schema's order
+(:mod:`kstream.tools.cli.typed_lines`). A bad line stops the run, as it stops
+kafka-console-producer: the lines before it are written, it and the rest are not,
+and the error names its line number (and column).
 """
 
 from __future__ import annotations
@@ -19,10 +25,13 @@ import click
 from kstream.client.consumer import Consumer
 from kstream.client.producer import Producer
 from kstream.error import KafkaError
+from kstream.errors import InvalidRecordError, TopicNotFoundError
+from kstream.log.cluster.cluster import Cluster
 from kstream.message import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 from kstream.tools.cli.common import cluster_options, parse_pairs, parse_properties, pick_topic
 from kstream.tools.cli.formatter import MessageFormatter
 from kstream.tools.cli.line_reader import LineReader
+from kstream.tools.cli.typed_lines import FORMATS, TypedLineParser
 
 _DEFAULT_FORMATTERS = ("kafka.tools.DefaultMessageFormatter",
                        "org.apache.kafka.tools.consumer.DefaultMessageFormatter", "default")
@@ -44,11 +53,16 @@ _DEFAULT_FORMATTERS = ("kafka.tools.DefaultMessageFormatter",
               help="compression.type of the batches written (none, lz4, zstd; alone: gzip, as Kafka).")
 @click.option("--producer-config", "--producer-property", "--command-property", "configs", multiple=True,
               metavar="K=V", help="Producer option.")
+@click.option("--format", "value_format", type=click.Choice(FORMATS),
+              help="A typed topic's values: a JSON object of the columns per line (the default), or csv: "
+                   "the columns in the schema's order, an empty field null, no header row.")
 @click.pass_context
 def produce(ctx: click.Context, topic: str | None, topic_option: str | None, properties: tuple[str, ...],
             key_separator: str | None, partition: int, headers: tuple[str, ...], acks: str,
-            compression_codec: str | None, configs: tuple[str, ...]) -> None:
-    """Write each line of stdin to TOPIC as one record."""
+            compression_codec: str | None, configs: tuple[str, ...], value_format: str | None) -> None:
+    """Write each line of stdin to TOPIC as one record (on a typed topic: a JSON object of its
+    columns per line, or CSV with --format csv). A bad line stops the run; the lines before
+    it are written."""
     name = pick_topic(topic, topic_option)
     reader_properties = parse_properties(properties, "--property")
     if key_separator is not None:
@@ -60,14 +74,41 @@ def produce(ctx: click.Context, topic: str | None, topic_option: str | None, pro
         extra["compression.type"] = compression_codec
     count = 0
     with Producer(cluster_options(ctx, acks=acks, **extra)) as producer:
+        columns = _typed_parser(producer.cluster, name, value_format)
         for line in sys.stdin.buffer:
-            record = reader.parse(line.rstrip(b"\r\n"), count + 1)
-            record_headers = [*fixed, *(record.headers or [])] or None
-            producer.produce(name, record.value, key=record.key, partition=partition, headers=record_headers)
+            line_number = count + 1
+            try:
+                record = reader.parse(line.rstrip(b"\r\n"), line_number)
+                value = record.value if columns is None else columns.parse(record.value, line_number)
+                record_headers = [*fixed, *(record.headers or [])] or None
+                try:
+                    producer.produce(name, value, key=record.key, partition=partition, headers=record_headers)
+                except InvalidRecordError as err:  # the producer's check of a typed record: add the line
+                    raise type(err)(f"line {line_number}: {err}") from err
+            except InvalidRecordError:
+                # As kafka-console-producer: the lines before it are sent (the producer's close
+                # flushes them), this one and the rest are not.
+                click.echo(f"Produced {count} record(s) to {name}; stopped at line {line_number}.", err=True)
+                raise
             count += 1
             if count % 1000 == 0:
                 producer.poll(0)
     click.echo(f"Produced {count} record(s) to {name}.", err=True)
+
+
+def _typed_parser(cluster: Cluster, topic: str, value_format: str | None) -> TypedLineParser | None:
+    """The parser of a typed topic's lines; None for a bytes topic (its lines are written as they
+    are: --format is refused there) or a topic the producer may auto-create (a bytes topic)."""
+    try:
+        schema = Cluster.topic_schema(cluster.topic(topic))
+    except TopicNotFoundError:
+        schema = None
+    if schema is None:
+        if value_format is not None:
+            raise click.BadParameter(f"topic {topic!r} is a bytes topic: its lines are written as they are "
+                                     "(--format reads a typed topic's columns)", param_hint="--format")
+        return None
+    return TypedLineParser(topic, schema, value_format or "json")
 
 
 def _start_offset(offset: str | None, from_beginning: bool) -> int:

@@ -20,13 +20,16 @@ null.literal              ``null``   printed for a null key, value or header val
 
 Fields come in that order, each followed by ``key.separator`` except the last,
 which is followed by ``line.separator``. A typed topic's value (a dict of its
-columns) prints as JSON. Unknown properties are refused (a typo must not pass
-silently): kstream has no pluggable deserializers, so ``key.deserializer`` and
-the like are refused too, naming what is supported.
+columns) prints as JSON (binary columns as base64, as Spark's ``to_json``; timestamps,
+dates and decimals as strings): the line `kstream produce` reads back. Unknown
+properties are refused (a typo must not pass silently): kstream has no pluggable
+deserializers, so ``key.deserializer`` and the like are refused too, naming what
+is supported.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -118,5 +121,13 @@ class MessageFormatter:
         if isinstance(value, str):
             return value.encode()
         if isinstance(value, Mapping):  # a typed topic's row
-            return json.dumps(dict(value), default=str, separators=(",", ":")).encode()
+            return json.dumps(dict(value), default=_json_value, separators=(",", ":")).encode()
         return str(value).encode()
+
+
+def _json_value(item: Any) -> str:
+    """A column value JSON has no type for: binary as base64, the rest (timestamps, dates,
+    decimals) as their text."""
+    if isinstance(item, bytes | bytearray | memoryview):
+        return base64.b64encode(item).decode("ascii")
+    return str(item)
