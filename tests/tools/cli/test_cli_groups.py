@@ -124,3 +124,23 @@ def test_delete_offsets(cluster_path, setup):
     assert refused.exit_code != 0 and "active members" in str(refused.exception)
     assert committed(cluster_path, "h") == {0: None, 1: 1}  # (a member's partitions show uncommitted)
     assert run(cluster_path, "groups", "delete-offsets", "nosuch", "--topic", "t").exit_code == 1
+
+
+def test_list_prints_kafka_consumer_groups_lines(cluster_path, make_topic, setup):
+    """As kafka-consumer-groups --list: bare names (nothing when there are none); with --state,
+    its printf table (a GROUP STATE header even when no group matches, no box, no padding
+    before the first column) that awk and cut read as they read Kafka's."""
+    assert run(cluster_path, "groups", "list").output == "g\nh\n"
+    assert run(cluster_path, "groups", "list", "--state").output.splitlines() == [
+        "GROUP".ljust(25) + " " + "STATE".ljust(20), "g".ljust(25) + " " + "Empty".ljust(20),
+        "h".ljust(25) + " " + "Empty".ljust(20)]
+    header_only = run(cluster_path, "groups", "list", "--state", "stable").output
+    assert header_only.splitlines() == ["GROUP".ljust(25) + " " + "STATE".ljust(20)]
+
+
+def test_list_on_a_cluster_without_groups_prints_nothing(cluster_path, make_topic):
+    make_topic("t")
+    result = run(cluster_path, "groups", "list")
+    assert result.exit_code == 0 and result.output == ""
+    header = "GROUP".ljust(25) + " " + "STATE".ljust(20)
+    assert run(cluster_path, "groups", "list", "--state").output.splitlines() == [header]

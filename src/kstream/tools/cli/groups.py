@@ -78,7 +78,11 @@ def groups() -> None:
                    "(e.g. stable,empty; case-insensitive).")
 @click.pass_context
 def list_(ctx: click.Context, states: str | None) -> None:
-    """List groups: those with members or committed offsets."""
+    """List groups: those with members or committed offsets.
+
+    Printed as kafka-consumer-groups --list prints them, so its scripts read them: a bare name
+    a line (nothing when there is no group); with --state, its printf table: a GROUP STATE
+    header (even when no group matches), the group column max(15, longest name) + 10 wide."""
     with _groups(ctx) as service:
         names = service.list_groups()
         if states is None:
@@ -86,12 +90,11 @@ def list_(ctx: click.Context, states: str | None) -> None:
                 click.echo(name)
             return
         wanted = {s.strip().lower() for s in states.split(",") if s.strip()}
-        table = Table("GROUP", "STATE", box=None)
-        for name in names:
-            state = service.describe(name).state
-            if not wanted or state.lower() in wanted:
-                table.add_row(name, state)
-        console().print(table)
+        rows = [(name, state) for name, state in ((n, service.describe(n).state) for n in names)
+                if not wanted or state.lower() in wanted]
+        width = max((max(15, len(name)) for name, _ in rows), default=15) + 10
+        for name, state in [("GROUP", "STATE"), *rows]:
+            click.echo(f"{name:<{width}} {state:<20}")
 
 
 def _as_json(d: GroupDescription) -> dict[str, object]:
