@@ -85,3 +85,22 @@ def test_the_screenshot_script_shoots_every_page_in_both_themes(tmp_path, browse
     with open(str(tmp_path / "shots" / "topics-light.png"), "rb") as light, \
             open(str(tmp_path / "shots" / "topics-dark.png"), "rb") as dark:
         assert light.read() != dark.read()
+
+
+def test_no_page_asks_for_a_missing_file_or_logs_an_error(serve):
+    """Every page loads every file it asks for (the browser's own /favicon.ico included) and
+    writes nothing to the browser console: a 404 there is the first thing a user sees in
+    the developer tools."""
+    console = serve()
+    page = console.page()
+    failed: list[str] = []
+    logged: list[str] = []
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.on("console", lambda m: logged.append(f"{m.type}: {m.text} ({m.location.get('url')})")
+            if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda err: logged.append(f"pageerror: {err}"))
+    for _, path in screens.PAGES:
+        assert page.goto(path).status == 200, path
+        page.wait_for_function(screens.CHARTS_SETTLED)
+        page.wait_for_load_state("networkidle")
+    assert failed == [] and logged == []

@@ -15,6 +15,15 @@ def test_every_page_answers(client, path):
     assert response.status_code == 200, response.text
 
 
+def test_the_icon_is_served_where_the_pages_and_the_browser_ask_for_it(client):
+    page = client.get("/c/main/topics").text
+    assert '<link rel="icon" href="/static/favicon.svg"' in page
+    for path in ("/static/favicon.svg", "/favicon.ico"):  # (a browser asks /favicon.ico without a link)
+        response = client.get(path)
+        assert response.status_code == 200 and response.headers["content-type"].startswith("image/svg+xml")
+        assert response.content.startswith(b"<svg")
+
+
 def test_topic_page_shows_partitions_and_the_open_transaction(client):
     page = client.get("/c/main/topics/tx").text
     assert "transactional.id=web-tx" in page  # the holder of the LSO
