@@ -3,8 +3,10 @@ while a producer runs, and the message browser's live tail (both over SSE)."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+import time
 import uuid
 
 import pytest
@@ -105,3 +107,31 @@ def test_the_live_tail_shows_a_new_record(serve, demo):
     assert cells.nth(1).inner_text() == "20"  # orders-1 had 20 records: the new one is offset 20
     assert cells.nth(3).inner_text() == "probe"
     assert page.locator("#tail tr").count() == 1  # only what came after the tail opened
+
+
+# The y axis's tick labels, each measured in the axis's font, and what the axis gives them.
+Y_LABELS = """() => { const u = document.querySelector('.chart').kstreamPlot, a = u.axes[1];
+    u.ctx.font = a.font[0];
+    return {labels: a._values, splits: a._splits, room: a._size - a.ticks.size - a.gap,
+            widths: a._values.map(v => u.ctx.measureText(v).width / uPlot.pxRatio)}; }"""
+
+
+@pytest.mark.parametrize("top, expected", [(12_345_678, "M"), (4_000_000_000, "G"), (3, "")])
+def test_the_lag_charts_y_labels_fit_their_axis(serve, top, expected):
+    """Lag in the millions printed 12,000,000 into uPlot's fixed 50 px axis: the labels ran off
+    the chart's left edge. Compact labels (12M) on an axis as wide as its longest label, and
+    whole-number steps for a count of records."""
+    needs_vendored_assets()
+    console = serve()
+    page = console.page()
+    now_ms = int(time.time() * 1000)
+    points = [[now_ms - (60 - i) * 60_000, round(top * (i + 20) / 80)] for i in range(61)]
+    body = json.dumps({"points": points})
+    page.route(lambda url: "/api/series" in url,
+               lambda route, request: route.fulfill(status=200, content_type="application/json", body=body))
+    page.goto("/c/demo/groups/billing")
+    page.wait_for_function("() => document.querySelector('.chart').kstreamPlot")
+    y = page.evaluate(Y_LABELS)
+    assert y["labels"] and all(label.endswith(expected) and len(label) <= 6 for label in y["labels"]), y
+    assert max(y["widths"]) <= y["room"], y
+    assert all(float(split).is_integer() for split in y["splits"]), y  # no 7.5 records
