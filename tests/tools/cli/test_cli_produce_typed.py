@@ -94,10 +94,12 @@ def test_json_and_csv_read_timestamps_dates_decimals_and_base64_binary(cluster_p
 
 
 def test_what_consume_prints_produces_the_same_rows(cluster_path, make_topic):
-    schema = pa.schema([("id", pa.int64()), ("at", pa.timestamp("ms")), ("blob", pa.binary()), ("x", pa.float64())])
+    schema = pa.schema([("id", pa.int64()), ("at", pa.timestamp("ms")), ("blob", pa.binary()), ("x", pa.float64()),
+                        ("m", pa.map_(pa.string(), pa.int64())), ("day", pa.date32())])
     make_topic("t", schema=schema)
     make_topic("copy", schema=schema)
-    lines = '{"id":1,"at":"2026-01-02T03:04:05","blob":"/wA=","x":0.1}\n{"id":2,"at":null,"blob":null,"x":null}\n'
+    lines = ('{"id":1,"at":"2026-01-02T03:04:05","blob":"/wA=","x":0.1,"m":{"a":1},"day":"2026-01-02"}\n'
+             '{"id":2,"at":null,"blob":null,"x":null}\n')
     assert run(cluster_path, "produce", "t", input=lines).exit_code == 0
     printed = run(cluster_path, "consume", "t", "--from-beginning", "--timeout-ms", "300", "--print-key")
     assert printed.exit_code == 0, printed.output
@@ -117,6 +119,22 @@ def test_format_is_for_typed_topics_and_csv_for_flat_columns(cluster_path, make_
     result = run(cluster_path, "produce", "t", input='{"tags":["a","b"]}\n')  # JSON takes nested columns
     assert result.exit_code == 0, result.output
     assert read_all(cluster_path) == [(None, {"tags": ["a", "b"]})]
+
+
+def test_nested_columns_convert_their_elements(cluster_path, make_topic):
+    schema = pa.schema([("xs", pa.list_(pa.float64())), ("at", pa.list_(pa.timestamp("ms"))),
+                        ("p", pa.struct([("w", pa.float64()), ("blob", pa.binary())])),
+                        ("m", pa.map_(pa.string(), pa.float64()))])
+    make_topic("t", schema=schema)
+    line = ('{"xs":[1.5,2,null],"at":["2026-01-02T03:04:05"],"p":{"w":0.25,"blob":"AAE="},'
+            '"m":{"a":0.5}}\n')
+    result = run(cluster_path, "produce", "t", input=line)
+    assert result.exit_code == 0, result.output
+    assert read_all(cluster_path) == [(None, {
+        "xs": [1.5, 2.0, None], "at": [datetime.datetime(2026, 1, 2, 3, 4, 5)],
+        "p": {"w": 0.25, "blob": b"\x00\x01"}, "m": [("a", 0.5)]})]
+    result = run(cluster_path, "produce", "t", input='{"xs":"1.5"}\n')
+    assert "line 1, column 'xs' (list<item: double>): expected a JSON array" in str(result.exception)
 
 
 @pytest.mark.parametrize("fmt, value, expected", [

@@ -18,7 +18,9 @@ key, as on a bytes topic; what is left is the value, read here in one of two for
 Values JSON has no type for are written as Spark's ``to_json`` / ``from_json`` and Kafka
 Connect's JsonConverter write them: a timestamp as an ISO 8601 string
 (``2026-01-02T03:04:05.006``, ``+01:00`` or ``Z`` allowed) or an integer in the column's unit,
-a date or a time as an ISO string, binary as base64, a decimal as a number or a string. In
+a date or a time as an ISO string, binary as base64, a decimal as a number or a string; a
+list is an array, a struct an object, a map an object (or an array of ``[key, value]`` pairs,
+as ``kstream consume`` prints one), their elements read as columns of their type are. In
 CSV, an integer column takes ``12``, a float ``1.5``, ``inf`` or ``nan``, a bool ``true`` /
 ``false`` (any case), and the rest as in JSON.
 
@@ -137,7 +139,45 @@ def _iso(kind: type) -> _Convert:
 
 
 def _as_is(item: Any) -> Any:
-    return item  # Arrow judges it when the producer checks the record
+    """Any other type's JSON value, as Arrow takes it (Arrow judges it when the producer checks
+    the record): a JSON number with a fraction is a float again (it was read as a Decimal)."""
+    if isinstance(item, Decimal):
+        return float(item)
+    if isinstance(item, list):
+        return [_as_is(x) for x in item]
+    if isinstance(item, dict):
+        return {k: _as_is(v) for k, v in item.items()}
+    return item
+
+
+def _list_of(element: _Convert) -> _Convert:
+    def convert(item: Any) -> list[Any]:
+        if not isinstance(item, list):
+            raise _ExpectedError("a JSON array")
+        return [None if x is None else element(x) for x in item]
+    return convert
+
+
+def _map_of(key: _Convert, value: _Convert) -> _Convert:
+    """A JSON object (its keys are text: read as the key type's CSV text is), or an array of
+    [key, value] pairs (as `kstream consume` prints a map)."""
+    def convert(item: Any) -> list[tuple[Any, Any]]:
+        if isinstance(item, dict):
+            pairs = list(item.items())
+        elif isinstance(item, list) and all(isinstance(p, list) and len(p) == 2 for p in item):
+            pairs = [(k, v) for k, v in item]
+        else:
+            raise _ExpectedError("a JSON object or an array of [key, value] pairs")
+        return [(key(k), None if v is None else value(v)) for k, v in pairs]
+    return convert
+
+
+def _struct_of(fields: dict[str, _Convert]) -> _Convert:
+    def convert(item: Any) -> dict[str, Any]:
+        if not isinstance(item, dict):
+            raise _ExpectedError("a JSON object")
+        return {k: v if v is None or k not in fields else fields[k](v) for k, v in item.items()}
+    return convert
 
 
 def _text_converter(data_type: pa.DataType) -> _Convert:
@@ -174,6 +214,15 @@ def _converter(data_type: pa.DataType) -> _Convert:
         return _iso(datetime.date)
     if types.is_time(data_type):
         return _iso(datetime.time)
+    if types.is_map(data_type):
+        key_type = data_type.key_type
+        return _map_of(_text_converter(key_type) if not (types.is_string(key_type) or types.is_large_string(key_type))
+                       else _string, _converter(data_type.item_type))
+    if types.is_list(data_type) or types.is_large_list(data_type) or types.is_fixed_size_list(data_type):
+        return _list_of(_converter(data_type.value_type))
+    if types.is_struct(data_type):
+        return _struct_of({data_type.field(i).name: _converter(data_type.field(i).type)
+                           for i in range(data_type.num_fields)})
     return _as_is
 
 
