@@ -27,7 +27,7 @@ from kstream.tools.web import (
 )
 from kstream.tools.web.clusters import ClusterRef
 from kstream.tools.web.guard import WriteGuard
-from kstream.tools.web.limits import ConsoleLimits
+from kstream.tools.web.limits import DEFAULT_SAMPLE_INTERVAL_S, ConsoleLimits
 from kstream.tools.web.state import HERE, ConsoleState
 
 
@@ -53,7 +53,7 @@ def create_app(clusters: Mapping[str, ClusterRef], *, read_only: bool = False,
     ``limits``: what one request may cost (decoding, live tails); None: the defaults."""
     app = FastAPI(title="kstream console", docs_url=None, redoc_url=None, openapi_url=None)
     if samplers is None:
-        samplers = figures.make_samplers(clusters, figures.DEFAULT_SAMPLE_INTERVAL_S, write=False)
+        samplers = figures.make_samplers(clusters, DEFAULT_SAMPLE_INTERVAL_S, write=False)
     app.state.console = ConsoleState(clusters, read_only, dict(samplers), limits or ConsoleLimits())
     app.mount("/static", StaticFiles(directory=os.path.join(HERE, "static")), name="static")
     for router in routers():
