@@ -231,3 +231,22 @@ def test_a_dead_spark_query_is_gone_and_leaves_the_group_empty():
     query = _member("q", _dead_pid(), kind=SPARK, session_timeout_ms=0)
     seen = live(Group("g", 4, STABLE, None, "q", (query,)), now)
     assert (seen.state, seen.generation, seen.members, seen.leader) == (EMPTY, 5, (), None)
+
+
+def test_an_operators_reset_is_not_refused_for_a_dead_member_and_removes_it(cluster_path, topic, tmp_path):
+    """reset-offsets refuses while members are active; a killed one is not active. The reset is
+    a writer: it removes the dead member, so nothing of it is left to come back."""
+    child = start_member(cluster_path, tmp_path, "consumer", LONG_SESSION_MS)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    result = CliRunner().invoke(cli, ["--cluster", cluster_path, "groups", "reset-offsets", "g", "--topic", "t",
+                                      "--to-earliest", "--execute"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    groups = ConsumerGroups(Cluster.open(cluster_path))
+    try:
+        assert groups.committed("g")[("t", 0)].offset == 0
+        stored = groups.coordinator.describe("g")
+        assert (stored.state, stored.members) == (EMPTY, ())
+    finally:
+        groups.close()
+        groups.cluster.close()
