@@ -6,7 +6,9 @@ Checked exactly, against the group offsets table's history:
   member is backed by that member's output holding exactly offsets o1..o2-1;
 - every record is processed; only the killed member's uncommitted tail is
   processed twice (the at-least-once window of commit-after-process);
-- the group rebalances after the kill once session.timeout.ms has passed.
+- the group rebalances after the kill: at once, since the killed member's process is gone
+  (on this machine its pid says so; a stopped one waits for session.timeout.ms:
+  test_member_pause.py), at the latest once session.timeout.ms has passed.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def test_members_in_processes_sigkill_one(cluster_path, make_topic, tmp_path):
             time.sleep(0.02)
         rebalanced_after = time.monotonic() - killed_at
         assert len(group.members) == 2
-        assert SESSION_TIMEOUT_S * 0.9 <= rebalanced_after <= SESSION_TIMEOUT_S + 10
+        assert rebalanced_after <= SESSION_TIMEOUT_S + 10
         ends = {p: groups.ends("work", p)[2] for p in range(PARTITIONS)}
         assert sum(ends.values()) == 1200
         while time.monotonic() < deadline + 120:  # the survivors finish the work

@@ -13,6 +13,7 @@ from helpers import committed_offsets, produce_range
 from kstream import ConsumerGroups, GroupBusyError, query_lag
 from kstream.groups import MemberSpec
 from kstream.log.cluster.cluster import Cluster
+from stuck_transactions import snapshot
 
 pytestmark = pytest.mark.spark
 
@@ -159,7 +160,14 @@ def test_commit_interval_coalesces_group_commits(spark, cluster_path, make_topic
     # The query has ended and Spark never called stop(): its member goes with its process
     # (the driver-side Python worker, which Spark ends as the query ends, not before
     # awaitTermination returns), so a Python consumer may use the group once it has exited.
+    # Readers stop showing it as a member then (issue 20, item 6), and write nothing.
     deadline = time.monotonic() + 60
+    while service.describe("slow").members:
+        assert time.monotonic() < deadline, "the ended query is still shown as a member"
+        time.sleep(0.1)
+    files = snapshot(cluster_path)
+    assert service.describe("slow").state == "Empty"
+    assert snapshot(cluster_path) == files
     while True:
         try:
             member = service.coordinator.join("slow", MemberSpec("after-spark", ("t",)))

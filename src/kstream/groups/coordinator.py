@@ -17,20 +17,23 @@ serializes them across processes, with no other lock):
   group to ``Stable``; members pick up their partitions on their next poll.
 - **heartbeats take no lock**: a member's liveness is the mtime of its file
   ``<cluster>/groups/heartbeats/<group hash>-<member hash>``, which its
-  heartbeat thread touches (``os.utime``); the thread then only *reads* the
-  group rows (a WAL reader never blocks a writer). A process is stopped
+  heartbeat thread touches (``os.utime``) unless it finds itself already past
+  its session timeout; the thread only *reads* the group rows (a WAL reader
+  never blocks a writer). A process is stopped
   (SIGSTOP, swap) with every thread at once; had heartbeats been SQLite
   writes, one stopped inside its write would hold the database's write lock
   and freeze every member of every group (and every metadata writer) until
   SIGCONT. The files are not fsynced: liveness is not durable state (after a
   crash of the machine every member is gone anyway), and a missing file falls
   back to the member row's ``last_heartbeat_ms`` (set at join and rejoin).
-  Only when a reader sees a member past its timeout does it take a (short)
-  write transaction to expire it. The write transactions of the protocol
+  Only when a member's heartbeat (or a join, a claim, an operator's reset or
+  delete) sees a member expired does it take a (short) write transaction to
+  remove it. The write transactions of the protocol
   (join, rejoin, leave, expiry) are a few statements each; a member
   stopped inside one still blocks the others until it is resumed (SQLite has
   no lock leases; see docs/GROUPS.md for how often).
-- **leave / expire**: a member that leaves, or misses heartbeats for
+- **leave / expire**: a member that leaves, whose process is gone (on this
+  host; not a static member), that misses heartbeats for
   ``session.timeout.ms`` (any member's heartbeat notices), or does not rejoin
   within its rebalance timeout (``max.poll.interval.ms``), is removed and the
   rest rebalance. A group left with no members is ``Empty`` and its
@@ -54,6 +57,12 @@ serializes them across processes, with no other lock):
 - **Spark queries** claim a group outright (:meth:`Coordinator.claim`): a new
   query fences the previous one. A group is used by Spark queries or by
   Python consumers, not both at once.
+- **readers write nothing**: describe, list, lag, the console and the Admin
+  client show :meth:`Coordinator.view`, the group as if its expired members
+  were removed (the state the next writer leaves it in), computed from the
+  rows, the heartbeat files and the members' pids; the rows are only changed
+  by writers (members, claims, operators), as transaction timeouts are
+  (:mod:`kstream.log.transactions.view`).
 
 This module is the protocol's state machine and its rows; the group's shapes and
 the rules read from them alone (expiry, commit checks) are in
@@ -87,10 +96,12 @@ from kstream.groups.group_model import (
     MemberSpec,
     commit_refusal,
     expired,
+    live,
     matches,
     member_gone,
     stale,
     subscribed,
+    without,
 )
 from kstream.groups.member_files import MemberFiles
 from kstream.log.cluster.cluster import Cluster
@@ -173,7 +184,9 @@ class Coordinator:
     # -- reading -----------------------------------------------------------------------
 
     def describe(self, group: str) -> Group | None:
-        """The group as of one read transaction (a WAL reader: never waits for writers)."""
+        """The group's rows as stored, as of one read transaction (a WAL reader: never waits
+        for writers): what its members act on. An expired member is there until a writer
+        removes it; what readers show is :meth:`view`."""
         if not self._tables():
             return None
         tx = self.metadata.connection
@@ -182,6 +195,26 @@ class Coordinator:
             return self._read(tx, group)
         finally:
             tx.execute("COMMIT")
+
+    def view(self, group: str) -> Group | None:
+        """The group as every reader shows it (describe, list, lag, the console, the Admin
+        client): as if its expired members (process gone, session timed out; see
+        :func:`kstream.groups.group_model.expired`) were removed, which is the state the
+        next writer of the group leaves it in. Writes nothing, like :meth:`describe`."""
+        current = self.describe(group)
+        return None if current is None else live(current, _now_ms())
+
+    def expire(self, group: str) -> Group | None:
+        """Remove the group's expired members, if it has any (one write transaction then; a
+        read only otherwise); the group after. For writers that act on "no active members"
+        (an operator's reset or delete): what they checked must be what is stored."""
+        current = self.describe(group)
+        now = _now_ms()
+        if current is None or not any(expired(m, current, now) for m in current.members):
+            return current
+        with self._locked(group) as tx:
+            self._expire(tx, group, now)
+            return self._read(tx, group)
 
     def list_groups(self) -> list[str]:
         if not self._tables():
@@ -278,9 +311,12 @@ class Coordinator:
         """Record that the member is alive (touch its heartbeat file: no database write, see
         the module docstring), expire dead members and, on the leader, notice subscribed
         topics that appeared or grew; the group as the member should now see it (None: the
-        group is gone). Writes to the database only to expire someone or start a rebalance."""
-        self._files.touch_heartbeat(group, member_id)  # (gone with an expired member: read below)
-        now = _now_ms()
+        group is gone). Writes to the database only to expire someone or start a rebalance.
+
+        A member that is itself past its session timeout (it was stopped, or its heartbeats
+        starved) does not touch its file: it is expired here, as readers already showed it
+        (:meth:`view`), and joins again as a new member. So a member a reader saw gone never
+        comes back."""
         if not self._tables():
             return None  # (a member's join made them: only a cluster replaced under it has none)
         tx = self.metadata.connection
@@ -293,6 +329,10 @@ class Coordinator:
             tx.execute("COMMIT")
         if current is None:
             return None
+        now = _now_ms()  # (after the read: the moment the touch below vouches for)
+        me = current.member(member_id)
+        if me is not None and not expired(me, current, now):
+            self._files.touch_heartbeat(group, member_id)
         if grown or any(expired(m, current, now) for m in current.members):
             with self._locked(group) as locked:
                 self._expire(locked, group, now)
@@ -409,23 +449,21 @@ class Coordinator:
 
     def _remove(self, tx: sqlite3.Connection, group: str, member_ids: Sequence[str], now: int) -> None:
         before = self._read(tx, group)
-        if before is None or not {m.member_id for m in before.members} & set(member_ids):
+        if before is None:
+            return
+        after = without(before, member_ids, now)  # the one rule, which readers apply too (view)
+        if after is before:
             return  # nobody to remove (e.g. a fenced query leaving): no rebalance
         tx.executemany("DELETE FROM group_members WHERE group_id = ? AND member_id = ?",
                        [(group, m) for m in member_ids])
         self._removed.extend((group, m) for m in member_ids)
-        current = self._read(tx, group)
-        if current is None:
-            return
-        if current.members and all(m.kind == SPARK for m in current.members):
-            return  # a Spark query owns the group whole: nothing to reassign
-        if current.members:
-            self._prepare_rebalance(tx, group, now)
+        if (after.state, after.generation) != (before.state, before.generation):
+            tx.execute("UPDATE consumer_groups SET state = ?, generation = ?, leader = ?, protocol = ?, "
+                       "rebalance_started_ms = ?, updated_ms = ? WHERE group_id = ?",
+                       (after.state, after.generation, after.leader, after.protocol,
+                        after.rebalance_started_ms, now, group))
+        if after.state == PREPARING:
             self._try_complete(tx, group)
-        else:
-            tx.execute("UPDATE consumer_groups SET state = ?, generation = generation + 1, "
-                       "leader = NULL, protocol = NULL, updated_ms = ? WHERE group_id = ?",
-                       (EMPTY, now, group))
 
     def _expire(self, tx: sqlite3.Connection, group: str, now: int) -> None:
         current = self._read(tx, group)

@@ -4,10 +4,12 @@
 :mod:`kstream.groups.coordinator`, which keeps them in the cluster's metadata
 database and runs the rebalance protocol on them); :class:`MemberSpec` is what a
 member asks for when it joins. The rules here need nothing but a read of the
-rows and the clock: whether a member expired (:func:`expired`), whether a commit
-may be written (:func:`commit_refusal`, :func:`stale`, :func:`member_gone`),
-which topics a subscription covers (:func:`subscribed`). No SQL, no files, no
-locks; safe on any thread.
+rows and the clock: whether a member expired (:func:`expired`), what the group is
+once members are removed (:func:`without`) and as every reader shows it, its
+expired members left out (:func:`live`), whether a commit may be written
+(:func:`commit_refusal`, :func:`stale`, :func:`member_gone`), which topics a
+subscription covers (:func:`subscribed`). No SQL, no files, no locks; safe on
+any thread.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from __future__ import annotations
 import os
 import re
 import socket
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 
 EMPTY, PREPARING, STABLE = "Empty", "PreparingRebalance", "Stable"
 CONSUMER, SPARK = "consumer", "spark"
@@ -102,15 +105,52 @@ def stale(group: Group, member_id: str | None, generation: int) -> bool:
 
 
 def expired(member: Member, group: Group, now: int) -> bool:
-    """Missed heartbeats for session.timeout.ms, or has not rejoined a rebalance in time; a
-    Spark query (no heartbeats: Spark does not always call a source's stop()) when the driver
-    worker process that claimed the group is gone."""
+    """Is this member gone, though its row is still there? On this host, when its process is
+    gone (a Spark query: the driver worker that claimed the group, whose ``stop()`` Spark
+    does not always call; a consumer: the process that joined, SIGKILLed or exited without
+    leaving), except a static member (``group.instance.id``), whose slot waits for it as in
+    Kafka; or when it missed heartbeats for session.timeout.ms; or when it has not rejoined
+    a rebalance within its rebalance timeout (max.poll.interval.ms)."""
     if member.kind == SPARK:
-        return member.host == socket.gethostname() and not _alive(member.pid)
+        return _process_gone(member)
+    if member.instance_id is None and _process_gone(member):
+        return True
     if member.session_timeout_ms and now - member.last_heartbeat_ms > member.session_timeout_ms:
         return True
     return (group.state == PREPARING and member.joined_generation <= group.generation
             and now - max(member.joined_ms, group.rebalance_started_ms) > member.rebalance_timeout_ms)
+
+
+def without(group: Group, member_ids: Collection[str], now: int) -> Group:
+    """The group once these members are removed, as the coordinator's removal leaves it
+    (before the members left complete a rebalance): none left, ``Empty`` with its generation
+    bumped (which fences every zombie) and no leader or assignor; only Spark queries left,
+    as it was (a query owns the group whole); else ``PreparingRebalance``: the members left
+    must rejoin, from now on unless a rebalance was already under way. ``group`` itself when
+    none of them is a member."""
+    gone = set(member_ids)
+    members = tuple(m for m in group.members if m.member_id not in gone)
+    if len(members) == len(group.members):
+        return group
+    if not members:
+        return replace(group, members=(), state=EMPTY, generation=group.generation + 1, leader=None,
+                       protocol=None)
+    if all(m.kind == SPARK for m in members):
+        return replace(group, members=members)
+    return replace(group, members=members, state=PREPARING,
+                   rebalance_started_ms=group.rebalance_started_ms if group.state == PREPARING else now)
+
+
+def live(group: Group, now: int) -> Group:
+    """The group as readers show it (describe, list, lag, the console, the AdminClient): as if
+    its expired members were removed (:func:`without`), which the next writer of the group
+    does. Computed, never written: a reader writes nothing."""
+    return without(group, [m.member_id for m in group.members if expired(m, group, now)], now)
+
+
+def _process_gone(member: Member) -> bool:
+    """Did the member's process end? Known only on the host it runs on; elsewhere, no."""
+    return member.host == socket.gethostname() and not _alive(member.pid)
 
 
 def _alive(pid: int) -> bool:

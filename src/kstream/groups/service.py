@@ -323,7 +323,7 @@ class ConsumerGroups:
         for topic in topics or ():
             keys |= {(topic, p) for p in range(self._topic(topic).num_partitions)}
         existing = set(self.cluster.list_topics())
-        current = self.coordinator.describe(group)
+        current = self.coordinator.view(group)  # an expired member owns nothing (written by no reader)
         owners = {tp: m.member_id for m in (current.members if current else ()) for tp in m.assignment}
         result = []
         for topic, partition in sorted(keys):
@@ -336,7 +336,10 @@ class ConsumerGroups:
         return result
 
     def describe(self, group: str) -> GroupDescription:
-        current = self.coordinator.describe(check_group_name(group))
+        """State, members and lag as every reader shows them: a member whose process is gone or
+        whose session timed out is left out, the state what its removal will make it
+        (:meth:`Coordinator.view`); nothing is written."""
+        current = self.coordinator.view(check_group_name(group))
         subscribed = sorted({t for m in (current.members if current else ()) for t, _ in m.assignment})
         partitions = tuple(self.lag(group, subscribed))
         if current is None:
@@ -348,7 +351,9 @@ class ConsumerGroups:
     # -- operator actions -------------------------------------------------------------
 
     def _refuse_if_active(self, group: str, action: str, force: bool) -> Group | None:
-        current = self.coordinator.describe(group)
+        # A writer: it removes the expired members first (they are not active, and a stopped
+        # one must not come back over what this action writes).
+        current = self.coordinator.expire(group)
         if current is not None and current.members and not force:
             raise GroupBusyError(
                 f"group {group!r} has {len(current.members)} active member(s) "

@@ -42,7 +42,7 @@ def delete_group_offsets(service: ConsumerGroups, group: str, specs: Iterable[st
     for, "Successful" or why not (Kafka's STATUS column). GroupBusyError if every topic asked
     for is consumed by an active member (nothing to do then)."""
     wanted = _partitions(service, specs)
-    current = service.coordinator.describe(group)
+    current = service.coordinator.expire(group)  # a writer: expired members are not active
     subscribed = {t for m in (current.members if current else ()) for t in m.subscription}
     busy = sorted(set(wanted) & subscribed)
     if busy and set(wanted) <= subscribed:

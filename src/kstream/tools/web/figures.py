@@ -41,8 +41,8 @@ SERIES_NAMES_BY_SCOPE = {"group": ("lag", "lag_seconds", "committed_offset", "re
 
 @dataclass(frozen=True)
 class GroupView:
-    """The group page: membership (the coordinator's row: generation, assignor, members and
-    their assignments; None when no member is active) and per-partition lag and status
+    """The group page: membership (the coordinator's view: generation, assignor, members and
+    their assignments, expired members left out; None when the group has no row) and per-partition lag and status
     (:func:`kstream.tools.monitor.lag.group_lag`), plus client records-lag where reported."""
 
     membership: Group | None
@@ -61,7 +61,8 @@ def group_view(ref: ClusterRef, group: str) -> GroupView:
             raise GroupNotFoundError(
                 f"Consumer group {group!r} does not exist (it has no members and no committed "
                 "offsets). List groups with `kstream groups list`.")
-        membership = service.coordinator.describe(group)  # (group_lag reads the offsets: not twice)
+        # (group_lag reads the offsets: not twice.) Expired members left out, nothing written.
+        membership = service.coordinator.view(group)
     return GroupView(membership, group_lag(ref.path, group), client_lag(ref, group))
 
 
