@@ -432,15 +432,10 @@ class Partition:
         return self.info.leader != self._reader_leader
 
     def high_watermark(self) -> int | None:
-        """Offset below which every in-sync replica has the data (None: nothing written yet).
-
-        The HW is published in the lock file, which is never fsynced: after a power loss
-        it may be gone, zeroed, or older than the acknowledged data. So the first call
-        on this handle checks it against the in-sync replicas' log ends (each of them
-        fsynced every acks=all batch) and, if it is missing, below their minimum, or past
-        the leader's log end, uses that minimum instead until a writer publishes a new one.
-        Takes no lock and writes nothing.
-        """
+        """Offset below which every in-sync replica has the data (None: nothing written yet),
+        checked once per handle after a possible power loss: see
+        :meth:`kstream.log.cluster.high_watermark_check.HighWatermarkCheck.read`. Takes no
+        lock and writes nothing."""
         return self._hw_check.read(self)
 
     def reader(self, check_crcs: bool = True) -> LogReader:
