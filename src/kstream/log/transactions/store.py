@@ -388,14 +388,6 @@ class TransactionStore:
             out.append(Holder(producer_id, first, owner, epoch, state, begun, deadline))
         return out
 
-    def lso_hold(self, topic: str, partition: int) -> tuple[int | None, int | None]:
-        """(smallest first offset of an open transaction, earliest deadline among them)."""
-        holders = self.holders(topic, partition)
-        if not holders:
-            return None, None
-        deadlines = [h.deadline_ms for h in holders if h.deadline_ms is not None]
-        return holders[0].first_offset, min(deadlines) if deadlines else None
-
     def committing_sink_producers(self, producer_ids: list[int]) -> frozenset[int]:
         """Those of the sink task ``producer_ids`` that a Committing sink batch decision names
         (their writes commit, whoever writes the markers)."""

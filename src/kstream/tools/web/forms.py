@@ -34,12 +34,3 @@ def integer_or(text: str | None, what: str, default: int) -> int:
         return int(text.strip())
     except ValueError as err:
         raise ConfigError(f"{what} {text!r} is not an integer") from err
-
-
-def id_list(text: str | None, what: str) -> list[int]:
-    """``1,2,3`` (commas or spaces) as integers, e.g. log dir ids."""
-    parts = [p for p in (text or "").replace(",", " ").split() if p]
-    try:
-        return [int(p) for p in parts]
-    except ValueError as err:
-        raise ConfigError(f"{what} {text!r}: expected ids like 1,2,3") from err
