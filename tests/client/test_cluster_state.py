@@ -155,6 +155,33 @@ def test_lost_cluster_properties_is_an_error(cluster_with_data):
     assert not os.path.exists(os.path.join(cluster_with_data, "cluster.properties"))
 
 
+def _files(path):
+    return {os.path.join(d, f): os.stat(os.path.join(d, f)).st_mtime_ns
+            for d, _, names in os.walk(path) for f in names}
+
+
+@pytest.mark.parametrize(("version", "says"), [
+    ("2", "has on-disk format version 2, newer than this kstream's \\(1\\).*Use that kstream"),
+    ("one", "has on-disk format version 'one' in cluster.properties.*restore it from a backup"),
+])
+def test_another_format_version_is_refused_and_left_untouched(cluster_with_data, version, says):
+    """docs/FORMAT.md, Versions and upgrades: an older kstream never reads, recovers or
+    rewrites a cluster a newer one wrote (it could take new frames for torn ones)."""
+    properties = os.path.join(cluster_with_data, "cluster.properties")
+    text = open(properties).read()
+    assert "kstream.format.version=1\n" in text
+    with open(properties, "w") as f:
+        f.write(text.replace("kstream.format.version=1\n", f"kstream.format.version={version}\n"))
+    before = _files(cluster_with_data)
+    for open_client in (lambda: Cluster.open(cluster_with_data), lambda: Producer({"cluster": cluster_with_data}),
+                        lambda: Consumer({"cluster": cluster_with_data})):
+        with pytest.raises(ClusterError, match=says):
+            open_client()
+    result = kstream_cli(cluster_with_data, cluster_with_data, "topics", "list")
+    assert result.returncode == 1 and "format version" in result.stderr, result.stderr
+    assert _files(cluster_with_data) == before
+
+
 def test_relative_log_dirs_are_inside_the_cluster_dir(tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -132,8 +132,7 @@ class Cluster:
         cluster_id = stored.pop("kstream.cluster.id", "")
         version = stored.pop("kstream.format.version", "")
         if version != str(fmt.FORMAT_VERSION):
-            raise ClusterError(f"{path} has format version {version!r}; this kstream reads "
-                               f"version {fmt.FORMAT_VERSION}")
+            raise ClusterError(_format_version_error(path, version))
         config = parse_options(CLUSTER_OPTIONS, stored, what=f"cluster {path}")
         for name, raw in broker_options.items():
             wanted = CLUSTER_OPTIONS[name].parse(raw)
@@ -492,6 +491,18 @@ def _refuse_leftovers(directory: str) -> None:
         raise ClusterError(
             f"{directory} already holds data (left by a topic of the same name whose deletion did "
             "not finish?); move it away, then create the topic again")
+
+
+def _format_version_error(path: str, version: str) -> str:
+    """What to do about a cluster of another on-disk format version (docs/FORMAT.md,
+    "Versions and upgrades"): nothing is rewritten in place, so the fix is the kstream."""
+    if version.isdigit() and int(version) > fmt.FORMAT_VERSION:
+        return (f"{path} has on-disk format version {version}, newer than this kstream's "
+                f"({fmt.FORMAT_VERSION}): a newer kstream wrote it. Use that kstream (or a later one); "
+                "the cluster was left untouched (docs/FORMAT.md, Versions and upgrades)")
+    return (f"{path} has on-disk format version {version!r} in {fmt.CLUSTER_PROPERTIES}; this kstream "
+            f"reads version {fmt.FORMAT_VERSION}. The file was edited or damaged: restore it from a "
+            "backup (the cluster was left untouched)")
 
 
 def _absolute_log_dir(cluster_path: str, log_dir: str) -> str:
