@@ -53,6 +53,39 @@ def test_kafka_group_id_commits_nothing_and_group_id_does():
     assert stream(**{"group.id": "g"}).group_id == "g"
 
 
+@pytest.mark.parametrize("options", [
+    {},
+    {"startingOffsets": "earliest", "endingOffsets": "latest"},
+    {"startingOffsets": '{"t":{"0":0}}', "endingOffsets": '{"t":{"0":5}}'},
+    {"startingTimestamp": "1700000000000"},
+    {"auto.commit.interval.ms": "5s"},
+])
+def test_group_id_on_a_batch_read_without_a_group_position_is_refused(options):
+    """A batch read never commits, so group.id there (but to read a group's position) is an
+    error saying how to commit (a streaming query) or read from the group instead."""
+    with pytest.raises(ConfigError) as raised:
+        batch(**{"group.id": "g", **options})
+    message = str(raised.value)
+    assert "option 'group.id' on a batch read would commit nothing" in message
+    assert "spark.readStream" in message and "trigger(availableNow=True)" in message
+    assert "checkpointLocation" in message and ".option('startingOffsets', 'group')" in message
+
+
+@pytest.mark.parametrize("options", [
+    {"startingOffsets": "group"},
+    {"startingOffsets": "group@version=3"},
+    {"startingOffsets": "earliest", "endingOffsets": "group"},
+    {"startingOffsets": "group@timestamp=2026-11-20T10:00:00Z", "endingOffsets": "group"},
+])
+def test_group_id_on_a_batch_read_names_the_group_of_a_group_position(options):
+    assert batch(**{"group.id": "g", **options}).group_id == "g"
+
+
+def test_group_id_is_not_judged_before_spark_says_batch_or_streaming():
+    schema_time = ReaderOptions.from_options({"subscribe": "t", "group.id": "g"}, streaming=None)
+    assert schema_time.group_id == "g"
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"startingOffsets": "latest"}, "starting offset can't be latest for batch queries"),
     ({"endingOffsets": "earliest"}, "ending offset can't be earliest for batch queries"),

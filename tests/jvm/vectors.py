@@ -153,19 +153,32 @@ _PARSE_CASES: list[tuple[dict[str, str], bool | None]] = [
     ({"subscribe": "t", "endingOffsets": "earliest"}, False),
     ({"subscribe": "t", "endingOffsets": "latest"}, True),
     ({"subscribe": "t", "colums": "value"}, None),
+    # group.id: a streaming query commits to the group; a batch read refuses it (the group
+    # positions that would justify it are the Python reader's alone, so not cases here)
+    ({"subscribe": "t", "group.id": "g"}, None),
+    ({"subscribe": "t", "group.id": "g"}, True),
+    ({"subscribe": "t", "group.id": "g"}, False),
+    ({"assign": '{"t": [0]}', "group.id": "g", "startingOffsets": "earliest", "endingOffsets": '{"t": {"0": 5}}'},
+     False),
 ]
+# Options refused with the same words by both readers (the case's ``message``), not only both refused.
+_SAME_MESSAGE = ("group.id",)
 
 
 def option_parse_cases() -> list[dict[str, Any]]:
     """Each case with what Python's ReaderOptions.from_options made of it: the fields both
-    readers have, or ``error``: true for a ConfigError."""
+    readers have, or ``error``: true for a ConfigError (with its ``message`` where both readers
+    must say the same words)."""
     cases = []
     for options, streaming in _PARSE_CASES:
         given = {"cluster": "/vectors/no-such-cluster", **options}
         try:
             parsed = ReaderOptions.from_options(given, streaming)
-        except ConfigError:
-            cases.append({"options": given, "streaming": streaming, "error": True})
+        except ConfigError as err:
+            case = {"options": given, "streaming": streaming, "error": True}
+            if any(name in options for name in _SAME_MESSAGE):
+                case["message"] = str(err)
+            cases.append(case)
             continue
         cases.append({"options": given, "streaming": streaming, "error": False, "parsed": {
             "subscribe": list(parsed.subscribe), "subscribePattern": parsed.subscribe_pattern,

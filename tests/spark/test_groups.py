@@ -5,9 +5,12 @@ group consumed between two positions, and query progress turns into per-partitio
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 
 import pytest
+from deltalake import DeltaTable
+from tests.spark.jvm_support import JAR, NO_JAR_REASON, load
 
 from helpers import committed_offsets, produce_range
 from kstream import ConsumerGroups, GroupBusyError, query_lag
@@ -121,6 +124,38 @@ def test_history_replay_between_two_positions(spark, cluster_path, make_topic):
     assert read(f"group@timestamp={at_10.strftime(iso)}", f"group@timestamp={at_12.strftime(iso)}") == expected
     assert read(f"group@timestamp={at_10.strftime(iso)}", f"group@version={v2}") == expected
     assert read(f"group@version={v2}", "group") == [(0, o) for o in range(20, 30)] + [(1, o) for o in range(15, 30)]
+
+
+# Both readers: the JVM reader's only when the jar is on the shared session.
+READERS = ["python", pytest.param("jvm", marks=pytest.mark.skipif(JAR is None, reason=NO_JAR_REASON))]
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("options", [{}, {"startingOffsets": "earliest", "endingOffsets": "latest"}])
+def test_a_batch_read_refuses_a_group_id_it_would_never_commit(spark, cluster_path, make_topic, reader, options):
+    """A batch read never commits (nor does the Kafka connector's), so group.id there, except to
+    name the group of a group position, is an error saying what does commit (issue 20, item 4)."""
+    make_topic("t", partitions=2)
+    produce(cluster_path, "t", 0, 10)
+    with pytest.raises(Exception, match="option 'group.id' on a batch read would commit nothing") as raised:
+        load(spark, cluster_path, reader, subscribe="t", group__id="bg", **options).collect()
+    assert "trigger(availableNow=True)" in str(raised.value)
+    assert ".option('startingOffsets', 'group')" in str(raised.value)
+    assert committed_offsets(cluster_path, "bg") == {}
+
+
+@pytest.mark.parametrize("reader", ["python", "auto"])
+def test_a_batch_read_from_the_group_reads_its_offsets_and_commits_nothing(spark, cluster_path, make_topic, reader):
+    make_topic("t", partitions=2)
+    produce(cluster_path, "t", 0, 20)
+    service = ConsumerGroups(Cluster.open(cluster_path))
+    version = service.commit("rg", {("t", 0): 3, ("t", 1): 4})
+    service.close()
+    rows = load(spark, cluster_path, reader, subscribe="t", group__id="rg", startingOffsets="group").collect()
+    assert sorted((r.partition, r.offset) for r in rows) == [(0, o) for o in range(3, 10)] + [(1, o) for o in
+                                                                                              range(4, 10)]
+    assert committed_offsets(cluster_path, "rg") == {("t", 0): 3, ("t", 1): 4}
+    assert DeltaTable(os.path.join(cluster_path, "__consumer_offsets")).version() == version
 
 
 @pytest.mark.parametrize("options, message", [

@@ -240,13 +240,22 @@ def test_errors_match_the_python_reader(read_both, cluster_path, make_topic, opt
     read_both.error(message, **{k.replace(".", "__"): v for k, v in options.items()})
 
 
-def test_reader_option_chooses_and_refuses(spark, cluster_path, make_topic):
+def test_reader_option_chooses_and_refuses(spark, cluster_path, make_topic, tmp_path):
     fill(cluster_path, make_topic, n=30)
     assert served_by(spark, cluster_path, subscribe="t") == "jvm"
     assert served_by(spark, cluster_path, subscribe="t", reader="python") == "python"
     assert served_by(spark, cluster_path, subscribe="t", startingOffsets="group", group__id="g") == "python"
-    with pytest.raises(Exception, match="option 'reader' is jvm, but the JVM reader does not do option group.id"):
-        load(spark, cluster_path, "jvm", subscribe="t", group__id="g")
+    with pytest.raises(Exception, match="option 'reader' is jvm, but the JVM reader does not do startingoffsets=group"):
+        load(spark, cluster_path, "jvm", subscribe="t", group__id="g", startingOffsets="group")
+    # group.id alone: a batch read refuses it as the Python reader does (tests/spark/test_groups.py),
+    # a stream because only the Python reader commits
+    stream = (spark.readStream.format("kstream").option("cluster", cluster_path).option("reader", "jvm")
+              .option("subscribe", "t").option("group.id", "g").option("startingOffsets", "earliest").load())
+    query = (stream.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())
+    with pytest.raises(Exception, match="the JVM reader does not commit a streaming query's offsets to a consumer "
+                                        "group \\(option group.id\\); use reader=python or reader=auto"):
+        query.awaitTermination(120)
     with pytest.raises(Exception, match="option 'reader': 'fast' is not jvm, python or auto"):
         load(spark, cluster_path, "fast", subscribe="t")
     snapshot = os.path.join(cluster_path, "metadata-snapshot.json")

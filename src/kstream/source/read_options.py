@@ -86,7 +86,8 @@ class ReaderOptions:
         streaming reads take no end. ``streaming=None`` (the schema, asked before Spark says
         which kind of read it is) skips the rules of either kind. ``kafka.group.id`` is
         accepted and commits nothing (the connector never commits); kstream's own
-        ``group.id`` makes a query commit."""
+        ``group.id`` makes a streaming query commit; a batch read takes it only with a group
+        position (``startingOffsets``/``endingOffsets`` = ``group...``), and commits nothing."""
         check_reader_options(options)
         lower = {k.lower(): v for k, v in options.items()}
         chosen = [name for name in _TOPIC_SELECTORS if name.lower() in lower]
@@ -129,6 +130,8 @@ class ReaderOptions:
             if isinstance(spec, GroupPosition) and not group_id:
                 raise ConfigError(f"option {name!r} reads a consumer group's offsets; name the group "
                                   "with .option('group.id', ...)")
+        if streaming is False and group_id is not None:
+            _check_batch_group(starting, ending)
         value_format = lower.get("valueformat", "binary")
         if value_format not in ("binary", "avro"):
             raise ConfigError(f"option 'valueFormat': {value_format!r} is not binary or avro")
@@ -184,6 +187,23 @@ def _check_reader_choice(reader: str) -> None:
         raise ConfigError("option 'reader' is jvm, but the kstream JVM reader is not on this SparkSession: add "
                           "its jar with spark.jars (the path `kstream jar-path` prints; kstream.jars.with_jar does "
                           "it for a builder), or use reader=auto/python (docs/JVM_READER.md)")
+
+
+# The same words as the JVM reader's ReaderOptions.BATCH_GROUP_ID (the shared option vectors
+# check that both readers refuse the same reads).
+BATCH_GROUP_ID = (
+    "option 'group.id' on a batch read would commit nothing: only a streaming query commits its finished "
+    "batches' offsets to a consumer group. To commit, read with spark.readStream, "
+    ".trigger(availableNow=True) and a checkpointLocation (each batch commits, then the query stops); to "
+    "read from the group's committed offsets, add .option('startingOffsets', 'group') (a batch read at a "
+    "group position commits nothing); otherwise drop group.id")
+
+
+def _check_batch_group(starting: OffsetSpec, ending: OffsetSpec) -> None:
+    """A batch read takes group.id only to name the group whose offsets startingOffsets or
+    endingOffsets reads; named for anything else it would promise commits nobody makes."""
+    if not isinstance(starting, GroupPosition) and not isinstance(ending, GroupPosition):
+        raise ConfigError(BATCH_GROUP_ID)
 
 
 def _check_batch_range(starting: OffsetSpec, ending: OffsetSpec) -> None:

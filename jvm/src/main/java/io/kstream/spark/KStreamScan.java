@@ -1,5 +1,7 @@
 package io.kstream.spark;
 
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.options.ReaderChoice;
 import io.kstream.spark.options.ReaderOptions;
 import io.kstream.spark.read.KStreamReaderFactory;
 import io.kstream.spark.read.PartitionPlanner;
@@ -45,6 +47,13 @@ public final class KStreamScan implements Scan, Batch {
 
     @Override
     public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+        if (ReaderOptions.lowered(options).containsKey(ReaderChoice.GROUP_ID)) {
+            // reader=jvm (ReaderChoice gives auto's group.id reads to Python): a stream here would
+            // read and never commit
+            throw KStreamException.config("option 'reader' is jvm, but the JVM reader does not commit a streaming "
+                + "query's offsets to a consumer group (option group.id); use reader=python or reader=auto "
+                + "(docs/JVM_READER.md)");
+        }
         return new KStreamMicroBatchStream(schema, ReaderOptions.parse(options, true));
     }
 

@@ -20,12 +20,13 @@ import java.util.Map;
 public final class ReaderChoice {
     public static final String OPTION = "reader";
     public static final String CHECK_CRCS_OPTION = "check.crcs";
+    public static final String GROUP_ID = "group.id";
 
     /** Options (lower case) only the Python reader implements, and why. */
     private static final String[][] PYTHON_ONLY = {
         {"valueformat", "valueFormat (Avro values)"},
         {"avroschema", "avroSchema (Avro values)"},
-        {"group.id", "group.id (consumer-group commits)"},
+        {GROUP_ID, "group.id (consumer-group commits)"},
         {"auto.offset.reset", "auto.offset.reset (startingOffsets=group)"},
         {"auto.commit.interval.ms", "auto.commit.interval.ms (consumer-group commits)"},
         {"maxbytespertrigger", "maxBytesPerTrigger"},
@@ -45,7 +46,7 @@ public final class ReaderChoice {
             throw KStreamException.config("option 'reader': '" + lower.get(OPTION) + "' is not jvm, python or auto");
         }
         if (asked.equals("python")) return Reader.PYTHON;
-        List<String> unsupported = unsupported(lower);
+        List<String> unsupported = unsupported(lower, asked.equals("jvm"));
         if (unsupported.isEmpty() && asked.equals("auto") && !snapshotExists(lower)) {
             return Reader.PYTHON; // a cluster no kstream with the snapshot writer has opened yet
         }
@@ -66,10 +67,17 @@ public final class ReaderChoice {
         return new java.io.File(ReaderOptions.clusterPath(lower), io.kstream.spark.format.Format.METADATA_SNAPSHOT).isFile();
     }
 
-    static List<String> unsupported(Map<String, String> lower) {
+    /**
+     * What only the Python reader does among these options. {@code forcedJvm}: reader=jvm, where
+     * group.id is left to the scan, which alone knows batch from streaming: a batch read refuses it
+     * as Python's does (ReaderOptions.BATCH_GROUP_ID), a stream refuses it as a commit only the
+     * Python reader makes (KStreamScan). Under auto, group.id sends the read to Python.
+     */
+    static List<String> unsupported(Map<String, String> lower, boolean forcedJvm) {
         List<String> out = new ArrayList<>();
         for (String[] entry : PYTHON_ONLY) {
             boolean plainBinary = entry[0].equals("valueformat") && "binary".equals(lower.get(entry[0]));
+            if (forcedJvm && entry[0].equals(GROUP_ID)) continue;
             if (lower.containsKey(entry[0]) && !plainBinary) out.add("option " + entry[1]);
         }
         for (String name : new String[] {"startingoffsets", "endingoffsets"}) {

@@ -59,6 +59,14 @@ public final class ReaderOptions implements Serializable {
         }
     }
 
+    /** Python's read_options.BATCH_GROUP_ID, word for word (the shared option vectors compare them). */
+    public static final String BATCH_GROUP_ID =
+        "option 'group.id' on a batch read would commit nothing: only a streaming query commits its finished "
+        + "batches' offsets to a consumer group. To commit, read with spark.readStream, "
+        + ".trigger(availableNow=True) and a checkpointLocation (each batch commits, then the query stops); to "
+        + "read from the group's committed offsets, add .option('startingOffsets', 'group') (a batch read at a "
+        + "group position commits nothing); otherwise drop group.id";
+
     public final String cluster;
     public final List<String> subscribe;
     public final String subscribePattern;
@@ -122,6 +130,10 @@ public final class ReaderOptions implements Serializable {
             throw KStreamException.config("option 'endingOffsets' is for batch reads; a streaming query has no end");
         }
         if (Boolean.FALSE.equals(streaming)) checkBatchRange(starting, ending);
+        // A batch read never commits. Python's reader takes group.id on a batch read to name the group
+        // of startingOffsets/endingOffsets=group; this reader refuses those positions (parseOffsets), so
+        // any group.id here is the one Python refuses too.
+        if (Boolean.FALSE.equals(streaming) && lower.containsKey("group.id")) throw KStreamException.config(BATCH_GROUP_ID);
         startingOffsets = starting;
         endingOffsets = ending;
         Long min = positive("minOffsetsPerTrigger", lower.get("minoffsetspertrigger"));
