@@ -11,6 +11,7 @@ copy's next writer. The source is never written.
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ from click.testing import CliRunner
 
 from helpers import committed_offsets, consume_values, file_tree, metadata_dump, open_transaction, produce_range
 from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition
+from kstream.errors import ClusterError
 from kstream.groups import ConsumerGroups
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage import format as fmt
@@ -236,7 +238,7 @@ def test_a_destination_that_is_not_empty_is_refused(quiet_source, tmp_path):
     (destination / "notes.txt").write_text("mine")
     result = CliRunner().invoke(cli, ["--cluster", source, "backup", str(destination)])
     assert result.exit_code != 0
-    assert "exists and is not empty" in str(result.exception)
+    assert "exists and is not empty" in result.output
     assert os.listdir(destination) == ["notes.txt"]
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -247,7 +249,7 @@ def test_a_destination_inside_the_cluster_is_refused(quiet_source):
     source, disk = quiet_source
     for inside in (os.path.join(source, "backup"), os.path.join(disk, "backup")):
         result = CliRunner().invoke(cli, ["--cluster", source, "backup", inside])
-        assert result.exit_code != 0 and "overlaps" in str(result.exception)
+        assert result.exit_code != 0 and "overlaps" in result.output
         assert not os.path.exists(inside)
 
 
@@ -257,7 +259,7 @@ def test_a_missing_source_is_an_error_and_creates_nothing(tmp_path):
                              str(missing), "backup", str(destination)],
                             capture_output=True, text=True, env=child_env(), timeout=120)
     assert result.returncode == 1
-    assert "no kstream cluster at" in result.stderr
+    assert "no kstream cluster at" in result.stderr and "partial" not in result.stderr
     assert not missing.exists() and not destination.exists()
 
 
@@ -376,3 +378,19 @@ def test_the_file_copier_copies_only_what_an_append_only_file_gained(tmp_path):
     os.remove(source)
     assert copier.copy(str(source), copy, append_only=True) is None
     assert not os.path.exists(copy)
+
+
+def test_a_backup_that_cannot_take_the_metadata_lock_says_so_and_leaves_no_cluster(quiet_source, tmp_path):
+    source, _ = quiet_source
+    holder = sqlite3.connect(os.path.join(source, fmt.METADATA_DB), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # a writer in the middle of a long metadata transaction
+    destination = str(tmp_path / "backup")
+    try:
+        with pytest.raises(ClusterError, match="could not take the write lock") as raised:
+            backup_cluster(source, destination, lock_wait_ms=100)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert "holds a partial copy" in "".join(getattr(raised.value, "__notes__", []))
+    with pytest.raises(ClusterError, match="is not a kstream cluster"):
+        Cluster.open(destination)

@@ -52,6 +52,7 @@ import shutil
 import sqlite3
 import urllib.parse
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from kstream.errors import ClusterError
@@ -164,7 +165,7 @@ class _Backup:
     def run(self) -> BackupReport:
         source_metadata = self.source.metadata
         self._copy_replicas(self._replicas(source_metadata))  # 1. bulk, no lock
-        with source_metadata.locked_read(self.lock_wait_ms):  # 2. the cut
+        with self._cut():  # 2.
             copy = self._copy_metadata_db()
             topics = [copy.topic(name) for name in copy.topic_names()]
             has_table = self._copy_offsets_table()
@@ -175,6 +176,20 @@ class _Backup:
         partitions = self._check_copy(topics, dropped, high_watermarks)
         return BackupReport(self.source.path, self.destination, partitions, self.copier.bytes_copied, has_table,
                             tuple(sorted(dropped)), tuple(sorted(self.layout.items())))
+
+    @contextmanager
+    def _cut(self) -> Iterator[None]:
+        """Hold SQLite's write lock on the source's metadata.db (nothing is written)."""
+        metadata = self.source.metadata
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(metadata.locked_read(self.lock_wait_ms))
+            except sqlite3.OperationalError as err:
+                raise ClusterError(
+                    f"could not take the write lock of {metadata.path} within {self.lock_wait_ms} ms ({err}); the "
+                    "backup holds it (writing nothing) while it copies what changed since its first pass. If a "
+                    "process holds it that long, stop it; metadata.db must be on a writable file system") from err
+            yield
 
     # -- what to copy -------------------------------------------------------------------
 
@@ -188,7 +203,10 @@ class _Backup:
         for name in metadata.topic_names():
             info = metadata.topic(name)
             for placement in info.partitions:
-                for log_dir in placement.replicas:
+                # The leader last: a follower copied after it could hold frames it lacks (the
+                # copy's first writer cuts such a tail back, as after a power loss); copied
+                # before it, a follower lacks only frames the leader has (and writers copy over).
+                for log_dir in sorted(placement.replicas, key=lambda r: r == placement.leader):
                     if log_dir in online:
                         replica = fmt.replica_dir_name(name, placement.partition)
                         yield _Replica(info, placement.partition, log_dir, os.path.join(online[log_dir], replica),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from kstream.errors import KStreamError
 from kstream.tools.backup import backup_cluster
 from kstream.tools.cli.common import console
 
@@ -20,7 +21,10 @@ def backup(ctx: click.Context, destination: str) -> None:
     appended meanwhile may be in it too. Nothing is written to the source. Restore: point
     --cluster (or $KSTREAM_CLUSTER) at DEST, or `kstream --cluster DEST backup PATH` to copy
     it where you want it. See docs/OPERATIONS.md."""
-    report = backup_cluster(ctx.obj["cluster"], destination)
+    try:
+        report = backup_cluster(ctx.obj["cluster"], destination)
+    except KStreamError as err:  # with what is left at DEST, when the copy was cut short
+        raise click.ClickException(" ".join([str(err), *getattr(err, "__notes__", [])])) from err
     out = console()
     out.print(f"Backed up {report.source} to {report.destination}: {len(report.topics)} topic(s), "
               f"{len(report.partitions)} partition(s), {report.bytes_copied} bytes copied; consumer offsets "
