@@ -51,7 +51,7 @@ import os
 import shutil
 import sqlite3
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
@@ -242,23 +242,35 @@ class _Backup:
         return missing
 
     def _copy_replica(self, source: str, destination: str) -> bool:
-        """Small files first, then the segments (oldest first), so what the small files say
-        (recovery point, index entries, leader epochs) is at most what the copied segments
-        hold. False when the source dir is gone."""
-        try:
-            names = os.listdir(source)
-        except FileNotFoundError:
+        """Small files first, then the segments (oldest first), listed again after the small
+        files: what the small files say (recovery point, index entries, leader epochs) is
+        then at most what the copied segments hold, and a segment the recovery point names
+        is in the copy. (A recovery point or HW past a copy's bytes reads as lost records:
+        the copy would refuse writes.) False when the source dir is gone."""
+        small = self._list_files(source, lambda name: not name.endswith(fmt.LOG_SUFFIX))
+        if small is None:
             return False
         self.copier.make_dir(destination)
         self.replica_copies.add(destination)
-        files = [n for n in names if not n.endswith(fmt.TMP_SUFFIX) and os.path.isfile(os.path.join(source, n))]
-        wanted = sorted(files, key=lambda n: (n.endswith(fmt.LOG_SUFFIX), n))
-        for name in wanted:
-            self.copier.copy(os.path.join(source, name), os.path.join(destination, name),
-                             append_only=name.endswith(fmt.LOG_SUFFIX))
-        for name in set(os.listdir(destination)) - set(wanted):  # removed since the bulk pass
+        for name in small:
+            self.copier.copy(os.path.join(source, name), os.path.join(destination, name))
+        segments = self._list_files(source, lambda name: name.endswith(fmt.LOG_SUFFIX)) or []
+        for name in segments:
+            self.copier.copy(os.path.join(source, name), os.path.join(destination, name), append_only=True)
+        for name in set(os.listdir(destination)) - set(small) - set(segments):  # gone since the bulk pass
             self.copier.remove(os.path.join(destination, name))
         return True
+
+    @staticmethod
+    def _list_files(directory: str, wanted: Callable[[str], bool]) -> list[str] | None:
+        """The files of ``directory`` that ``wanted`` picks, but ``.tmp`` ones, sorted; None when
+        the directory is gone."""
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return None
+        return sorted(n for n in names if wanted(n) and not n.endswith(fmt.TMP_SUFFIX)
+                      and os.path.isfile(os.path.join(directory, n)))
 
     def _copy_metadata_db(self) -> Metadata:
         """metadata.db through SQLite's online backup API (one transaction's view), opened."""
