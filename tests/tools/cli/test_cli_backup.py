@@ -231,6 +231,20 @@ def test_a_backup_of_a_backup_is_the_same_cluster(quiet_source, tmp_path):
         assert committed_offsets(path, "g") == {("t", 0): 4}
 
 
+def test_log_dirs_without_replicas_are_in_the_backup_and_stay_online(tmp_path):
+    source = str(tmp_path / "source")
+    with Admin({"cluster": source, "log.dirs": f"a,b,{tmp_path / 'disk3'}"}) as admin:
+        admin.create_topics([NewTopic("t", 1, 1)])["t"].result()  # on one log dir of three
+    produce_range(source, "t", 0, 3)
+    report = backup_cluster(source, str(tmp_path / "backup"))
+    assert report.log_dirs == ((1, "a"), (2, "b"), (3, "logs-3"))
+    copy = Cluster.open(report.destination)
+    try:
+        assert [online for _, _, online in copy.metadata.log_dirs()] == [True, True, True]
+    finally:
+        copy.close()
+
+
 def test_a_destination_that_is_not_empty_is_refused(quiet_source, tmp_path):
     source, _ = quiet_source
     destination = tmp_path / "taken"

@@ -167,11 +167,16 @@ class _Backup:
         self._copy_replicas(self._replicas(source_metadata))  # 1. bulk, no lock
         with self._cut():  # 2.
             copy = self._copy_metadata_db()
-            topics = [copy.topic(name) for name in copy.topic_names()]
-            has_table = self._copy_offsets_table()
-            high_watermarks = self._high_watermarks(topics)
-            replicas = list(self._replicas(copy))
-            missing = self._copy_replicas(replicas)
+            try:
+                topics = [copy.topic(name) for name in copy.topic_names()]
+                has_table = self._copy_offsets_table()
+                high_watermarks = self._high_watermarks(topics)
+                self._copy_log_dirs(copy)
+                replicas = list(self._replicas(copy))
+                missing = self._copy_replicas(replicas)
+            except BaseException:
+                copy.close()
+                raise
         dropped = self._finish(copy, topics, replicas, missing, high_watermarks)  # 3.
         partitions = self._check_copy(topics, dropped, high_watermarks)
         return BackupReport(self.source.path, self.destination, partitions, self.copier.bytes_copied, has_table,
@@ -226,6 +231,19 @@ class _Backup:
             self.layout[log_dir] = kept
 
     # -- copying ------------------------------------------------------------------------
+
+    def _copy_log_dirs(self, metadata: Metadata) -> None:
+        """Every online log dir gets its dir and meta.properties in the copy, replicas or not
+        (a formatted log dir found missing is a failed disk: the copy would take it offline)."""
+        log_dirs = metadata.log_dirs()
+        self._plan_layout(log_dirs)
+        for log_dir, path, online in log_dirs:
+            source = path if os.path.isabs(path) else os.path.join(self.source.path, path)
+            copy = os.path.join(self.destination, self.layout[log_dir])
+            if online and os.path.isdir(source) and copy not in self.copied_dirs:
+                self.copier.make_dir(copy)
+                self.copier.copy(os.path.join(source, fmt.LOG_DIR_META), os.path.join(copy, fmt.LOG_DIR_META))
+                self.copied_dirs.add(copy)
 
     def _copy_replicas(self, replicas: list[_Replica] | Iterator[_Replica]) -> list[_Replica]:
         """Copy (or bring up to date) each replica dir; the replicas whose source dir is gone."""
@@ -415,7 +433,7 @@ class _Backup:
                         raise ClusterError(
                             f"the backup's {info.name}-{placement.partition} ends at offset {found.high_watermark}, "
                             f"below the high watermark {high_watermarks[key]} read at the cut (did its leader move "
-                            "during the backup?); take the backup again")
+                            f"during the backup?); remove {self.destination} and take the backup again")
                     partitions.append(PartitionCopy(info.name, placement.partition, high_watermarks[key],
                                                     found.log_end_offset, len(placement.replicas)))
         finally:
