@@ -15,19 +15,22 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from click.testing import CliRunner
 
-from chaos import harness
+from chaos import harness, sink_rounds
 from chaos.checker import History
 from chaos.harness import TOPIC, Ctx, lines, produce_child, read_back, record_produce, setup, wait_for_acks, write_after
 from kstream.log.cluster.cluster import Cluster
 from kstream.tools.cli.main import cli
 
 _TIMEOUT_S = 1.3  # past the rounds' transaction.timeout.ms=1000: open transactions expire in the backup
+_MAX_BATCHES = 50  # a bound on the sink query's micro-batches in one round
 
 
 def backup_live_round(ctx: Ctx) -> None:
@@ -48,17 +51,74 @@ def backup_live_round(ctx: Ctx) -> None:
         _record_txn_at_cut(ctx.history, lines(child), said[child.pid])
     if result.exit_code != 0:
         raise RuntimeError(f"kstream backup failed: {result.output[-500:]}")
+    _check_backup(ctx, backup, _TIMEOUT_S)
+
+
+def backup_sink_round(ctx: Ctx) -> None:
+    """The same with Spark's exactly-once sink (its driver and task processes without Spark,
+    tests/chaos/sink_rounds.py) committing micro-batches beside an acks=all writer: a batch
+    committed before the backup started is in it whole, any other all or nothing."""
+    rf = ctx.rng.choice((1, 3))
+    setup(ctx, rf=rf, min_isr=2 if rf == 3 else 1, txn_timeout_ms=sink_rounds.TXN_TIMEOUT_MS)
+    checkpoint = os.path.join(ctx.work, "ck")
+    sink_rounds._new_query(checkpoint, str(uuid.UUID(int=ctx.rng.getrandbits(128), version=4)))
+    plain = produce_child(ctx, "w", 100000, rate=1000)
+    batches: list[tuple[list[bytes], float | None]] = []  # values, when its commit returned
+    stop = threading.Event()
+
+    def run_batches() -> None:
+        batch = 0
+        while not stop.is_set() and batch < _MAX_BATCHES:
+            rows = [[f"s{ctx.seed}-{batch}-{i}", ctx.rng.randrange(ctx.partitions)]
+                    for i in range(ctx.rng.randint(2, 12))]
+            try:
+                messages = sink_rounds._tasks(ctx, checkpoint, rows)
+                done = sink_rounds._commit(ctx, checkpoint, batch, messages, kill=False)
+            except Exception as err:  # a failed batch is a finding
+                ctx.history.round_problems.append(f"sink batch {batch}: {type(err).__name__}: {str(err)[:200]}")
+                return
+            batches.append(([r[0].encode() for r in rows], time.monotonic() if done else None))
+            batch += 1
+
+    driver = threading.Thread(target=run_batches, daemon=True)
+    driver.start()
+    deadline = time.monotonic() + 120
+    while not batches and driver.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(ctx.rng.uniform(0, 2.0))  # a seeded moment of the query's run
+    said = _lines_so_far(plain)
+    started = time.monotonic()
+    backup = os.path.join(ctx.work, "backup")
+    result = CliRunner().invoke(cli, ["--cluster", ctx.cluster, "backup", backup])
+    stop.set()
+    driver.join(180)
+    if driver.is_alive():
+        raise RuntimeError("the sink's batches did not stop")
+    plain.kill()
+    record_produce(ctx, lines(plain)[:said])
+    for values, committed_at in batches:
+        done_before = committed_at is not None and committed_at < started
+        (ctx.history.committed_txns if done_before else ctx.history.unknown_txns).append(values)
+    if result.exit_code != 0:
+        raise RuntimeError(f"kstream backup failed: {result.output[-500:]}")
+    _check_backup(ctx, backup, sink_rounds.TXN_TIMEOUT_MS / 1000 + 0.3)
+
+
+def _check_backup(ctx: Ctx, backup: str, timeout_s: float) -> None:
+    """Read the backup as the round's cluster (past the transaction timeout), before and after
+    its first write, into the history for the checker."""
     ctx.cluster = backup  # from here on the round reads the backup
     copy = Cluster.open(backup)
     try:
         ctx.log_dirs = list(copy.log_dir_paths().values())
     finally:
         copy.close()
-    time.sleep(_TIMEOUT_S)
+    time.sleep(timeout_s)
     read_back(ctx, "the backup, before its first write: ")
     first = ctx.history
     ctx.history = History(acked=list(first.acked), hw_samples={}, committed_txns=first.committed_txns,
-                          aborted_txns=first.aborted_txns, unknown_txns=first.unknown_txns)
+                          aborted_txns=first.aborted_txns, unknown_txns=first.unknown_txns,
+                          round_problems=first.round_problems)
     write_after(ctx)
     read_back(ctx, "the backup, after its first write: ")
     h = ctx.history
@@ -77,6 +137,11 @@ def backup_live_round(ctx: Ctx) -> None:
         if shown and len(shown) != len(values):
             h.wrong_reads.append(f"before the backup's first write, a transaction was half visible: "
                                  f"{len(shown)} of {len(values)}")
+    for values in first.committed_txns:
+        missing = [v for v in values if v not in before]
+        if missing:
+            h.wrong_reads.append(f"before the backup's first write, a committed transaction lacks {len(missing)} "
+                                 f"records, e.g. {missing[0]!r}")
     for tp, samples in first.hw_samples.items():
         h.hw_samples[tp] = [*samples, *h.hw_samples.get(tp, [])]
 
