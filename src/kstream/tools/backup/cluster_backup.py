@@ -16,9 +16,9 @@ How (the order is the point; docs/FORMAT.md names every file):
    b. the consumer offsets Delta table is copied, ``_delta_log`` first (``_last_checkpoint``
       before the listing it names), then the data files (Delta never rewrites a file, so a
       log copied first names only files that exist);
-   c. each partition's HW is read (:func:`kstream.log.bounds`, the rule every reader uses)
-      - after the offsets: a committed offset is at most the HW its reader saw, so none
-        lies ahead of the copied data;
+   c. each partition's HW is read (:func:`kstream.log.bounds`, the rule every reader uses),
+      after the offsets table: a committed offset is at most the HW its reader saw, so none
+      lies ahead of the copied data;
    d. every replica of the copied metadata is brought up to date (the bytes appended to a
       segment since the bulk pass, files replaced or gone; the small files first, the
       segments last, so a recovery point or index entry never names bytes the copy lacks).
