@@ -408,3 +408,24 @@ def test_a_backup_that_cannot_take_the_metadata_lock_says_so_and_leaves_no_clust
     assert "holds a partial copy" in "".join(getattr(raised.value, "__notes__", []))
     with pytest.raises(ClusterError, match="is not a kstream cluster"):
         Cluster.open(destination)
+
+
+def test_the_offsets_table_is_copied_with_its_checkpoint_and_history(tmp_path):
+    source = str(tmp_path / "source")
+    with Admin({"cluster": source}) as admin:
+        admin.create_topics([NewTopic("t", 1, 1)])["t"].result()
+    produce_range(source, "t", 0, 200)
+    groups = ConsumerGroups(Cluster.open(source))
+    for offset in range(1, 106):  # past delta.checkpointInterval (100): a checkpoint and _last_checkpoint
+        groups.commit("g", {("t", 0): offset})
+    groups.close()
+    report = backup_cluster(source, str(tmp_path / "backup"))
+    log_dir = os.path.join(report.destination, "__consumer_offsets", "_delta_log")
+    assert "_last_checkpoint" in os.listdir(log_dir)
+    assert any(name.endswith(".checkpoint.parquet") for name in os.listdir(log_dir))
+    assert committed_offsets(report.destination, "g") == {("t", 0): 105}
+    copy = ConsumerGroups(Cluster.open(report.destination))
+    try:
+        assert copy.table.read("g", version=50)[("t", 0)].offset == 50  # history reads as in the source
+    finally:
+        copy.close()
