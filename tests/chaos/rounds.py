@@ -330,4 +330,6 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "sink_checkpoint_spelling": lambda ctx: _sink_rounds().queries_round(ctx, reuse=False),
     "sink_beside_acks_all_power_cut": lambda ctx: _sink_rounds().beside_acks_all_round(ctx),
     "read_only_readers": lambda ctx: __import__("chaos.read_only_rounds", fromlist=["_"]).read_only_readers_round(ctx),
+    "backup_live": lambda ctx: __import__("chaos.backup_rounds", fromlist=["_"]).backup_live_round(ctx),
+    "backup_sink": lambda ctx: __import__("chaos.backup_rounds", fromlist=["_"]).backup_sink_round(ctx),
 }

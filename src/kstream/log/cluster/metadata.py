@@ -342,6 +342,18 @@ class Metadata:
                 tx.execute("UPDATE partitions SET isr = ? WHERE leader = ? AND isr = '[]'",
                            (json.dumps([log_dir_id]), log_dir_id))
 
+    def move_log_dirs(self, paths: Mapping[int, str]) -> None:
+        """Record new paths for log dirs whose data now lives there (a restored backup, a disk
+        mounted elsewhere): log dir id -> path (relative: to the cluster dir). One transaction;
+        the snapshot follows. ClusterError for an id the cluster does not have."""
+        with self._changing() as tx:
+            # Through a placeholder first, so two dirs may swap paths (the paths are UNIQUE).
+            for log_dir_id in paths:
+                tx.execute("UPDATE log_dirs SET path = ? WHERE id = ?", (f"//moving-{log_dir_id}", log_dir_id))
+            for log_dir_id, path in paths.items():
+                if not tx.execute("UPDATE log_dirs SET path = ? WHERE id = ?", (path, log_dir_id)).rowcount:
+                    raise ClusterError(f"no log dir {log_dir_id} in {self.path}")
+
     def formatted_log_dirs(self) -> set[int]:
         """Log dirs given their meta.properties: from then on, a missing one is a failed disk."""
         return {row[0] for row in self.connection.execute("SELECT id FROM formatted_log_dirs")}

@@ -153,6 +153,19 @@ class PartitionLock:
                 return None
         raise OSError(f"high watermark in {self.path} keeps changing under a reader")
 
+    def deleted(self) -> bool:
+        """Whether the topic behind this lock was deleted (its mark is set). Takes no lock and
+        creates no file: a missing lock file is a partition no writer touched yet."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            mark = os.pread(fd, len(fmt.LOCK_DELETED_MARK), fmt.LOCK_DELETED_POSITION)
+        finally:
+            os.close(fd)
+        return mark == fmt.LOCK_DELETED_MARK
+
     def close(self) -> None:
         if self._fd is not None and self._pid == os.getpid():
             os.close(self._fd)

@@ -8,6 +8,7 @@ import sys
 import click
 
 from kstream.errors import KStreamError
+from kstream.tools.cli.backup import backup
 from kstream.tools.cli.console import consume, produce
 from kstream.tools.cli.dump_log import dump_log
 from kstream.tools.cli.groups import groups
@@ -57,7 +58,7 @@ def _accept_cluster_anywhere(command: click.Command) -> None:
             _accept_cluster_anywhere(sub)
 
 
-for command in (topics, groups, produce, consume, get_offsets, delete_records, dump_log, perf, log_dirs,
+for command in (backup, topics, groups, produce, consume, get_offsets, delete_records, dump_log, perf, log_dirs,
                 replicator, elect_leaders, reassign, verify_replicas, jar_path, console_command):
     _accept_cluster_anywhere(command)
     cli.add_command(command)
