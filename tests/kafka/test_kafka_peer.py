@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import time
 import pytest
 from tests.kafka.kafka_support import skip_without_peer
 
+from kstream.errors import KStreamError
 from kstream.tools.perf import kafka_peer
 from kstream.tools.perf.kafka_peer import KafkaPeer, api_versions_answered
 
@@ -107,6 +109,32 @@ def test_flush_messages_reaches_the_broker_and_stop_cleans_up(kafka_broker):
     assert all(p.returncode is not None for p in processes)
     assert not directory.exists()
     assert not api_versions_answered(port)
+
+
+def test_a_broker_that_cannot_start_says_why_and_leaves_nothing(tmp_path):
+    skip_without_peer()
+    peer = KafkaPeer(1, broker_config={"num.io.threads": "none"}, directory=tmp_path / "peer")
+    with pytest.raises(KStreamError, match="num.io.threads") as failure:
+        peer.start(timeout_s=60)
+    assert "none" in str(failure.value)
+    assert peer.nodes == [] and peer not in kafka_peer._RUNNING
+    with pytest.raises(KStreamError, match="not started"):
+        peer.bootstrap  # noqa: B018
+
+
+@pytest.mark.slow
+def test_a_port_taken_before_the_broker_binds_it_makes_it_start_again_on_new_ports(monkeypatch):
+    skip_without_peer()
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        first = iter([taken])
+        free_port = kafka_peer.free_port
+        monkeypatch.setattr(kafka_peer, "free_port", lambda: next(first, None) or free_port())
+        with KafkaPeer(1) as peer:
+            assert peer.nodes[0].broker_port != taken
+            assert api_versions_answered(peer.nodes[0].broker_port)
 
 
 @pytest.mark.slow

@@ -229,6 +229,8 @@ class KafkaPeer:
 
     def start(self, timeout_s: float = 120.0) -> KafkaPeer:
         """Format and start every node; return once all answer (KStreamError with the log's tail if not)."""
+        if self.nodes:
+            raise KStreamError(f"the Kafka peer is already running at {self.bootstrap}: stop() it first")
         reason = missing(self.lib)
         if reason:
             raise KStreamError(reason)
@@ -311,8 +313,9 @@ class KafkaPeer:
                              heap="256m", options=FORMAT_JVM_OPTIONS)
         done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:
-            raise KStreamError(f"kafka-storage format of node {node.node_id} failed (exit {done.returncode}): "
-                               f"{(done.stderr or done.stdout).strip()[-2000:]}")
+            raise KStreamError(f"kafka-storage format of node {node.node_id} failed (exit {done.returncode}; "
+                               f"a bad broker_config / --set value?): "
+                               f"{(done.stderr or done.stdout).strip()[:1500]}")
 
     def _launch(self, deadline: float) -> None:
         _RUNNING.add(self)
@@ -331,12 +334,13 @@ class KafkaPeer:
             assert node.process is not None
             if node.process.poll() is not None:
                 raise KStreamError(f"Kafka node {node.node_id} exited during start-up with code "
-                                   f"{node.process.returncode}; the end of {node.log_path}:\n{node.log_tail()}")
+                                   f"{node.process.returncode}; its log (node-{node.node_id}/server.log) ends:\n"
+                                   f"{node.log_tail()}")
             if api_versions_answered(node.broker_port):
                 return
             if time.monotonic() > deadline:
                 raise KStreamError(f"Kafka node {node.node_id} did not answer on 127.0.0.1:{node.broker_port} "
-                                   f"in time; the end of {node.log_path}:\n{node.log_tail()}")
+                                   f"in time; its log (node-{node.node_id}/server.log) ends:\n{node.log_tail()}")
             time.sleep(0.1)
 
     def _wait_metadata(self, deadline: float) -> None:
@@ -356,7 +360,7 @@ class KafkaPeer:
                 return
             time.sleep(0.1)
         raise KStreamError(f"Kafka's metadata lists {seen} of {self.brokers} brokers after start-up; "
-                           f"the end of {self.nodes[0].log_path}:\n{self.nodes[0].log_tail()}")
+                           f"node 1's log ends:\n{self.nodes[0].log_tail()}")
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, replicas: int = 1,
