@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar web-assets study study-quick browser screenshots delta-spark
+.PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar web-assets study study-quick browser screenshots delta-spark kafka
 JAR := src/kstream/jars/kstream-spark.jar
 JAVA_SOURCES := $(shell find jvm/src -type f 2>/dev/null) jvm/pom.xml jvm/wheel_repo.py
 
@@ -33,6 +33,17 @@ jar: $(JAR)
 delta-spark:
 	mvn -q -B -Dstyle.color=never -f jvm/delta-spark/pom.xml package
 
+# Apache Kafka 4.x (the broker and its perf tools) and Spark's Kafka connector, the peers of the
+# benchmarks and the `kafka` tests (docs/KAFKA_PEER.md): peers/kafka/resolve.sh copies the jars the
+# poms under peers/kafka/ pin from Maven Central (~/.m2) into peers/kafka/lib/ (git-ignored; ~64 MB,
+# about 30 s the first time). Without java or mvn, or with Maven Central out of reach and the jars
+# not in ~/.m2: one line (exit 3), no jars, and the `kafka` tests skip with one line.
+KAFKA_LIB := peers/kafka/lib/VERSIONS
+$(KAFKA_LIB): peers/kafka/pom.xml peers/kafka/connector/pom.xml peers/kafka/resolve.sh | $(STAMP)
+	@bash peers/kafka/resolve.sh || test $$? -eq 3
+
+kafka: $(KAFKA_LIB)
+
 # The console's htmx / SSE extension / uPlot, from the npm registry, checked against
 # src/kstream/tools/web/assets.lock. Unreachable registry: one line (exit 3), pages still serve.
 web-assets: $(STAMP)
@@ -43,7 +54,7 @@ web-assets: $(STAMP)
 browser:
 	@bash scripts/ensure-browser.sh
 
-install: $(STAMP) $(JAR) web-assets browser
+install: $(STAMP) $(JAR) $(KAFKA_LIB) web-assets browser
 
 # The console's screenshots in docs/console/ (every page, light and dark, from a demo cluster).
 screenshots: web-assets browser

@@ -10,6 +10,19 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 from kstream.admin import Admin, NewTopic
+from kstream.tools.perf.kafka_peer import KafkaPeer
+
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    """The bootstrap address of the session's one Apache Kafka broker (docs/KAFKA_PEER.md), started
+    on first use and stopped when the session ends; skipped with one line without Java, the jars
+    (`make kafka`) or confluent-kafka. Use a topic of your own (tests/kafka's ``topic_name``)."""
+    from tests.kafka.kafka_support import skip_without_peer
+
+    skip_without_peer()
+    with KafkaPeer(1) as peer:
+        yield peer.bootstrap
 
 
 @pytest.fixture

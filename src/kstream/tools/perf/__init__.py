@@ -4,7 +4,8 @@ Modules: ``result`` (PerfResult and combining clients), ``payload`` (record
 values), ``runs`` (one producer / consumer / end-to-end run), ``parallel``
 (N client processes started together), ``pair`` (a producer and a consumer
 at once), ``ceiling`` (raw Arrow IPC and fdatasync on the same dirs),
-``peer`` (confluent-kafka against Tansu), ``csv_report`` (``--csv``), and the
+``peer`` (confluent-kafka against Tansu), ``kafka_peer`` (Apache Kafka itself on
+loopback, docs/KAFKA_PEER.md), ``csv_report`` (``--csv``), and the
 study: ``plan`` (conf/study.toml), ``study`` (runs a plan), ``plots``.
 Names load on first use.
 """
