@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -138,3 +140,23 @@ def test_marker_settings():
         parse_marker("<!-- run: timout=5 -->", "x")
     with pytest.raises(MarkdownRunError, match="needs a reason"):
         parse_marker("<!-- not run: -->", "x")
+
+
+def test_consumer_group_snippet_pasted_twice_into_one_interpreter(tmp_path):
+    """Pasted again into the same python (within the session timeout), the snippet's second
+    consumer must not wait for the first one's partitions: the snippet closes its consumer."""
+    blocks = [b for b in extract_blocks(README) if b.language == "python"]
+    quick_start = next(b for b in blocks if "OFFSET_BEGINNING" in b.code)
+    group = next(b for b in blocks if '"group.id": "billing"' in b.code)
+    env = dict(os.environ)
+    env.pop("KSTREAM_CLUSTER", None)
+    again = ("from kstream import Producer\n"
+             "with Producer({'cluster': './data'}) as p:\n    p.produce('events', b'new', key=b'user-1')\n"
+             "print('--- again')\n")
+    for code in (quick_start.code, group.code + again + group.code):
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+    first, second = done.stdout.split("--- again\n")
+    assert "b'hello'" in first and "b'arrow!'" in first
+    assert second.splitlines() == ["2 2 b'new'"], done.stdout  # the group's next record, read at once
