@@ -60,7 +60,8 @@ install: $(STAMP) $(JAR) $(KAFKA_LIB) web-assets browser
 screenshots: web-assets browser
 	$(PY) scripts/console_screenshots.py --out docs/console
 
-# The Spark quick start: events -> streaming aggregation -> topic, exactly once (cluster ./data).
+# The Spark quick start: events -> streaming aggregation -> topic, exactly once (cluster ./data, its
+# checkpoint ./data/checkpoints/quickstart: a second run streams only its own events).
 run: install
 	$(VENV)/bin/spark-submit --properties-file conf/spark-defaults.conf \
 		$$(test -f $(JAR) && echo --jars $(abspath $(JAR))) jobs/quickstart.py

@@ -148,7 +148,7 @@ def test_store_offsets_with_auto_store_off_commits_only_what_was_stored(cluster_
     consumer.assign([TopicPartition("t", 0, 0)])
     messages = consumer.consume(6, timeout=2)
     assert len(messages) == 6
-    with pytest.raises(NoOffsetError):
+    with pytest.raises(NoOffsetError, match="no offset stored by store_offsets"):
         consumer.commit(asynchronous=False)  # nothing stored yet
     consumer.store_offsets(message=messages[2])
     assert consumer.commit(asynchronous=False) == [TopicPartition("t", 0, 3)]
@@ -165,7 +165,7 @@ def test_commit_with_nothing_assigned_is_no_offset(cluster_path, make_topic):
     results = []
     consumer = Consumer({"cluster": cluster_path, "group.id": "g",
                          "on_commit": lambda err, parts: results.append((err, parts))})
-    with pytest.raises(NoOffsetError):
+    with pytest.raises(NoOffsetError, match=r"no partition is assigned .*rebalancing.*poll\(\) until records"):
         consumer.commit(asynchronous=False)
     consumer.commit(asynchronous=True)
     consumer.poll(0.05)

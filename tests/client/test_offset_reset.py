@@ -154,7 +154,7 @@ def test_no_committed_offset_with_error_reports_once(cluster_path, make_topic):
     assert first_record(consumer, limit=5) is None
     assert len(errors) == 1
     assert consumer.position([TopicPartition("t", 0)])[0].offset < 0  # no position
-    with pytest.raises(NoOffsetError):
+    with pytest.raises(NoOffsetError, match="no assigned partition has a position yet"):
         consumer.commit(asynchronous=False)  # nothing valid to commit
     consumer.seek(TopicPartition("t", 0, 2))
     assert first_record(consumer).offset() == 2

@@ -177,13 +177,22 @@ class Consumer:
         else:
             partitions = self.offsets_to_commit()
         if not partitions:
-            error = NoOffsetError("nothing to commit: no partition is assigned"
-                                  + ("" if self._auto_store else " with an offset stored by store_offsets()"))
+            error = NoOffsetError(self._nothing_to_commit())
             if not asynchronous:
                 raise error
             session.report_commit(error, [])
             return None
         return session.commit(partitions, asynchronous)
+
+    def _nothing_to_commit(self) -> str:
+        """Why commit() found nothing, and what to do."""
+        if not self._assignment.order:
+            return ("nothing to commit: no partition is assigned to this consumer yet (a group may still be "
+                    "rebalancing, waiting for a member that was not closed to rejoin or leave): poll() until "
+                    "records arrive, and commit those")
+        if self._auto_store:
+            return "nothing to commit: no assigned partition has a position yet; poll() or seek() first"
+        return "nothing to commit: no offset stored by store_offsets() since the assignment"
 
     def offsets_to_commit(self) -> list[TopicPartition]:
         """What commit() without arguments and auto commit commit: every assigned position, or,

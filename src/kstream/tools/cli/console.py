@@ -194,28 +194,35 @@ def consume(ctx: click.Context, topic: str | None, topic_option: str | None, fro
         extra["isolation.level"] = isolation_level
     if group is not None:
         extra = {"group.id": group, "auto.offset.reset": "earliest" if from_beginning else "latest", **extra}
-    with Consumer(cluster_options(ctx, **extra)) as consumer:
-        info = consumer.cluster.topic(name)
-        partitions = [partition] if partition is not None else range(info.num_partitions)
-        if group is not None:
-            consumer.subscribe([name])
-        else:
-            consumer.assign([TopicPartition(name, p, start) for p in partitions])
-        timeout = None if timeout_ms is None else timeout_ms / 1000
-        while max_messages is None or seen < max_messages:
-            message = consumer.poll(timeout)
-            if message is None:
-                break
-            error = message.error()
-            if error is not None and error.code() != KafkaError._PARTITION_EOF:
-                # As kafka-console-consumer: an error halts (a record never prints as data).
-                out.flush()
-                click.echo(f"Processed a total of {seen} messages", err=True)
-                raise click.ClickException(f"{message.topic()}-{message.partition()} offset {message.offset()}: "
-                                           f"{error.str()}")
-            if error is not None:
-                continue
-            printer.write(message, out)
-            seen += 1
+    interrupted = False
+    try:
+        with Consumer(cluster_options(ctx, **extra)) as consumer:
+            info = consumer.cluster.topic(name)
+            partitions = [partition] if partition is not None else range(info.num_partitions)
+            if group is not None:
+                consumer.subscribe([name])
+            else:
+                consumer.assign([TopicPartition(name, p, start) for p in partitions])
+            timeout = None if timeout_ms is None else timeout_ms / 1000
+            while max_messages is None or seen < max_messages:
+                message = consumer.poll(timeout)
+                if message is None:
+                    break
+                error = message.error()
+                if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                    # As kafka-console-consumer: an error halts (a record never prints as data).
+                    out.flush()
+                    click.echo(f"Processed a total of {seen} messages", err=True)
+                    raise click.ClickException(f"{message.topic()}-{message.partition()} offset {message.offset()}: "
+                                               f"{error.str()}")
+                if error is not None:
+                    continue
+                printer.write(message, out)
+                seen += 1
+            out.flush()
+    except KeyboardInterrupt:  # Ctrl-C: kafka-console-consumer's shutdown hook prints the total too
+        interrupted = True
         out.flush()
     click.echo(f"Processed a total of {seen} messages", err=True)
+    if interrupted:
+        raise click.exceptions.Abort  # exit 130, as a shell reports a command Ctrl-C stopped
