@@ -42,7 +42,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * subscribePattern) that {@link ReaderChoice} gives the JVM reader, whose schema is the one the
  * JVM reader produces for these options (inferSchema's, or a user schema equal to it), gets the
  * JVM table; anything else (every write, a different user schema, reader=python, a column type
- * the JVM reader does not convert under reader=auto) gets Python's. The one field is the Python
+ * the JVM reader does not convert under reader=auto) gets Python's, a write's (options naming no
+ * topics to read) wrapped in a {@link KStreamWriteTable}. The one field is the Python
  * provider delegate, which holds what Spark's own provider instance would hold.
  */
 public final class KStreamProvider implements TableProvider, DataSourceRegister {
@@ -106,7 +107,7 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
      * Python's provider, after checking that Spark found the Python data source. Spark looks it
      * up once per JVM in a Python worker and, when that worker cannot import pyspark_kstream
      * (it runs Spark's interpreter, not necessarily the driver's), remembers none and fails
-     * every later use with DATA_SOURCE_NOT_FOUND, a message that names neither the interpreter
+     * every later use with DATA_SOURCE_NOT_EXIST, a message that names neither the interpreter
      * nor the fix: this says both.
      */
     private PythonDataSourceV2 pythonFound() {
@@ -114,7 +115,9 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
         try {
             provider.source();
         } catch (Exception e) { // AnalysisException, checked to javac though Scala declares none
-            if (!(e instanceof AnalysisException a) || !"DATA_SOURCE_NOT_FOUND".equals(a.getCondition())) throw e;
+            // Spark 4.3 names the failed lookup DATA_SOURCE_NOT_EXIST (DATA_SOURCE_NOT_FOUND is its
+            // error for a format nothing provides, as without the jar).
+            if (!(e instanceof AnalysisException a) || !"DATA_SOURCE_NOT_EXIST".equals(a.getCondition())) throw e;
             throw new KStreamException(KStreamException.Kind.ConfigError, pythonNotFound(
                 System.getenv("PYSPARK_DRIVER_PYTHON"), System.getenv("PYSPARK_PYTHON")), e);
         }
