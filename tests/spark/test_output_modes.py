@@ -13,7 +13,6 @@ import pytest
 from tests.spark.jvm_support import JAR, NO_JAR_REASON
 
 from helpers import consume_values
-
 from kstream import Producer
 
 pytestmark = pytest.mark.spark
