@@ -74,6 +74,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     )
     from kstream.messages import Messages
     from kstream.source.query_lag import QueryPartitionLag, query_lag
+    from kstream.spark_setup import spark_builder, spark_session
     from kstream.throttle_event import ThrottleEvent
 
 
@@ -114,6 +115,8 @@ _LAZY = {
     "TopicPartition": "kstream.message",
     "libversion": "kstream._version",
     "query_lag": "kstream.source.query_lag",
+    "spark_builder": "kstream.spark_setup",
+    "spark_session": "kstream.spark_setup",
     "version": "kstream._version",
 }
 
@@ -179,6 +182,8 @@ __all__ = [
     "__version__",
     "libversion",
     "query_lag",
+    "spark_builder",
+    "spark_session",
     "version",
 ]
 

@@ -2,8 +2,10 @@
 
 ``format("kstream")`` reads through the JVM reader when this jar is on the SparkSession
 (``spark.jars``) and through the Python data source otherwise; writes always use the Python
-sink (docs/JVM_READER.md). :func:`with_jar` adds it to a session builder; ``kstream
-jar-path`` prints the path for ``spark-submit --jars``.
+sink, through the jar's provider when it is there, which adds Spark's ``update`` output mode
+(docs/JVM_READER.md). :func:`with_jar` adds it to a session builder (as
+:func:`kstream.spark_session` does); ``kstream jar-path`` prints the path for
+``spark-submit --jars``.
 """
 
 from __future__ import annotations

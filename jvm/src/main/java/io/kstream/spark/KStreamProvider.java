@@ -8,10 +8,12 @@ import io.kstream.spark.options.ReaderOptions;
 import io.kstream.spark.read.OutputSchema;
 import io.kstream.spark.read.PartitionPlanner;
 import io.kstream.spark.read.TopicPartition;
+import io.kstream.spark.write.KStreamWriteTable;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Map;
 import java.util.TreeSet;
+import org.apache.spark.sql.AnalysisException;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
@@ -28,7 +30,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * registered, through Spark's own PythonDataSourceV2 (the provider Spark would have used):
  * <ul>
  * <li>writes (batch and streaming): always Python (they name no subscribe, assign or
- *     subscribePattern; Spark asks for the table with the DataFrame's schema);</li>
+ *     subscribePattern; Spark asks for the table with the DataFrame's schema), through a
+ *     {@link KStreamWriteTable}, which adds the {@code update} output mode Python's table lacks;</li>
  * <li>reads: {@link ReaderChoice} on the options (reader=jvm|python|auto): the JVM reader
  *     ({@link KStreamTable}), or Python's table;</li>
  * <li>a read with a user-given schema: Python, unless it is the JVM reader's own schema.</li>
@@ -39,7 +42,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * subscribePattern) that {@link ReaderChoice} gives the JVM reader, whose schema is the one the
  * JVM reader produces for these options (inferSchema's, or a user schema equal to it), gets the
  * JVM table; anything else (every write, a different user schema, reader=python, a column type
- * the JVM reader does not convert under reader=auto) gets Python's. The one field is the Python
+ * the JVM reader does not convert under reader=auto) gets Python's, a write's (options naming no
+ * topics to read) wrapped in a {@link KStreamWriteTable}. The one field is the Python
  * provider delegate, which holds what Spark's own provider instance would hold.
  */
 public final class KStreamProvider implements TableProvider, DataSourceRegister {
@@ -99,10 +103,56 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
         }
     }
 
+    /**
+     * Python's provider, after checking that Spark found the Python data source. Spark looks it
+     * up once per JVM in a Python worker and, when that worker cannot import pyspark_kstream
+     * (it runs Spark's interpreter, not necessarily the driver's), remembers none and fails
+     * every later use with DATA_SOURCE_NOT_EXIST, a message that names neither the interpreter
+     * nor the fix: this says both.
+     */
+    private PythonDataSourceV2 pythonFound() {
+        PythonDataSourceV2 provider = python();
+        try {
+            provider.source();
+        } catch (Exception e) { // AnalysisException, checked to javac though Scala declares none
+            // Spark 4.3 names the failed lookup DATA_SOURCE_NOT_EXIST (DATA_SOURCE_NOT_FOUND is its
+            // error for a format nothing provides, as without the jar).
+            if (!(e instanceof AnalysisException a) || !"DATA_SOURCE_NOT_EXIST".equals(a.getCondition())) throw e;
+            throw new KStreamException(KStreamException.Kind.ConfigError, pythonNotFound(
+                System.getenv("PYSPARK_DRIVER_PYTHON"), System.getenv("PYSPARK_PYTHON")), e);
+        }
+        return provider;
+    }
+
+    /**
+     * The message when Spark's Python worker could not find the kstream data source, naming the
+     * interpreter Spark ran: the Spark JVM's PYSPARK_DRIVER_PYTHON, else its PYSPARK_PYTHON,
+     * else python3 on its PATH (the order of Spark 4.3's PythonUtils.defaultPythonExec, which
+     * the data source lookup and the data source's workers use; spark.pyspark.python is not read
+     * there).
+     */
+    static String pythonNotFound(String driverPython, String workerPython) {
+        String interpreter;
+        if (driverPython != null && !driverPython.isEmpty()) {
+            interpreter = "'" + driverPython + "' (PYSPARK_DRIVER_PYTHON of the Spark JVM)";
+        } else if (workerPython != null && !workerPython.isEmpty()) {
+            interpreter = "'" + workerPython + "' (PYSPARK_PYTHON of the Spark JVM)";
+        } else {
+            interpreter = "'python3' from the Spark JVM's PATH (neither PYSPARK_DRIVER_PYTHON nor PYSPARK_PYTHON"
+                + " was set when it started)";
+        }
+        return "format(\"kstream\") writes and Python reads run the kstream Python data source in Spark's"
+            + " Python workers, but Spark's Python interpreter " + interpreter + " cannot import kstream"
+            + " (pyspark_kstream), so Spark found no Python data source named kstream. Build the session with"
+            + " kstream.spark_session() (or kstream.spark_builder()), or set PYSPARK_PYTHON to an interpreter"
+            + " that has kstream installed (e.g. the driver's, sys.executable) before the Spark JVM starts;"
+            + " a running JVM keeps its interpreter, so restart the Python process (notebook kernel) first";
+    }
+
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
         StructType schema = jvmSchema(options);
-        return schema != null ? schema : python().inferSchema(options);
+        return schema != null ? schema : pythonFound().inferSchema(options);
     }
 
     @Override
@@ -116,6 +166,9 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
             StructType jvm = jvmSchema(new CaseInsensitiveStringMap(properties));
             if (jvm != null && jvm.equals(schema)) return new KStreamTable(schema, properties);
         }
-        return python().getTable(schema, partitioning, properties);
+        Table python = pythonFound().getTable(schema, partitioning, properties);
+        // A read (Python reader) gets Python's table as is; anything else is a write (or a read
+        // that names no topics, which Python's scan refuses): Python's table plus update mode.
+        return isRead(properties) ? python : new KStreamWriteTable(python);
     }
 }
