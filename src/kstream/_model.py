@@ -90,7 +90,8 @@ class Node:
         return f"Node(id={self.id}, host={self.host!r}, port={self.port})"
 
     def __str__(self) -> str:
-        return f"{self.host}:{self.port}/{self.id}"
+        # confluent-kafka's shape, so printed nodes read the same with either library.
+        return f"({self.id}) {self.host}:{self.port} {f'(Rack - {self.rack})' if self.rack else ''}"
 
 
 class TopicCollection:

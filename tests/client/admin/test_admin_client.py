@@ -742,3 +742,12 @@ def test_an_admin_client_whose_init_never_ran_counts_as_closed():
     with pytest.raises(RuntimeError, match="AdminClient has been closed"):
         admin.poll(0)
     assert len(admin) == 0
+
+
+def test_node_prints_as_confluent_kafkas():
+    """Found by the dual-run harness (tests/dual, example_adminapi): describe_topics' leader and
+    replicas print as confluent-kafka's Node does, "(id) host:port " (rack appended when set)."""
+    from kstream import Node
+
+    assert str(Node(1, "/data/logs", -1)) == "(1) /data/logs:-1 "
+    assert str(Node(2, "host", 9092, rack="r1")) == "(2) host:9092 (Rack - r1)"
