@@ -12,7 +12,7 @@ import pytest
 
 from helpers import consume_values, encoded
 from kstream import Admin, NewTopic, NotEnoughReplicasError, Producer
-from kstream.errors import FencedError, OutOfOrderSequenceError
+from kstream.errors import ConfigError, FencedError, OutOfOrderSequenceError
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.replica_ops import sync_all
 from kstream.log.storage import faults
@@ -107,3 +107,20 @@ def test_producer_retries_with_the_same_sequence_and_reports_the_original_offset
         producer.flush()
     assert reports == [(None, 0), (None, 1), (None, 2)]
     assert consume_values(path, "t", [0], "read_uncommitted") == [b"first", b"second", b"third"]
+
+
+@pytest.mark.parametrize("extra, refused", [
+    ({"acks": "1"}, "`acks` must be set to `all` when `enable.idempotence` is true"),
+    ({"acks": 0}, "`acks` must be set to `all` when `enable.idempotence` is true"),
+    ({"max.in.flight.requests.per.connection": 6}, "`max.in.flight.requests.per.connection` must be set <= 5"),
+])
+def test_explicit_idempotence_refuses_what_librdkafka_refuses(cluster_path, make_topic, extra, refused):
+    """Found by the dual-run harness (tests/dual, idempotence): confluent-kafka refuses these at
+    construction with _INVALID_ARG; kstream's default idempotence (any acks) stays accepted."""
+    make_topic("t")
+    with pytest.raises(ConfigError, match=refused) as caught:
+        Producer({"cluster": cluster_path, "enable.idempotence": True, **extra})
+    assert caught.value.args[0].name() == "_INVALID_ARG"
+    for accepted in ({**extra, "enable.idempotence": False}, extra,
+                     {"enable.idempotence": "true", "acks": "all", "max.in.flight.requests.per.connection": 5}):
+        Producer({"cluster": cluster_path, **accepted}).close()

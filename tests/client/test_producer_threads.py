@@ -79,7 +79,7 @@ def _check_log(stored, expected_values, contiguous=True):
 @pytest.mark.parametrize("acks", ["all", "1"])
 def test_threads_share_one_producer(cluster_path, make_topic, acks):
     make_topic("t", partitions=3)
-    producer = Producer({"cluster": cluster_path, "acks": acks, "enable.idempotence": True,
+    producer = Producer({"cluster": cluster_path, "acks": acks,  # idempotent by default, any acks
                          "batch.size": 2000, "linger.ms": 1})
     threads, records = 4, 1500
     reports: list = []

@@ -84,7 +84,7 @@ from kstream.client.producer_routing import TopicRouter, checked_partition, plan
 from kstream.client.producer_sender import BatchResult, BatchSender
 from kstream.client.producer_transactions import ProducerTransactions
 from kstream.config.options import PRODUCER_OPTIONS
-from kstream.errors import KStreamError, RecordTooLargeError
+from kstream.errors import ConfigError, KStreamError, RecordTooLargeError
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage.partition_log import EncodedBatch
 from kstream.message import KafkaError, TopicPartition
@@ -120,6 +120,24 @@ class _NeverOpened:
         return 0
 
 
+def _check_explicit_idempotence(given: Mapping[str, Any]) -> None:
+    """librdkafka's rule (and the Java client's): ``enable.idempotence`` set to true by the
+    application needs ``acks=all`` and at most 5 requests in flight; anything else is refused at
+    construction. kstream's own default is idempotence on (with any acks): only an explicit
+    true is held to the rule, as it would be by confluent-kafka."""
+    idempotence = PRODUCER_OPTIONS["enable.idempotence"]
+    if "enable.idempotence" not in given or not idempotence.parse(given["enable.idempotence"]):
+        return
+    if "acks" in given and PRODUCER_OPTIONS["acks"].parse(given["acks"]) != "all":
+        raise ConfigError(f"`acks` must be set to `all` when `enable.idempotence` is true (got acks="
+                          f"{given['acks']!r}); drop acks, or drop enable.idempotence (kstream's "
+                          "producer is idempotent by default, with any acks)")
+    in_flight = given.get("max.in.flight.requests.per.connection", given.get("max.in.flight"))
+    if in_flight is not None and PRODUCER_OPTIONS["max.in.flight.requests.per.connection"].parse(in_flight) > 5:
+        raise ConfigError(f"`max.in.flight.requests.per.connection` must be set <= 5 when "
+                          f"`enable.idempotence` is true (got {in_flight!r})")
+
+
 class Producer:
     """Writes records to topics of a cluster. See the module docstring for the contract."""
 
@@ -135,6 +153,7 @@ class Producer:
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any):
         if config is None and not kwargs:
             raise TypeError("expected configuration dict (Producer({}) uses $KSTREAM_CLUSTER or ./data)")
+        _check_explicit_idempotence({**(config or {}), **kwargs})
         options, self._cluster = open_client(PRODUCER_OPTIONS, config, kwargs, "a Producer")
         self._options = options
         self._closed = False
