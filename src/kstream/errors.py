@@ -295,3 +295,11 @@ class ValueTooLargeError(KStreamError):
     Arrow (``poll_batch()``), or raise the limit."""
 
     error_name = "_VALUE_DESERIALIZATION"
+
+
+class InvalidConfigError(ConfigError):
+    """A topic config an admin call sets (alter_configs, incremental_alter_configs) has an
+    unknown name or a bad value: the code a Kafka broker answers with, ``INVALID_CONFIG``
+    (a client's own bad option stays ``ConfigError``, librdkafka's ``_INVALID_ARG``)."""
+
+    error_name = "INVALID_CONFIG"

@@ -751,3 +751,21 @@ def test_node_prints_as_confluent_kafkas():
 
     assert str(Node(1, "/data/logs", -1)) == "(1) /data/logs:-1 "
     assert str(Node(2, "host", 9092, rack="r1")) == "(2) host:9092 (Rack - r1)"
+
+
+@pytest.mark.parametrize("name, value", [("no.such.config", "1"), ("retention.ms", "soon")])
+def test_a_bad_topic_config_is_kafkas_invalid_config(admin, make_topic, name, value):
+    """Found by the dual-run harness (tests/dual, topic_configs): a broker answers an alteration
+    with an unknown config or a bad value with INVALID_CONFIG (40); it is still a ConfigError."""
+    from kstream.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    from kstream.errors import ConfigError
+
+    make_topic("t")
+    for alter, resource in (
+            (admin.incremental_alter_configs, ConfigResource("topic", "t", incremental_configs=[
+                ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])),
+            (admin.alter_configs, ConfigResource("topic", "t", set_config={name: value}))):
+        with pytest.raises(ConfigError) as caught:
+            alter([resource])[resource].result()
+        assert caught.value.args[0].name() == "INVALID_CONFIG", caught.value
+        assert name in str(caught.value)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from kstream.client.admin._unsupported import NotSupportedError
 from kstream.client.admin.resource import ResourceType
 from kstream.config.options import CLUSTER_OPTIONS, TOPIC_DEFAULTS_FROM_CLUSTER, TOPIC_OPTIONS
-from kstream.errors import ConfigError
+from kstream.errors import ConfigError, InvalidConfigError
 from kstream.log.cluster.cluster import raw_value, read_properties
 from kstream.log.storage import format as fmt
 from kstream.log.storage.log_config import LogConfig
@@ -231,6 +231,17 @@ def alter_incremental(cluster: Cluster, resource: ConfigResource, validate_only:
 
 def _apply(cluster: Cluster, resource: ConfigResource, changes: Mapping[str, str | None],
            validate_only: bool) -> None:
+    """Check and store the changes; a bad name or value is Kafka's INVALID_CONFIG."""
+    try:
+        _check_and_store(cluster, resource, changes, validate_only)
+    except InvalidConfigError:
+        raise
+    except ConfigError as err:
+        raise InvalidConfigError(str(err)) from err
+
+
+def _check_and_store(cluster: Cluster, resource: ConfigResource, changes: Mapping[str, str | None],
+                     validate_only: bool) -> None:
     if validate_only:
         merged = {**_topic(cluster, resource).config, **changes}
         unknown = [k for k in changes if k not in TOPIC_OPTIONS]
