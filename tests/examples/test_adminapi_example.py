@@ -50,7 +50,7 @@ def test_adminapi_example_runs_its_operations(cluster_path):
         cluster_path, "alter_configs", "TOPIC", "orders", "retention.ms=60000,segment.bytes=1048576")
     assert "configuration successfully altered" in adminapi(
         cluster_path, "incremental_alter_configs", "TOPIC", "orders", "retention.ms=SET:120000;segment.bytes=DELETE")
-    assert "Config for ConfigResource(TOPIC,orders) updated" in adminapi(
+    assert "Config for ConfigResource(ResourceType.TOPIC,orders) updated" in adminapi(
         cluster_path, "delta_alter_configs", "TOPIC", "orders", "flush.messages=1000")
     out = adminapi(cluster_path, "describe_configs", "TOPIC", "orders")
     assert "retention.ms = 120000" in " ".join(out.split()) and "DYNAMIC_TOPIC_CONFIG" in out

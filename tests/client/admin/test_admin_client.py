@@ -769,3 +769,12 @@ def test_a_bad_topic_config_is_kafkas_invalid_config(admin, make_topic, name, va
             alter([resource])[resource].result()
         assert caught.value.args[0].name() == "INVALID_CONFIG", caught.value
         assert name in str(caught.value)
+
+
+def test_config_resource_repr_is_confluent_kafkas():
+    """Found by the dual-run harness (tests/dual, example_adminapi): adminapi.py prints
+    "ConfigResource(ResourceType.TOPIC,name) configuration successfully altered" with either library."""
+    from kstream.admin import ConfigResource, ResourceType
+
+    assert repr(ConfigResource("topic", "orders")) == "ConfigResource(ResourceType.TOPIC,orders)"
+    assert repr(ConfigResource(ResourceType.BROKER, "1")) == "ConfigResource(ResourceType.BROKER,1)"

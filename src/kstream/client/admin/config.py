@@ -119,9 +119,11 @@ class ConfigResource:
         return len(self.set_config_dict)
 
     def __repr__(self) -> str:
+        # confluent-kafka's shape: the enum as str() of a Python Enum prints it, ResourceType.TOPIC
+        restype = f"ResourceType.{self.restype.name}"
         if self.error is not None:
-            return f"ConfigResource({self.restype.name},{self.name},{self.error!r})"
-        return f"ConfigResource({self.restype.name},{self.name})"
+            return f"ConfigResource({restype},{self.name},{self.error!r})"
+        return f"ConfigResource({restype},{self.name})"
 
 
 # -- request checks (raised at once, as confluent's TypeError/ValueError) --------------------
