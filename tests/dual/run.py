@@ -285,7 +285,7 @@ def _run_all(cases: list[Case], bootstrap: str, sides: tuple[str, ...], show: bo
             for outcome in (result.kafka, result.kstream):
                 if outcome.side in sides:
                     print(f"---- {outcome.side} (normalised)\n{outcome.text}", flush=True)
-        if raw and not result.problems or result.problems and len(sides) == 1:
+        if (raw and not result.problems) or (result.problems and len(sides) == 1):
             for outcome in (result.kafka, result.kstream):
                 print(f"==== {outcome.side}: what the steps printed", *outcome.raw, sep="\n", flush=True)
         failed += bool(result.problems)

@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from tests.dual.cases import CASES
 from tests.dual.run import ROOT, Case, Difference, Step, compare, port, run_case
 

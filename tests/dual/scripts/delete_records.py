@@ -33,7 +33,7 @@ def main(bootstrap, topic):
     first_record(bootstrap, topic)
 
     for before in (4, OFFSET_END):
-        [(tp, future)] = admin.delete_records([TopicPartition(topic, 0, before)]).items()
+        [future] = admin.delete_records([TopicPartition(topic, 0, before)]).values()
         print(f"delete_records before {before}: low watermark {future.result(10).low_watermark}")
         first_record(bootstrap, topic)
 

@@ -52,7 +52,7 @@ def settle(consumers, owned, want, events):
         for consumer in consumers:
             consumer.poll(0.05)
         counts = {name: len(owned.get(name, [])) for name in want}
-        if counts == want and sorted(sum((owned[n] for n in want), [])) == list(range(PARTITIONS)):
+        if counts == want and sorted(p for n in want for p in owned[n]) == list(range(PARTITIONS)):
             return
     events.append(f"did not settle: owned {owned}")
 

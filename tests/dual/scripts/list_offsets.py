@@ -46,7 +46,7 @@ def main(bootstrap, topic):
             try:
                 info = futures[TopicPartition(topic, 0)].result()
                 print(f"  {name}: offset {info.offset}, timestamp {info.timestamp}")
-            except Exception as err:  # noqa: BLE001 - printed for the comparison
+            except Exception as err:
                 print(f"  {name}: {type(err).__name__} {err.args[0].name()}")
     open_transaction.abort_transaction(10)
 
