@@ -75,7 +75,7 @@ EXAMPLES = (
         NODE_ADDRESS,
         # Topic ids are random on both sides.
         (r"^Topic id {15}: \S+", "Topic id               : ID"),
-    ), differences=(
+    ), slow=True, differences=(
         Difference(doc(2),
                    r'^Failed to create topic \{topic\}: KafkaError\{code=TOPIC_ALREADY_EXISTS,val=36,str="…"\}$',
                    r"^Failed to create topic \{topic\}: topic '\{topic\}' already exists.*$"),
@@ -94,7 +94,7 @@ EXAMPLES = (
         Step("examples/eos_transactions.py", ("-b", "{connection}", "-t", "{topic}", "-o", "{topic}-out",
                                               "-g", "{topic}-g")),
         Step("read_topic.py", ("{connection}", "{topic}-out", "read_committed")),
-    )),
+    ), slow=True),
 )
 
 SCENARIOS = (

@@ -90,6 +90,7 @@ class Case:
     normalise: tuple[tuple[str, str], ...] = ()  # (pattern, replacement), applied to both sides
     differences: tuple[Difference, ...] = ()
     replace: tuple[tuple[str, str], ...] = ()  # literal source edits for both sides (explained in cases.py)
+    slow: bool = False  # about 10 s (many steps): pytest runs it with -m slow (make test-slow)
 
 
 # -- porting -----------------------------------------------------------------------------------

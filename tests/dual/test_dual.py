@@ -15,7 +15,8 @@ from tests.dual.run import ROOT, Case, Difference, Step, compare, port, run_case
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=[pytest.mark.slow] if case.slow else [])
+                                  for name, case in CASES.items()])
 def test_side_by_side(name, kafka_broker):
     result = run_case(CASES[name], kafka_broker)
     assert not result.problems, result.report()

@@ -14,9 +14,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 
 def first_record(bootstrap, topic):
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-g", "enable.auto.commit": False})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-g", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    msg = consumer.poll(3)
+    msg = consumer.poll(5)  # a record, or the end of the partition when it holds none
+    if msg is not None and msg.error():
+        msg = None
     low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5, cached=False)
     consumer.close()
     first = None if msg is None else (msg.offset(), msg.value().decode())

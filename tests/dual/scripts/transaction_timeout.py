@@ -29,12 +29,14 @@ def main(bootstrap, topic):
         producer.commit_transaction(10)
         print(f"transaction.timeout.ms={timeout_ms}: committed")
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-g", "isolation.level": "read_committed"})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-g", "isolation.level": "read_committed",
+                         "enable.partition.eof": True})
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     values = []
-    while (msg := consumer.poll(2.0)) is not None:
-        if not msg.error():
-            values.append(msg.value().decode())
+    while (msg := consumer.poll(5.0)) is not None:
+        if msg.error():
+            break  # the end of the partition
+        values.append(msg.value().decode())
     consumer.close()
     print("read_committed:", values)
 
