@@ -197,11 +197,11 @@ def run_side(case: Case, side: str, bootstrap: str, topic: str, work: Path) -> O
             outcome.failed.append(f"{side}: step {number} ({step.script}) exited {done.returncode}")
         if not step.compare:
             continue
-        text = done.stdout + (done.stderr if step.stderr else "")
-        if step.sort:
+        text = normalise(done.stdout + (done.stderr if step.stderr else ""), case, names)
+        if step.sort:  # after normalising: what it hides must not decide the order either
             text = "".join(sorted(text.splitlines(keepends=True)))
         parts.append(f"## {step.script} {' '.join(step.args)} (exit {done.returncode})\n{text}")
-    outcome.text = normalise("".join(parts), case, names)
+    outcome.text = "".join(parts)
     outcome.seconds = time.monotonic() - started
     return outcome
 

@@ -86,3 +86,20 @@ def test_every_script_is_in_a_case():
     scripts = {path.name for path in (Path(__file__).parent / "scripts").glob("*.py")}
     examples = {f"examples/{path.name}" for path in (ROOT / "examples" / "confluent").glob("*.py")}
     assert scripts | examples <= used, sorted((scripts | examples) - used)
+
+
+def test_a_sorted_step_is_sorted_after_normalising(tmp_path, monkeypatch):
+    """Lines that differ only in what normalising hides (a partition) sort the same on both sides."""
+    import tests.dual.run as run
+
+    script = tmp_path / "lines.py"
+    script.write_text("import sys\nfrom confluent_kafka import Producer\n"
+                      "print('  1 0 b\\'one\\'' if sys.argv[1] == 'a' else '  0 0 b\\'one\\'')\nprint('  0 1 b\\'two\\'')\n")
+    monkeypatch.setattr(run, "SCRIPTS", tmp_path)
+    case = Case("c", (Step("lines.py", ("a",), sort=True),), normalise=((r"^  \d+ \d+", "  P N"),))
+    other = Case("c", (Step("lines.py", ("b",), sort=True),), normalise=case.normalise)
+    (tmp_path / "1").mkdir()
+    (tmp_path / "2").mkdir()
+    first = run.run_side(case, "kafka", "127.0.0.1:1", "topic-x", tmp_path / "1")
+    second = run.run_side(other, "kafka", "127.0.0.1:1", "topic-x", tmp_path / "2")
+    assert first.text.splitlines()[1:] == second.text.splitlines()[1:] == ["  P N b'one'", "  P N b'two'"]
