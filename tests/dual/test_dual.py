@@ -94,7 +94,8 @@ def test_a_sorted_step_is_sorted_after_normalising(tmp_path, monkeypatch):
 
     script = tmp_path / "lines.py"
     script.write_text("import sys\nfrom confluent_kafka import Producer\n"
-                      "print('  1 0 b\\'one\\'' if sys.argv[1] == 'a' else '  0 0 b\\'one\\'')\nprint('  0 1 b\\'two\\'')\n")
+                      "print('  1 0 b\\'one\\'' if sys.argv[1] == 'a' else '  0 0 b\\'one\\'')\n"
+                      "print('  0 1 b\\'two\\'')\n")
     monkeypatch.setattr(run, "SCRIPTS", tmp_path)
     case = Case("c", (Step("lines.py", ("a",), sort=True),), normalise=((r"^  \d+ \d+", "  P N"),))
     other = Case("c", (Step("lines.py", ("b",), sort=True),), normalise=case.normalise)
