@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar web-assets study study-quick browser screenshots delta-spark kafka
+.PHONY: install run run-cli test test-slow bench bench-jvm lint clean chaos compat jar web-assets study study-quick browser screenshots delta-spark kafka bench-check
 JAR := src/kstream/jars/kstream-spark.jar
 JAVA_SOURCES := $(shell find jvm/src -type f 2>/dev/null) jvm/pom.xml jvm/wheel_repo.py
 
@@ -90,6 +90,12 @@ compat: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m bench.issue2
+
+# The regression guard (not in make test): the headline ratios side by side in one run, against
+# docs/bench-check/baseline.json (the last recorded run); names each figure that moved beyond the noise band
+# and exits 1 when one got worse. BENCH_CHECK_ARGS=--record writes this run as the new baseline.
+bench-check: $(STAMP)
+	$(PY) -m bench.check $(BENCH_CHECK_ARGS)
 
 # The benchmark study (docs/STUDY.md): every scenario of conf/study.toml side by side with the peer
 # (confluent-kafka -> Tansu) and the machine's ceiling; JSON, CSV, tables and plots in docs/study/.
