@@ -125,6 +125,9 @@ def main() -> None:
                         help="the broker's log.flush.interval.messages (1: fsync each append); Kafka's default: never")
     parser.add_argument("--only", choices=("read", "etl", "latency"), action="append",
                         help="run only these parts (repeatable); default all three")
+    parser.add_argument("--kafka-v2", action="store_true",
+                        help="batch reads of format('kafka') through the connector's DataSource V2 scan (KafkaScan) "
+                             "instead of Spark's default V1 KafkaRelation (spark.sql.sources.useV1SourceList)")
     parser.add_argument("--jfr", metavar="FILE", help="record the Spark JVM with Java Flight Recorder (profile "
                         "settings) into FILE; read it with `jfr print --events jdk.ExecutionSample FILE`")
     parser.add_argument("--out", default="bench/results")
@@ -138,7 +141,8 @@ def main() -> None:
     results: dict[str, Any] = {"records": args.records, "record_size": args.record_size,
                                "partitions": args.partitions, "repeats": args.repeats,
                                "max_offsets_per_trigger": args.max_offsets_per_trigger,
-                               "flush_messages": args.flush_messages, "kafka": kafka_peer.kafka_version(),
+                               "flush_messages": args.flush_messages, "kafka_v2": args.kafka_v2,
+                               "kafka": kafka_peer.kafka_version(),
                                "connector": kafka_peer.connector_version(), "argv": sys.argv[1:],
                                "machine": f"{os.cpu_count()} cores, {platform.platform()}"}
     peer = KafkaPeer(1, flush_messages=args.flush_messages, directory=Path(root) / "kafka")
@@ -162,6 +166,8 @@ def main() -> None:
         if args.jfr:
             builder = builder.config("spark.driver.extraJavaOptions",
                                      f"-XX:StartFlightRecording=filename={os.path.abspath(args.jfr)},settings=profile")
+        if args.kafka_v2:  # Spark's default list, less kafka
+            builder = builder.config("spark.sql.sources.useV1SourceList", "avro,csv,json,orc,parquet,text")
         spark = (builder.master("local[2]").appName("spark-vs-kafka")
                  .config("spark.jars", ",".join([kstream_jar, *connector]))
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
@@ -173,6 +179,10 @@ def main() -> None:
             expected = args.records if topic == INPUT else args.latency_records
             if count != expected:
                 raise SystemExit(f"bench.spark_vs_kafka: {side} holds {count} records in {topic}, not {expected}")
+        plan = bench.read(KAFKA, INPUT)._jdf.queryExecution().executedPlan().toString()
+        results["kafka_scan"] = "KafkaScan (V2)" if "BatchScan" in plan else "KafkaRelation (V1)"
+        if ("BatchScan" in plan) != args.kafka_v2:
+            raise SystemExit(f"bench.spark_vs_kafka: format('kafka') reads through {results['kafka_scan']}:\n{plan}")
         if "read" in parts:
             results["batch_read"] = bench.batch_read()
         if "etl" in parts:
@@ -184,7 +194,8 @@ def main() -> None:
         peer.stop()
         shutil.rmtree(root, ignore_errors=True)
     os.makedirs(args.out, exist_ok=True)
-    name = "spark_vs_kafka" + (f"_flush{args.flush_messages}" if args.flush_messages else "") + ".json"
+    name = ("spark_vs_kafka" + (f"_flush{args.flush_messages}" if args.flush_messages else "")
+            + ("_kafka_v2" if args.kafka_v2 else "") + ".json")
     with open(os.path.join(args.out, name), "w") as f:
         json.dump(results, f, indent=1)
     report(results)
@@ -300,7 +311,8 @@ def report(results: dict[str, Any]) -> None:
                   else "Kafka's default durability (page cache)")
     print(f"# {results['records']:,} records of {results['record_size']} B, {results['partitions']} partitions, "
           f"median of {results['repeats']}; Kafka {results['kafka']}, connector {results['connector']}, "
-          f"pyspark {results.get('pyspark')}; {durability}")
+          f"pyspark {results.get('pyspark')}; {durability}"
+          + f"; format('kafka') batch reads through {results.get('kafka_scan')}")
     if "batch_read" in results:
         print("\n| batch read -> noop | records/s | runs (s) |\n|---|---|---|")
         for side, row in results["batch_read"]["rows"].items():
