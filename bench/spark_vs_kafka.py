@@ -2,7 +2,8 @@
 the same records, one run, alternating, medians (issue 21, "Spark side by side").
 
     python -m bench.spark_vs_kafka [--records 2000000] [--record-size 100] [--partitions 6] [--repeats 5]
-        [--flush-messages 1] [--max-offsets-per-trigger 200000] [--out bench/results]
+        [--flush-messages 1] [--max-offsets-per-trigger 200000] [--only read|etl|latency]
+        [--kafka-v2] [--jfr FILE] [--out bench/results]
 
 One kstream cluster and one Apache Kafka broker (kstream.tools.perf.kafka_peer, Kafka's default
 durability unless ``--flush-messages``) get the same records: ``--records`` values of
