@@ -116,6 +116,13 @@ bench-jvm: install
 	$(PY) -m bench.rtm_latency --rate 1000 --seconds 30
 	$(PY) -m bench.rtm_latency --rate 10000 --seconds 30 --linger-ms 1
 
+# Spark beside Apache Kafka (issue 21, docs/BENCHMARKS.md): the same records in a kstream topic and on a
+# Kafka broker; batch read (JVM reader vs the connector), streaming ETL topic -> topic (kstream exactly
+# once vs the connector's Kafka source -> Kafka sink) and micro-batch durations, alternating, median of 5.
+.PHONY: bench-spark-kafka
+bench-spark-kafka: install
+	$(PY) -m bench.spark_vs_kafka --repeats 5
+
 # Issue 27's speed check: this checkout (AFTER, default .) against BEFORE, alternating, median of 5
 # (perf produce/consume and the Spark JVM batch read; bench/side_by_side.sh). Each checkout needs its
 # jar for the Spark read (`make jar` here, `bash jvm/build.sh $(abspath $(PY))` in BEFORE).

@@ -83,3 +83,29 @@ def test_a_new_version_replaces_the_old_jars(peers):
     assert "spark-sql-kafka-0-10_2.13-4.4.0.jar" in (lib / "VERSIONS").read_text()
     assert sorted(p.name for p in lib.iterdir()) == ["VERSIONS", "broker", "connector"]
     assert "kafka_2.13-4.4.0.jar" in done.stdout
+
+
+def test_connector_jars_are_every_connector_jar_once_the_connector_is_resolved(tmp_path):
+    from kstream.tools.perf.kafka_peer import connector_jars, connector_version
+
+    connector = tmp_path / "connector"
+    connector.mkdir()
+    (connector / "kafka-clients-3.9.2.jar").touch()
+    assert connector_jars(tmp_path) == [] and connector_version(tmp_path) is None  # no connector jar
+    (connector / "spark-sql-kafka-0-10_2.13-4.2.0.jar").touch()
+    (connector / "VERSIONS").touch()
+    assert connector_jars(tmp_path) == [str(connector / "kafka-clients-3.9.2.jar"),
+                                        str(connector / "spark-sql-kafka-0-10_2.13-4.2.0.jar")]
+    assert connector_version(tmp_path) == "4.2.0"
+    assert connector_jars(tmp_path / "nowhere") == []
+
+
+def test_the_spark_test_session_carries_the_connector_beside_kstreams_jars(tmp_path):
+    from tests.spark.conftest import session_jars
+
+    bench = tmp_path / "bench.jar"
+    assert session_jars(None, str(bench), []) == []
+    assert session_jars("k.jar", str(bench), ["c1.jar", "c2.jar"]) == ["k.jar", "c1.jar", "c2.jar"]
+    bench.touch()
+    assert session_jars("k.jar", str(bench), ["c1.jar"]) == ["k.jar", str(bench), "c1.jar"]
+    assert session_jars(None, str(bench), ["c1.jar"]) == ["c1.jar"]

@@ -100,6 +100,25 @@ def kafka_version(lib: Path | None = None) -> str:
     return jars[0].name.removeprefix("kafka_2.13-").removesuffix(".jar")
 
 
+CONNECTOR_JAR_GLOB = "spark-sql-kafka-0-10_2.13-*.jar"
+
+
+def connector_jars(lib: Path | None = None) -> list[str]:
+    """The jars of Spark's Kafka connector for ``spark.jars`` (every jar in ``lib/connector/``: the
+    connector, its token provider, ``kafka-clients``, ``commons-pool2``), or ``[]`` when ``make kafka``
+    did not resolve the connector. ``format("kafka")`` needs them on the session from its start."""
+    folder = (lib or kafka_lib()) / "connector"
+    if not any(folder.glob(CONNECTOR_JAR_GLOB)):
+        return []
+    return [str(path) for path in sorted(folder.glob("*.jar"))]
+
+
+def connector_version(lib: Path | None = None) -> str | None:
+    """The resolved connector's version, from its jar's name (``spark-sql-kafka-0-10_2.13-4.2.0.jar``)."""
+    jars = sorted((lib or kafka_lib()).joinpath("connector").glob(CONNECTOR_JAR_GLOB))
+    return jars[0].name.removeprefix("spark-sql-kafka-0-10_2.13-").removesuffix(".jar") if jars else None
+
+
 def cluster_id() -> str:
     """A new KRaft cluster id: 16 random bytes in URL-safe base64, as ``kafka-storage random-uuid`` prints.
 
