@@ -1,6 +1,6 @@
 """The regression guard: kstream's headline ratios now, beside the last recorded run.
 
-    python -m bench.check [--records 500000] [--repeats 3] [--band 0.15] [--record]
+    python -m bench.check [--records 500000] [--repeats 3] [--band 0.10] [--record]
     make bench-check            (not part of make test)
 
 Runs the headline measurements of bench.issue2 at a smaller size, side by side in one run
@@ -14,10 +14,12 @@ with ``docs/bench-check/baseline.json``, the last recorded run:
 - end-to-end latency p50 and p99 at 1,000 records/s, acks=all (fsynced): milliseconds, the
   one figure that is not a ratio.
 
-A figure that moved by more than the noise band (``--band``, relative, default 15%; twice
-that for latency, whose tail is noisier on a shared machine) is named, better or worse; the
-exit status is 1 when one got worse. ``--record`` writes this run as the new baseline (do
-that on purpose, after a change whose figures you have written down in docs/BENCHMARKS.md).
+The noise band of a figure is measured, not assumed: the spread (max - min) / median of its
+per-repeat values (each repeat's kstream figure over the same repeat's peer figure), in this
+run or in the baseline, whichever is wider, and never less than ``--band`` (default 10%).
+A figure that moved by more than its band is named, better or worse; the exit status is 1
+when one got worse. ``--record`` writes this run as the new baseline (do that on purpose,
+after a change whose figures you have written down in docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import datetime
 import json
 import os
+import statistics
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -58,47 +61,67 @@ RATIOS: dict[str, tuple[str, str | None, str, bool]] = {
     "end-to-end latency p99 ms, acks=all, 1,000 records/s": (
         "end-to-end latency ms, acks=all (fsync), 1,000 records/s", None, "p99", False),
 }
-LATENCY_BAND_FACTOR = 2.0
 
 
-def ratios(rows: list[Row]) -> dict[str, float]:
-    """The headline figures of one run's rows; a figure whose rows are missing is left out."""
+def _per_repeat(row: Row, key: str) -> list[float]:
+    runs = row.get("runs", [])
+    return [float(r[key]) if isinstance(r, dict) else float(r) for r in runs]
+
+
+def ratios(rows: list[Row]) -> dict[str, dict]:
+    """The headline figures of one run's rows: each figure's median value and its per-repeat
+    values (repeat i of kstream over repeat i of its peer: they ran back to back). A figure
+    whose rows are missing is left out."""
     by_name = {row["name"]: row for row in rows}
-    figures: dict[str, float] = {}
+    figures: dict[str, dict] = {}
     for name, (top, bottom, key, _) in RATIOS.items():
         if top not in by_name or (bottom is not None and bottom not in by_name):
             continue
         value = float(by_name[top][key])
-        figures[name] = value / float(by_name[bottom][key]) if bottom is not None else value
+        repeats = _per_repeat(by_name[top], key if bottom is None else "records_per_s")
+        if bottom is not None:
+            value /= float(by_name[bottom][key])
+            below = _per_repeat(by_name[bottom], "records_per_s")
+            repeats = [a / b for a, b in zip(repeats, below, strict=False) if b]
+        figures[name] = {"value": value, "repeats": repeats}
     return figures
 
 
-def compare(baseline: Mapping[str, float], now: Mapping[str, float], band: float) -> list[dict]:
-    """One line per figure: its baseline, now, the relative change and a verdict."""
+def spread(repeats: list[float]) -> float:
+    """(max - min) / median of a figure's per-repeat values; 0 with fewer than two."""
+    if len(repeats) < 2:
+        return 0.0
+    return (max(repeats) - min(repeats)) / statistics.median(repeats)
+
+
+def compare(baseline: Mapping[str, dict], now: Mapping[str, dict], band: float) -> list[dict]:
+    """One line per figure: its baseline, now, the relative change, the band and a verdict."""
     lines = []
-    for name, (_, bottom, _, higher_is_better) in RATIOS.items():
+    for name, (_, _, _, higher_is_better) in RATIOS.items():
         if name not in now:
             continue
-        line = {"name": name, "now": now[name], "baseline": baseline.get(name), "change": None, "verdict": "new"}
-        if line["baseline"]:
-            change = now[name] / line["baseline"] - 1.0
-            allowed = band if bottom is not None else band * LATENCY_BAND_FACTOR
+        before = baseline.get(name)
+        if isinstance(before, (int, float)):  # a baseline recorded before per-repeat values were kept
+            before = {"value": float(before), "repeats": []}
+        line = {"name": name, "now": now[name]["value"], "baseline": before["value"] if before else None,
+                "change": None, "band": None, "verdict": "new"}
+        if before:
+            change = line["now"] / line["baseline"] - 1.0
+            allowed = max(band, spread(now[name]["repeats"]), spread(before.get("repeats", [])))
             better = change > 0 if higher_is_better else change < 0
-            line["change"] = change
-            line["verdict"] = ("within noise" if abs(change) <= allowed
-                               else "better" if better else "WORSE")
+            line.update(change=change, band=allowed,
+                        verdict="within noise" if abs(change) <= allowed else "better" if better else "WORSE")
         lines.append(line)
     return lines
 
 
-def table(lines: list[dict], band: float) -> str:
-    latency_band = band * LATENCY_BAND_FACTOR
-    out = [f"| figure | baseline | now | change | verdict (band ±{band:.0%}, latency ±{latency_band:.0%}) |",
-           "|---|---|---|---|---|"]
+def table(lines: list[dict]) -> str:
+    out = ["| figure | baseline | now | change | noise band | verdict |", "|---|---|---|---|---|---|"]
     for line in lines:
         baseline = f"{line['baseline']:.3g}" if line["baseline"] else "-"
         change = f"{line['change']:+.0%}" if line["change"] is not None else "-"
-        out.append(f"| {line['name']} | {baseline} | {line['now']:.3g} | {change} | {line['verdict']} |")
+        band = f"±{line['band']:.0%}" if line["band"] is not None else "-"
+        out.append(f"| {line['name']} | {baseline} | {line['now']:.3g} | {change} | {band} | {line['verdict']} |")
     return "\n".join(out)
 
 
@@ -116,13 +139,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--latency-records", type=int, default=5_000)
-    parser.add_argument("--band", type=float, default=0.15, help="relative noise band (0.15 = ±15%%)")
+    parser.add_argument("--band", type=float, default=0.10,
+                        help="the least noise band, relative (0.10 = ±10%%); a wider measured spread wins")
     parser.add_argument("--baseline", default=BASELINE)
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--record", action="store_true", help="write this run as the new baseline")
     args = parser.parse_args(argv)
     if not 0 < args.band < 1:
-        parser.error("--band is a fraction between 0 and 1 (0.15 is ±15%)")
+        parser.error("--band is a fraction between 0 and 1 (0.10 is ±10%)")
     rows = run_sections("bench-check", args.out, ["records", "batches", "latency"], {
         "records": lambda root: issue2.per_record(root, args.records, args.value_size, args.repeats),
         "batches": lambda root: issue2.arrow_batches(root, args.records, args.value_size, args.repeats),
@@ -140,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{baseline.get('date')}, `{baseline.get('command')}`")
     else:
         print(f"No baseline at {args.baseline}: run with --record to make one.")
-    print(table(lines, args.band))
+    print(table(lines))
     if args.record:
         record = {"commit": _commit(), "date": datetime.date.today().isoformat(),
                   "command": "python -m bench.check " + " ".join(argv if argv is not None else sys.argv[1:]),
