@@ -113,6 +113,8 @@ def test_producer_retries_with_the_same_sequence_and_reports_the_original_offset
     ({"acks": "1"}, "`acks` must be set to `all` when `enable.idempotence` is true"),
     ({"acks": 0}, "`acks` must be set to `all` when `enable.idempotence` is true"),
     ({"max.in.flight.requests.per.connection": 6}, "`max.in.flight.requests.per.connection` must be set <= 5"),
+    ({"request.required.acks": 1}, "`acks` must be set to `all` when `enable.idempotence` is true"),  # aliases
+    ({"max.in.flight": 6}, "`max.in.flight.requests.per.connection` must be set <= 5"),
 ])
 def test_explicit_idempotence_refuses_what_librdkafka_refuses(cluster_path, make_topic, extra, refused):
     """Found by the dual-run harness (tests/dual, idempotence): confluent-kafka refuses these at

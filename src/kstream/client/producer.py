@@ -83,6 +83,7 @@ from kstream.client.producer_pipeline import AckPipeline
 from kstream.client.producer_routing import TopicRouter, checked_partition, plan_table
 from kstream.client.producer_sender import BatchResult, BatchSender
 from kstream.client.producer_transactions import ProducerTransactions
+from kstream.config.librdkafka import normalize
 from kstream.config.options import PRODUCER_OPTIONS
 from kstream.errors import ConfigError, KStreamError, RecordTooLargeError
 from kstream.log.cluster.cluster import Cluster
@@ -124,18 +125,23 @@ def _check_explicit_idempotence(given: Mapping[str, Any]) -> None:
     """librdkafka's rule (and the Java client's): ``enable.idempotence`` set to true by the
     application needs ``acks=all`` and at most 5 requests in flight; anything else is refused at
     construction. kstream's own default is idempotence on (with any acks): only an explicit
-    true is held to the rule, as it would be by confluent-kafka."""
-    idempotence = PRODUCER_OPTIONS["enable.idempotence"]
-    if "enable.idempotence" not in given or not idempotence.parse(given["enable.idempotence"]):
+    true is held to the rule, as it would be by confluent-kafka. Names are librdkafka's too
+    (``request.required.acks``, ``max.in.flight``): the rule reads them as the producer will."""
+    explicit, _ = normalize(given, PRODUCER_OPTIONS)
+
+    def value(name: str) -> Any:
+        return PRODUCER_OPTIONS[name].parse(explicit[name])
+
+    if "enable.idempotence" not in explicit or not value("enable.idempotence"):
         return
-    if "acks" in given and PRODUCER_OPTIONS["acks"].parse(given["acks"]) != "all":
+    if "acks" in explicit and value("acks") != "all":
         raise ConfigError(f"`acks` must be set to `all` when `enable.idempotence` is true (got acks="
-                          f"{given['acks']!r}); drop acks, or drop enable.idempotence (kstream's "
+                          f"{explicit['acks']!r}); drop acks, or drop enable.idempotence (kstream's "
                           "producer is idempotent by default, with any acks)")
-    in_flight = given.get("max.in.flight.requests.per.connection", given.get("max.in.flight"))
-    if in_flight is not None and PRODUCER_OPTIONS["max.in.flight.requests.per.connection"].parse(in_flight) > 5:
+    in_flight = "max.in.flight.requests.per.connection"
+    if in_flight in explicit and value(in_flight) > 5:
         raise ConfigError(f"`max.in.flight.requests.per.connection` must be set <= 5 when "
-                          f"`enable.idempotence` is true (got {in_flight!r})")
+                          f"`enable.idempotence` is true (got {explicit[in_flight]!r})")
 
 
 class Producer:
