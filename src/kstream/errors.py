@@ -303,3 +303,10 @@ class InvalidConfigError(ConfigError):
     (a client's own bad option stays ``ConfigError``, librdkafka's ``_INVALID_ARG``)."""
 
     error_name = "INVALID_CONFIG"
+
+
+class InvalidTransactionTimeoutError(ConfigError):
+    """``init_transactions()`` of a producer whose ``transaction.timeout.ms`` is above the
+    cluster's ``transaction.max.timeout.ms``: the code a Kafka broker answers with."""
+
+    error_name = "INVALID_TRANSACTION_TIMEOUT"

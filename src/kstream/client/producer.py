@@ -144,6 +144,28 @@ def _check_explicit_idempotence(given: Mapping[str, Any]) -> None:
                           f"`enable.idempotence` is true (got {explicit[in_flight]!r})")
 
 
+def _check_transactional_timeouts(given: Mapping[str, Any]) -> bool:
+    """librdkafka's rule for a transactional producer: ``message.timeout.ms`` (kstream's
+    ``delivery.timeout.ms``) set by the application may not exceed ``transaction.timeout.ms``
+    (a record must be delivered or failed before its transaction times out); refused at
+    construction. Returns whether the application set it (if not, it defaults to the
+    transaction timeout, see ``__init__``)."""
+    explicit, _ = normalize(given, PRODUCER_OPTIONS)
+    given_delivery = "delivery.timeout.ms" in explicit
+    if not explicit.get("transactional.id") or not given_delivery:
+        return given_delivery
+    delivery_ms = PRODUCER_OPTIONS["delivery.timeout.ms"].parse(explicit["delivery.timeout.ms"])
+    transaction_ms = PRODUCER_OPTIONS["transaction.timeout.ms"].parse(
+        explicit.get("transaction.timeout.ms", PRODUCER_OPTIONS["transaction.timeout.ms"].default))
+    if delivery_ms > transaction_ms:
+        raise ConfigError(f"`message.timeout.ms` must be set <= `transaction.timeout.ms` (got delivery.timeout.ms="
+                          f"{delivery_ms}, transaction.timeout.ms={transaction_ms}): a transactional producer's "
+                          "records must be delivered within its transaction; lower message.timeout.ms "
+                          "(delivery.timeout.ms), raise transaction.timeout.ms, or leave message.timeout.ms unset "
+                          "(it then defaults to transaction.timeout.ms)")
+    return given_delivery
+
+
 class Producer:
     """Writes records to topics of a cluster. See the module docstring for the contract."""
 
@@ -160,7 +182,12 @@ class Producer:
         if config is None and not kwargs:
             raise TypeError("expected configuration dict (Producer({}) uses $KSTREAM_CLUSTER or ./data)")
         _check_explicit_idempotence({**(config or {}), **kwargs})
+        delivery_timeout_given = _check_transactional_timeouts({**(config or {}), **kwargs})
         options, self._cluster = open_client(PRODUCER_OPTIONS, config, kwargs, "a Producer")
+        if options["transactional.id"] and not delivery_timeout_given:
+            # librdkafka: a transactional producer's message.timeout.ms defaults to its transaction.timeout.ms.
+            options["delivery.timeout.ms"] = options["transaction.timeout.ms"]
+            options["config"]["delivery.timeout.ms"] = str(options["delivery.timeout.ms"])
         self._options = options
         self._closed = False
         self._default_delivery: DeliveryCallback | None = options["on_delivery"]  # see _take_batch
@@ -173,7 +200,8 @@ class Producer:
         self._lingering: dict[tuple[str, int], TopicState] = {}  # open batches, oldest first
         self._transactions: ProducerTransactions | None = None
         if options["transactional.id"]:
-            self._transactions = ProducerTransactions(self._cluster, options["transactional.id"])
+            self._transactions = ProducerTransactions(self._cluster, options["transactional.id"],
+                                                      options["transaction.timeout.ms"])
         # The parts, each in its own module, none holding a reference back to the producer.
         self._encoder = BatchEncoder(options["compression.type"])
         self._reports = DeliveryReports(options, self._linger_s)

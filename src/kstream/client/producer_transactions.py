@@ -5,9 +5,13 @@ Kept apart from the producer's hot path: :class:`Producer` delegates here when
 its frames carry the transactional producer id and epoch, and it ends with a
 COMMIT or ABORT marker on each partition it wrote (:mod:`kstream.log.transactions.writer`).
 
-``init_transactions()`` and ``begin_transaction()`` also run the expiry
-(:mod:`kstream.log.transactions.expiry`): transactions of any id past
-``transaction.timeout.ms`` are aborted and their producers fenced.
+The producer's ``transaction.timeout.ms`` is its transactions' own timeout, as in
+Kafka: ``init_transactions()`` refuses one above the cluster's
+``transaction.max.timeout.ms`` (INVALID_TRANSACTION_TIMEOUT) and each
+``begin_transaction()`` records it with the transaction. ``init_transactions()``
+and ``begin_transaction()`` also run the expiry
+(:mod:`kstream.log.transactions.expiry`): transactions of any id past their own
+timeout are aborted and their producers fenced.
 
 ``send_offsets_to_transaction()`` makes consumer group offsets part of the
 open transaction: they are committed with it or not at all
@@ -35,9 +39,10 @@ _INIT_ATTEMPTS = 10  # another instance of the same id keeps starting transactio
 class ProducerTransactions:
     """Transaction state of one transactional Producer."""
 
-    def __init__(self, cluster: Cluster, transactional_id: str):
+    def __init__(self, cluster: Cluster, transactional_id: str, timeout_ms: int):
         self.cluster = cluster
         self.transactional_id = transactional_id
+        self.timeout_ms = timeout_ms  # transaction.timeout.ms
         self.writer: TxnWriter | None = None
         self.open = False
         self.sent_offsets = False  # the open transaction carries group offsets
@@ -47,6 +52,7 @@ class ProducerTransactions:
         """Register with a new epoch (fencing older instances) and finish what they left
         decided or open (an open transaction is aborted, a decided commit completed)."""
         store = TransactionStore.for_cluster(self.cluster)
+        store.check_timeout(self.transactional_id, self.timeout_ms)  # Kafka refuses it before fencing anyone
         try_expire(store)  # other ids' expired transactions: their failure is not ours
         for _ in range(_INIT_ATTEMPTS):
             left = store.fence(self.transactional_id)
@@ -66,7 +72,7 @@ class ProducerTransactions:
         if self.open:
             raise KStreamError("a transaction is already open; commit_transaction() or abort_transaction() it")
         try_expire(writer.store)
-        writer.store.begin(self.transactional_id, writer.epoch)
+        writer.store.begin(self.transactional_id, writer.epoch, self.timeout_ms)
         self.open = True
         self.sent_offsets = False
 

@@ -21,6 +21,7 @@ LONG_MAX = 9223372036854775807
 # Kafka's Int.MaxValue: the most a segment or a frame may hold, because offset index
 # entries hold 32-bit positions (kstream.log.storage.format.MAX_SEGMENT_BYTES / MAX_MESSAGE_BYTES).
 INT_MAX = 2147483647
+MIN_TRANSACTION_TIMEOUT_MS = 1000  # librdkafka's floor for transaction.timeout.ms
 
 
 @dataclass(frozen=True)
@@ -172,9 +173,10 @@ CLUSTER_OPTIONS = _table(
     Option("replica.fetch.max.bytes", "int", 1 << 20,
            "Bytes a writer copies to a lagging follower per append (kstream replicator: no limit).",
            minimum=1024),
-    Option("transaction.timeout.ms", "int", 900_000,
-           "Abort a transaction (or a Spark task's write) left open this long by a dead producer or driver.",
-           minimum=1000),
+    Option("transaction.max.timeout.ms", "int", 900_000,
+           "The longest transaction.timeout.ms a producer may ask (Kafka's broker setting: above it "
+           "init_transactions() fails with INVALID_TRANSACTION_TIMEOUT); also how long a Spark sink "
+           "task's write may stay open.", minimum=MIN_TRANSACTION_TIMEOUT_MS, maximum=INT_MAX),
     Option("auto.create.topics.enable", "bool", False,
            "Create unknown topics on first produce (off: unknown topics are an error)."),
     Option("offsets.history.retention.ms", "int", 7 * _DAY_MS,
@@ -240,6 +242,11 @@ PRODUCER_OPTIONS = _table(
            "Largest record the producer accepts (at most 2147483647).", minimum=1, maximum=INT_MAX),
     Option("transactional.id", "str", None,
            "Makes the producer transactional: init_transactions(), begin/commit/abort_transaction()."),
+    Option("transaction.timeout.ms", "int", 60_000,
+           "A transaction of this producer left open longer is aborted (by whoever next writes) and the "
+           "producer fenced; at most the cluster's transaction.max.timeout.ms. With transactional.id, "
+           "delivery.timeout.ms (message.timeout.ms) defaults to it and may not exceed it, as in librdkafka.",
+           minimum=MIN_TRANSACTION_TIMEOUT_MS, maximum=INT_MAX),
     Option("max.in.flight.requests.per.connection", "int", 5,
            "acks=all batches written whose fsyncs may still be running (in the background) while "
            "produce() goes on; their reports wait for them. 1: wait for each batch's fsync.", minimum=1),

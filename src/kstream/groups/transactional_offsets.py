@@ -185,9 +185,9 @@ def wait_stable(groups: ConsumerGroups, group: str) -> None:
     for the Ongoing transactions carrying offsets for it that may still commit them, until
     they are decided or past their deadline (then they cannot commit; nothing is expired
     here). Writes nothing. UnstableOffsetCommitError if the wait outlives
-    transaction.timeout.ms."""
+    transaction.max.timeout.ms (no transaction's own timeout is longer)."""
     store = TransactionStore.for_cluster(groups.cluster)
-    timeout_s = (store.timeout_ms or 0) / 1000.0
+    timeout_s = (store.max_timeout_ms or 0) / 1000.0
     give_up = time.monotonic() + timeout_s + SETTLE_MARGIN_S
     while True:
         waiting = [state for pending, state in pending_offsets.of_group(store, group)
@@ -204,10 +204,11 @@ def wait_stable(groups: ConsumerGroups, group: str) -> None:
 
 
 def _past_deadline(store: TransactionStore, state: TransactionState) -> bool:
-    """An Ongoing transaction past transaction.timeout.ms can no longer commit (its decision is
+    """An Ongoing transaction past its transaction.timeout.ms can no longer commit (its decision is
     refused) and reads as aborted (kstream.log.transactions.view): nobody waits for it, and a reader
     does not write its abort (the next writer's expiry does)."""
-    return store.timeout_ms is not None and time.time() * 1000 >= state.updated_ms + store.timeout_ms
+    deadline_ms = store.deadline_ms(state)
+    return deadline_ms is not None and time.time() * 1000 >= deadline_ms
 
 
 def _worth_waiting_for(coordinator: Coordinator, pending: pending_offsets.PendingOffsets) -> bool:

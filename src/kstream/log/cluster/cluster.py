@@ -53,6 +53,12 @@ log = logging.getLogger(__name__)
 DEFAULT_CLUSTER = "./data"
 CLUSTER_ENV = "KSTREAM_CLUSTER"
 MAX_PARTITIONS = 10_000
+LEGACY_TRANSACTION_TIMEOUT = "transaction.timeout.ms"
+"""A cluster setting of kstream before transaction.timeout.ms became the producer's, as in Kafka
+(docs/TRANSACTIONS.md, "Timeouts"). A cluster created then may store it in cluster.properties; it
+is still read: it is the timeout of what recorded none of its own (a transaction an older kstream
+began, a Spark sink task's write), and the cluster's transaction.max.timeout.ms when that is not
+stored is at least it. New clusters never store it."""
 """Most partitions a topic may have. Each costs a directory per replica, a lock file and
 metadata rows read whenever the topic is opened, and its number is part of file names (see
 MAX_TOPIC_NAME); without a bound, 10**9 partitions ran a minute into a MemoryError."""
@@ -93,9 +99,12 @@ def check_partition_count(count: object, what: str) -> int:
 class Cluster:
     """An open cluster. Create with :meth:`open`."""
 
-    def __init__(self, path: str, config: Mapping[str, Any], cluster_id: str):
+    def __init__(self, path: str, config: Mapping[str, Any], cluster_id: str,
+                 legacy_transaction_timeout_ms: int | None = None):
         self.path = path
         self.config = dict(config)
+        self.legacy_transaction_timeout_ms = legacy_transaction_timeout_ms
+        """An older cluster's stored transaction.timeout.ms (:data:`LEGACY_TRANSACTION_TIMEOUT`), or None."""
         self.cluster_id = cluster_id
         self.metadata = Metadata(os.path.join(path, fmt.METADATA_DB))
 
@@ -133,7 +142,13 @@ class Cluster:
         version = stored.pop("kstream.format.version", "")
         if version != str(fmt.FORMAT_VERSION):
             raise ClusterError(_format_version_error(path, version))
+        legacy_timeout = stored.pop(LEGACY_TRANSACTION_TIMEOUT, None)
         config = parse_options(CLUSTER_OPTIONS, stored, what=f"cluster {path}")
+        legacy_timeout_ms = None
+        if legacy_timeout is not None:
+            legacy_timeout_ms = CLUSTER_OPTIONS["transaction.max.timeout.ms"].parse(legacy_timeout)
+            if "transaction.max.timeout.ms" not in stored:  # a producer that could ask it before still can
+                config["transaction.max.timeout.ms"] = max(config["transaction.max.timeout.ms"], legacy_timeout_ms)
         for name, raw in broker_options.items():
             wanted = CLUSTER_OPTIONS[name].parse(raw)
             if name == "log.dirs":
@@ -148,7 +163,7 @@ class Cluster:
                     "broker-side settings are fixed when a cluster is created (drop the option, "
                     "or use a new cluster path)"
                 )
-        cluster = cls(path, config, cluster_id)
+        cluster = cls(path, config, cluster_id, legacy_timeout_ms)
         cluster._check_log_dirs()
         cluster.metadata.ensure_snapshot()  # derived data, for readers without SQLite
         return cluster

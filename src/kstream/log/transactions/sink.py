@@ -14,8 +14,11 @@ then calls ``commit(messages, batchId)`` once on the driver. So:
   replay's writes are aborted;
 * open writes of the sink that are in no commit decision (failed task
   attempts, zombies of an earlier run) are aborted at every commit, and any
-  write no decision names is aborted ``transaction.timeout.ms`` after its task
-  started (:mod:`kstream.log.transactions.expiry`), so it never becomes visible and
+  write no decision names is aborted the cluster's ``transaction.max.timeout.ms``
+  after its task started (a task has no producer setting of its own; an older
+  cluster's stored ``transaction.timeout.ms`` where it has one:
+  :attr:`~kstream.log.transactions.store.TransactionStore.default_timeout_ms`;
+  :mod:`kstream.log.transactions.expiry`), so it never becomes visible and
   never holds the LSO for good.
 
 Fencing: a task attempt's writes live while its ``sink_producers`` row does.
@@ -116,14 +119,14 @@ class SinkStore:
         self._refuse_if_timed_out(sink_id, producer_id, rows[0][0])
 
     def _refuse_if_timed_out(self, sink_id: str, producer_id: int, created_ms: int) -> None:
-        """A task write past transaction.timeout.ms reads as aborted to every reader
+        """A task write past its timeout (the cluster's) reads as aborted to every reader
         (:mod:`kstream.log.transactions.view`) even before the expiry fences it: it may write no more."""
-        timeout_ms = self.transactions.timeout_ms
+        timeout_ms = self.transactions.default_timeout_ms
         if timeout_ms is not None and _now() >= created_ms + timeout_ms:
             raise FencedError(f"task producer {producer_id} of sink {sink_id!r} began more than "
-                              f"transaction.timeout.ms={timeout_ms} ago: its writes are aborted and it may not "
-                              "write more (Spark runs the batch again if it still needs it; or raise "
-                              "transaction.timeout.ms)")
+                              f"{timeout_ms} ms ago (the cluster's transaction.max.timeout.ms): its writes are aborted and "
+                              "it may not write more (Spark runs the batch again if it still needs it; or use a "
+                              "cluster created with a larger transaction.max.timeout.ms)")
 
     def last_committed(self, sink_id: str) -> int | None:
         """The newest batch of the sink that is Committed (older ones are pruned)."""
@@ -146,7 +149,7 @@ class SinkStore:
         Spark replays only its newest batch, so the query's checkpoint was rolled back, and
         passing the batch as written would drop its rows silently.
         FencedError, with nothing committed, when some of the writes were aborted already
-        (they outlived transaction.timeout.ms): run the batch again."""
+        (they outlived the cluster's transaction.max.timeout.ms): run the batch again."""
         self.recover(sink_id)
         last = self.last_committed(sink_id)
         if last is not None and batch_id <= last:
@@ -159,7 +162,7 @@ class SinkStore:
                     "start the query on a fresh checkpoint location to write them as a new query")
             return False
         payload = json.dumps([[w.producer_id, [list(p) for p in w.partitions], w.records] for w in writes])
-        timeout_ms = self.transactions.timeout_ms
+        timeout_ms = self.transactions.default_timeout_ms
         with self._write() as tx:
             # A write past its deadline already reads as aborted (kstream.log.transactions.view): it is
             # gone for the decision too, even while its row waits for the expiry.
@@ -174,8 +177,9 @@ class SinkStore:
             self._abort(sink_id, {w.producer_id for w in writes})
             raise FencedError(
                 f"batch {batch_id} of sink {sink_id!r} cannot commit: the writes of task producer(s) {gone} were "
-                "aborted (older than transaction.timeout.ms); nothing of the batch was committed. Restart the "
-                "query to run the batch again (or raise transaction.timeout.ms)")
+                "aborted (older than the cluster's transaction.max.timeout.ms); nothing of the batch was "
+                "committed. Restart the query to run the batch again (or use a cluster created with a larger "
+                "transaction.max.timeout.ms)")
         self._finish(sink_id, batch_id, writes)
         self._abort_orphans(sink_id)
         return True
@@ -187,10 +191,10 @@ class SinkStore:
         self._abort_orphans(sink_id)
 
     def fence_expired(self) -> list[str]:
-        """Fence task writes of any sink older than transaction.timeout.ms that no decision
+        """Fence task writes of any sink older than their timeout that no decision
         names (their rows go; :func:`~kstream.log.transactions.writer.abort_orphans` aborts them).
         Returns the sinks with a commit decision that old, to roll forward."""
-        timeout_ms = self.transactions.timeout_ms
+        timeout_ms = self.transactions.default_timeout_ms
         if timeout_ms is None:
             return []
         query = "SELECT sink_id, producer_id FROM sink_producers WHERE created_ms <= ?"

@@ -13,10 +13,20 @@ transaction's rows go when its marker is written; an aborted one leaves
 (producer id, first offset, marker offset) behind so read_committed readers
 skip its frames.
 
+Each transaction has its own timeout, as in Kafka: the producer's
+``transaction.timeout.ms``, recorded when the transaction begins (in
+``transaction_timeouts``, one row per transactional id naming the producer id and
+begin time it belongs to), at most the cluster's ``transaction.max.timeout.ms``
+(:meth:`check_timeout`, at ``init_transactions()``). What recorded no timeout of
+its own (a transaction an older kstream began: the row names another begin; a
+Spark sink task's write) has the cluster's (:attr:`TransactionStore.default_timeout_ms`).
+A separate table, not a column, so that an older kstream writing ``transactions``
+(rolled back to) keeps working and its transactions read with its own timeout.
+
 Fencing (DESIGN §9): every writer's epoch is checked under the partition lock
 on every append (:meth:`check_writable`), and whatever ends a transaction that
 is not its own bumps the epoch first: :meth:`init` (a new instance) and
-:meth:`fence_expired` (``transaction.timeout.ms`` after the transaction began;
+:meth:`fence_expired` (the transaction's timeout after it began;
 run by writers and the next instance; readers never write, they apply what is
 fixed in their own view: :mod:`kstream.log.transactions.view`). A fenced producer's next
 write, commit or abort raises :class:`FencedError`; nothing of it is written.
@@ -45,7 +55,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kstream.errors import FencedError, KStreamError
+from kstream.config.options import MIN_TRANSACTION_TIMEOUT_MS
+from kstream.errors import FencedError, InvalidTransactionTimeoutError, KStreamError
 from kstream.log.cluster.metadata import Metadata
 
 if TYPE_CHECKING:
@@ -73,6 +84,9 @@ CREATE TABLE IF NOT EXISTS transaction_offsets (
 CREATE INDEX IF NOT EXISTS transaction_offsets_by_group ON transaction_offsets (group_id);
 CREATE TABLE IF NOT EXISTS transaction_offset_sequences (
     transactional_id TEXT PRIMARY KEY, sequence INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS transaction_timeouts (
+    transactional_id TEXT PRIMARY KEY, producer_id INTEGER NOT NULL, started_ms INTEGER NOT NULL,
+    timeout_ms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS sink_batches (
     sink_id TEXT NOT NULL, batch_id INTEGER NOT NULL, state TEXT NOT NULL, writes TEXT NOT NULL,
     updated_ms INTEGER NOT NULL, PRIMARY KEY (sink_id, batch_id));
@@ -95,7 +109,7 @@ _LIVE_SQL = "('Ongoing', 'PrepareCommit', 'PrepareAbort')"
 @dataclass(frozen=True)
 class TransactionState:
     """A transactional id's row. ``updated_ms`` is when the transaction began while it is
-    live (its deadline is that plus transaction.timeout.ms)."""
+    live (its deadline is that plus its timeout, :meth:`TransactionStore.timeout_of`)."""
 
     transactional_id: str
     producer_id: int
@@ -121,14 +135,22 @@ class Holder:
 class TransactionStore:
     """Transaction rows in one cluster's metadata database (same connection, same rules).
 
-    Built with :meth:`for_cluster`, it knows ``transaction.timeout.ms`` and its cluster (the
+    Built with :meth:`for_cluster`, it knows the cluster's timeouts and the cluster (the
     expiry, :mod:`kstream.log.transactions.expiry`, needs both); built from the metadata alone
-    it only answers queries."""
+    it only answers queries (no deadlines)."""
 
     def __init__(self, metadata: Metadata, cluster: Cluster | None = None):
         self.metadata = metadata
         self.cluster = cluster
-        self.timeout_ms: int | None = None if cluster is None else int(cluster.config["transaction.timeout.ms"])
+        self.max_timeout_ms: int | None = None
+        """``transaction.max.timeout.ms``: the most a producer's transaction.timeout.ms may be."""
+        self.default_timeout_ms: int | None = None
+        """The timeout of what recorded none: a Spark sink task's write, a transaction an older
+        kstream began. An older cluster's stored transaction.timeout.ms, else the maximum."""
+        if cluster is not None:
+            self.max_timeout_ms = int(cluster.config["transaction.max.timeout.ms"])
+            legacy = cluster.legacy_transaction_timeout_ms
+            self.default_timeout_ms = self.max_timeout_ms if legacy is None else legacy
 
     def ensure_schema(self) -> None:
         """Make the transaction tables if missing: every write here does it first; a writer
@@ -148,6 +170,16 @@ class TransactionStore:
         return cls(cluster.metadata, cluster)
 
     # -- transactional ids ---------------------------------------------------------------------
+
+    def check_timeout(self, transactional_id: str, timeout_ms: int) -> None:
+        """``init_transactions()`` with ``timeout_ms`` above the cluster's maximum is refused,
+        as a Kafka broker refuses it (INVALID_TRANSACTION_TIMEOUT), before anything is fenced."""
+        if self.max_timeout_ms is not None and timeout_ms > self.max_timeout_ms:
+            raise InvalidTransactionTimeoutError(
+                f"init_transactions() of transactional.id {transactional_id!r}: transaction.timeout.ms="
+                f"{timeout_ms} is larger than this cluster's transaction.max.timeout.ms={self.max_timeout_ms}; "
+                f"set the producer's transaction.timeout.ms to at most {self.max_timeout_ms} (or use a cluster "
+                "created with a larger transaction.max.timeout.ms)")
 
     def fence(self, transactional_id: str) -> TransactionState | None:
         """A new instance takes over: if a transaction of the id is live, bump the epoch (the
@@ -205,9 +237,10 @@ class TransactionStore:
         if state.state != ONGOING:
             raise FencedError(f"the transaction of {transactional_id!r} (epoch {epoch}) is not open ({state.state}); "
                               "begin_transaction() first")
-        if self._past_deadline(state):
+        timeout_ms = self.timeout_of(state)
+        if self._past_deadline(state, timeout_ms):
             self._fence_timed_out(transactional_id, epoch)
-            raise self._timed_out(transactional_id, epoch)
+            raise self._timed_out(transactional_id, epoch, timeout_ms)
 
     @contextmanager
     def while_ongoing(self, transactional_id: str, epoch: int) -> Iterator[sqlite3.Connection]:
@@ -223,7 +256,9 @@ class TransactionStore:
                                   "timed out or ended); begin_transaction() first")
             yield tx
 
-    def begin(self, transactional_id: str, epoch: int) -> None:
+    def begin(self, transactional_id: str, epoch: int, timeout_ms: int | None = None) -> None:
+        """Open a transaction; ``timeout_ms`` (the producer's transaction.timeout.ms) is recorded
+        with it in the same SQLite transaction (None: the cluster's :attr:`default_timeout_ms`)."""
         with self._write() as tx:
             row = _row(tx, transactional_id)
             if row is None or row.epoch != epoch:
@@ -231,8 +266,14 @@ class TransactionStore:
             if row.state in LIVE:
                 raise KStreamError(f"the previous transaction of {transactional_id!r} is still {row.state}; "
                                    "commit_transaction() or abort_transaction() it first")
+            now = _now()
             tx.execute("UPDATE transactions SET state = ?, partitions = '[]', updated_ms = ? "
-                       "WHERE transactional_id = ?", (ONGOING, _now(), transactional_id))
+                       "WHERE transactional_id = ?", (ONGOING, now, transactional_id))
+            if timeout_ms is None:
+                tx.execute("DELETE FROM transaction_timeouts WHERE transactional_id = ?", (transactional_id,))
+            else:
+                tx.execute("INSERT OR REPLACE INTO transaction_timeouts VALUES (?, ?, ?, ?)",
+                           (transactional_id, row.producer_id, now, timeout_ms))
             tx.execute("DELETE FROM transaction_offsets WHERE transactional_id = ?", (transactional_id,))
 
     def prepare(self, transactional_id: str, epoch: int, commit: bool,
@@ -253,7 +294,8 @@ class TransactionStore:
             if row.state != ONGOING:
                 raise FencedError(f"the transaction of {transactional_id!r} (epoch {epoch}) is not open "
                                   f"({row.state}); begin_transaction() first")
-            if self._past_deadline(row):
+            timeout_ms = self.timeout_of(row, tx)
+            if self._past_deadline(row, timeout_ms):
                 timed_out = True
                 tx.execute("UPDATE transactions SET epoch = ?, state = ? WHERE transactional_id = ?",
                            (epoch + 1, PREPARE_ABORT, transactional_id))
@@ -262,7 +304,7 @@ class TransactionStore:
                     check(tx)
                 tx.execute("UPDATE transactions SET state = ? WHERE transactional_id = ?", (target, transactional_id))
         if timed_out:
-            raise self._timed_out(transactional_id, epoch)
+            raise self._timed_out(transactional_id, epoch, timeout_ms)
         return self.get(transactional_id)
 
     def add_partition(self, transactional_id: str, epoch: int, producer_id: int, topic: str, partition: int,
@@ -307,29 +349,35 @@ class TransactionStore:
     # -- expiry ------------------------------------------------------------------------------------
 
     def fence_expired(self) -> int:
-        """Fence every Ongoing transaction past its deadline: bump the epoch, decide abort
+        """Fence every Ongoing transaction past its own deadline: bump the epoch, decide abort
         (its markers are written by :meth:`decided_expired`'s caller). Returns how many."""
-        if self.timeout_ms is None:
+        if self.default_timeout_ms is None:
             return 0
-        query = "SELECT transactional_id, epoch FROM transactions WHERE state = ? AND updated_ms <= ?"
-        args = (ONGOING, _now() - self.timeout_ms)
-        if not self.metadata.read_rows(query, args):
+        if not self._expired((ONGOING,)):
             return 0  # the usual case: no write lock taken (nor a table made)
+        fenced = 0
         with self._write() as tx:
-            rows = tx.execute(query, args).fetchall()
-            for transactional_id, epoch in rows:
+            for row in self._expired((ONGOING,), tx):
                 tx.execute("UPDATE transactions SET epoch = ?, state = ? WHERE transactional_id = ?",
-                           (epoch + 1, PREPARE_ABORT, transactional_id))
-        return len(rows)
+                           (row.epoch + 1, PREPARE_ABORT, row.transactional_id))
+                fenced += 1
+        return fenced
 
     def decided_expired(self) -> list[TransactionState]:
         """Decided (Prepare) transactions past their deadline: their deciders died half way."""
-        if self.timeout_ms is None:
+        if self.default_timeout_ms is None:
             return []
-        rows = self.metadata.read_rows(
-            "SELECT transactional_id FROM transactions WHERE state IN (?, ?) AND updated_ms <= ?",
-            (PREPARE_COMMIT, PREPARE_ABORT, _now() - self.timeout_ms))
-        return [self.get(r[0]) for r in rows]
+        return self._expired((PREPARE_COMMIT, PREPARE_ABORT))
+
+    def _expired(self, states: tuple[str, ...], tx: sqlite3.Connection | None = None) -> list[TransactionState]:
+        """Rows in ``states`` past their own deadline (read in ``tx``, or outside a write)."""
+        # No timeout is below the minimum: younger rows need no look at their own.
+        query = (f"SELECT transactional_id, producer_id, epoch, state, partitions, updated_ms FROM transactions "
+                 f"WHERE state IN ({','.join('?' * len(states))}) AND updated_ms <= ?")
+        args = (*states, _now() - MIN_TRANSACTION_TIMEOUT_MS)
+        rows = tx.execute(query, args).fetchall() if tx is not None else self.metadata.read_rows(query, args)
+        candidates = [_state(r[0], r[1:]) for r in rows]
+        return [state for state in candidates if self._past_deadline(state, self.timeout_of(state, tx))]
 
     def orphans(self) -> list[tuple[str, int, int]]:
         """(topic, partition, producer id) of open rows no live transaction or sink write holds."""
@@ -384,7 +432,11 @@ class TransactionStore:
             else:
                 out.append(Holder(producer_id, first, None, None, None, None, 0))
                 continue
-            deadline = None if self.timeout_ms is None else begun + self.timeout_ms
+            if txn_id is None:
+                timeout_ms = self.default_timeout_ms  # a sink task's write
+            else:
+                timeout_ms = self.timeout_of(TransactionState(txn_id, producer_id, epoch, state, (), begun))
+            deadline = None if timeout_ms is None else begun + timeout_ms
             out.append(Holder(producer_id, first, owner, epoch, state, begun, deadline))
         return out
 
@@ -420,22 +472,44 @@ class TransactionStore:
         rows = self.metadata.read_rows(_ROW_SQL, (transactional_id,))
         return _state(transactional_id, rows[0]) if rows else None
 
-    def _past_deadline(self, state: TransactionState) -> bool:
-        return self.timeout_ms is not None and _now() >= state.updated_ms + self.timeout_ms
+    def timeout_of(self, state: TransactionState, tx: sqlite3.Connection | None = None) -> int | None:
+        """The timeout of ``state``'s transaction (live: begun at ``updated_ms``): the one recorded
+        when it began, else the cluster's :attr:`default_timeout_ms`. None without a cluster."""
+        if self.default_timeout_ms is None:
+            return None
+        args = (state.transactional_id,)
+        rows = tx.execute(_TIMEOUT_SQL, args).fetchall() if tx is not None else self.metadata.read_rows(
+            _TIMEOUT_SQL, args)
+        if rows and (rows[0][0], rows[0][1]) == (state.producer_id, state.updated_ms):
+            return int(rows[0][2])
+        return self.default_timeout_ms  # none recorded, or an older kstream began this one
+
+    def deadline_ms(self, state: TransactionState) -> int | None:
+        """When ``state``'s live transaction times out (None: no timeout known)."""
+        timeout_ms = self.timeout_of(state)
+        return None if timeout_ms is None else state.updated_ms + timeout_ms
+
+    @staticmethod
+    def _past_deadline(state: TransactionState, timeout_ms: int | None) -> bool:
+        return timeout_ms is not None and _now() >= state.updated_ms + timeout_ms
 
     def _fence_timed_out(self, transactional_id: str, epoch: int) -> None:
         with self._write() as tx:
             tx.execute("UPDATE transactions SET epoch = ?, state = ? WHERE transactional_id = ? AND epoch = ? "
                        "AND state = ?", (epoch + 1, PREPARE_ABORT, transactional_id, epoch, ONGOING))
 
-    def _timed_out(self, transactional_id: str, epoch: int) -> FencedError:
+    def _timed_out(self, transactional_id: str, epoch: int, timeout_ms: int | None) -> FencedError:
         return FencedError(
-            f"the transaction of {transactional_id!r} (epoch {epoch}) passed transaction.timeout.ms="
-            f"{self.timeout_ms} and was aborted; this producer is fenced: close it, create a new one and "
-            "call init_transactions() (or commit sooner / raise transaction.timeout.ms)")
+            f"the transaction of {transactional_id!r} (epoch {epoch}) passed its transaction.timeout.ms="
+            f"{timeout_ms} and was aborted; this producer is fenced: close it, create a new one and "
+            "call init_transactions() (or commit sooner / raise the producer's transaction.timeout.ms, up to "
+            f"the cluster's transaction.max.timeout.ms={self.max_timeout_ms})")
 
 
 _ROW_SQL = "SELECT producer_id, epoch, state, partitions, updated_ms FROM transactions WHERE transactional_id = ?"
+# Read apart from _ROW_SQL: a reader of a cluster whose tables an older kstream made has no such
+# table (read_rows reads it as empty), and a join would empty the transactions read with it.
+_TIMEOUT_SQL = "SELECT producer_id, started_ms, timeout_ms FROM transaction_timeouts WHERE transactional_id = ?"
 
 
 def _row(tx: sqlite3.Connection, transactional_id: str) -> TransactionState | None:

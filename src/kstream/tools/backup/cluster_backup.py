@@ -342,7 +342,8 @@ class _Backup:
         """Each partition's HW as readers see it now (bounds()), read through a second
         connection: this one holds the write lock, and a reader's confirming read must
         find it busy (it then writes nothing and waits for nothing)."""
-        reader = Cluster(self.source.path, self.source.config, self.source.cluster_id)
+        reader = Cluster(self.source.path, self.source.config, self.source.cluster_id,
+                         self.source.legacy_transaction_timeout_ms)
         found = {}
         try:
             for info in topics:
