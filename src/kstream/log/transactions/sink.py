@@ -124,9 +124,9 @@ class SinkStore:
         timeout_ms = self.transactions.default_timeout_ms
         if timeout_ms is not None and _now() >= created_ms + timeout_ms:
             raise FencedError(f"task producer {producer_id} of sink {sink_id!r} began more than "
-                              f"{timeout_ms} ms ago (the cluster's transaction.max.timeout.ms): its writes are aborted and "
-                              "it may not write more (Spark runs the batch again if it still needs it; or use a "
-                              "cluster created with a larger transaction.max.timeout.ms)")
+                              f"{timeout_ms} ms ago (the cluster's transaction.max.timeout.ms): its writes are "
+                              "aborted and it may not write more (Spark runs the batch again if it still needs it; "
+                              "or use a cluster created with a larger transaction.max.timeout.ms)")
 
     def last_committed(self, sink_id: str) -> int | None:
         """The newest batch of the sink that is Committed (older ones are pruned)."""
