@@ -91,11 +91,16 @@ def committed_offsets(cluster_path: str, group: str) -> dict[tuple[str, int], in
         service.cluster.close()
 
 
-def open_transaction(cluster_path: str, transactional_id: str, topic: str, value: bytes):
-    """A transactional producer holding one flushed record (partition 0) in an open transaction."""
+def open_transaction(cluster_path: str, transactional_id: str, topic: str, value: bytes,
+                     timeout_ms: int | None = None):
+    """A transactional producer holding one flushed record (partition 0) in an open transaction
+    (``timeout_ms``: its transaction.timeout.ms, else the default)."""
     from kstream import Producer
 
-    producer = Producer({"cluster": cluster_path, "transactional.id": transactional_id, "linger.ms": 0})
+    config = {"cluster": cluster_path, "transactional.id": transactional_id, "linger.ms": 0}
+    if timeout_ms is not None:
+        config["transaction.timeout.ms"] = timeout_ms
+    producer = Producer(config)
     producer.init_transactions()
     producer.begin_transaction()
     producer.produce(topic, value, partition=0)

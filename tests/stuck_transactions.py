@@ -19,6 +19,7 @@ from kstream.log.transactions.sink import COMMITTING, SinkStore, SinkTaskWriter
 from kstream.log.transactions.store import TransactionStore
 
 TIMEOUT_MS = 1000  # the smallest transaction.timeout.ms allowed
+SHORT = {"transaction.timeout.ms": TIMEOUT_MS}  # a transactional producer's own timeout
 COMMITTED_VIEW = [[b"c-0", b"c-1", b"later-0"], [b"decided", b"sink-committing", b"later-1"]]
 
 
@@ -44,9 +45,10 @@ def task_attempt(path: str, sink_id: str) -> tuple[Producer, SinkTaskWriter]:
 def stuck_cluster(tmp_path, with_group: bool):
     """The writers stay open until the test ends (closing one could end its transaction)."""
     path = str(tmp_path / "c")
-    with Admin({"cluster": path, "transaction.timeout.ms": TIMEOUT_MS}) as admin:
+    # Spark task writes time out at the cluster's maximum, transactions at their producer's (SHORT).
+    with Admin({"cluster": path, "transaction.max.timeout.ms": TIMEOUT_MS}) as admin:
         admin.create_topics([NewTopic("txn", 2)])["txn"].result()
-    with Producer({"cluster": path, "transactional.id": "ok", "linger.ms": 0}) as ok:
+    with Producer({"cluster": path, **SHORT, "transactional.id": "ok", "linger.ms": 0}) as ok:
         ok.init_transactions()
         ok.begin_transaction()
         ok.produce("txn", b"c-0", partition=0)
@@ -58,8 +60,8 @@ def stuck_cluster(tmp_path, with_group: bool):
         groups.close()
         groups.cluster.close()
     opened = time.time() * 1000
-    dead = open_transaction(path, "dead", "txn", b"expired")  # Ongoing; its process "died"
-    decided = Producer({"cluster": path, "transactional.id": "decided", "linger.ms": 0})
+    dead = open_transaction(path, "dead", "txn", b"expired", TIMEOUT_MS)  # Ongoing; its process "died"
+    decided = Producer({"cluster": path, **SHORT, "transactional.id": "decided", "linger.ms": 0})
     decided.init_transactions()
     decided.begin_transaction()
     decided.produce("txn", b"decided", partition=1)

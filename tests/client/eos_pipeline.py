@@ -11,6 +11,7 @@ to SIGKILL it at a step of a commit (kstream.log.storage.faults.crash_point).
 
 from __future__ import annotations
 
+import os
 import sys
 
 from kstream import Consumer, Producer, TopicPartition
@@ -24,7 +25,9 @@ def run(cluster: str, group: str, transactional_id: str, batch: int, subscribe: 
         consumer.subscribe(["in"])
     else:
         consumer.assign([TopicPartition("in", 0)])
-    producer = Producer({"cluster": cluster, "transactional.id": transactional_id, "linger.ms": 0})
+    timeout_ms = int(os.environ.get("EOS_TRANSACTION_TIMEOUT_MS", "60000"))  # the test's choice
+    producer = Producer({"cluster": cluster, "transactional.id": transactional_id, "linger.ms": 0,
+                         "transaction.timeout.ms": timeout_ms})
     producer.init_transactions()
     producer.begin_transaction()
     done = pending = 0

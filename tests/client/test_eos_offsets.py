@@ -30,12 +30,9 @@ BATCH = 10
 TIMEOUT_MS = 1000  # the smallest transaction.timeout.ms allowed
 
 
-def make_cluster(tmp_path, timeout_ms: int | None = None) -> str:
+def make_cluster(tmp_path) -> str:
     path = str(tmp_path / "c")
-    config = {"cluster": path}
-    if timeout_ms is not None:
-        config["transaction.timeout.ms"] = timeout_ms
-    with Admin(config) as admin:
+    with Admin({"cluster": path}) as admin:
         for topic in ("in", "out"):
             admin.create_topics([NewTopic(topic, 1)])[topic].result()
     with Producer({"cluster": path}) as producer:
@@ -44,11 +41,16 @@ def make_cluster(tmp_path, timeout_ms: int | None = None) -> str:
     return path
 
 
-def run_pipeline(path: str, crash_at: str | None = None, *mode: str) -> subprocess.CompletedProcess:
+def run_pipeline(path: str, crash_at: str | None = None, *mode: str,
+                 timeout_ms: int | None = None) -> subprocess.CompletedProcess:
+    """eos_pipeline.py (``timeout_ms``: its producer's transaction.timeout.ms, else the default)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     env.pop("KSTREAM_CRASH_AT", None)
+    env.pop("EOS_TRANSACTION_TIMEOUT_MS", None)
     if crash_at:
         env["KSTREAM_CRASH_AT"] = crash_at
+    if timeout_ms is not None:
+        env["EOS_TRANSACTION_TIMEOUT_MS"] = str(timeout_ms)
     return subprocess.run([sys.executable, PIPELINE, path, "g", "etl", str(BATCH), *mode], env=env,
                           capture_output=True, timeout=120)
 
@@ -292,8 +294,8 @@ def test_describe_and_lag_show_a_decided_commits_offsets_without_writing_them(tm
 
 
 def test_a_writers_expiry_completes_the_offsets_of_a_decided_commit_whose_producer_died(tmp_path):
-    path = make_cluster(tmp_path, timeout_ms=TIMEOUT_MS)
-    assert run_pipeline(path, "txn.prepared:2").returncode == -9
+    path = make_cluster(tmp_path)
+    assert run_pipeline(path, "txn.prepared:2", timeout_ms=TIMEOUT_MS).returncode == -9
     assert table_offsets(path) == {("in", 0): 10}
     time.sleep(TIMEOUT_MS / 1000 + 0.1)
     assert outputs(path) == expected(20)  # a read_committed reader sees the decision ...
@@ -374,8 +376,8 @@ def test_the_transaction_layer_finishes_offsets_only_through_the_applier_groups_
     """The transaction layer never imports groups (issue 27): in a process that loaded no groups
     code, finishing a decided commit that carries offsets refuses before Complete (markers are
     idempotent), so the commit stays decided for a finisher that has the applier."""
-    path = make_cluster(tmp_path, timeout_ms=TIMEOUT_MS)
-    assert run_pipeline(path, "txn.prepared:2").returncode == -9
+    path = make_cluster(tmp_path)
+    assert run_pipeline(path, "txn.prepared:2", timeout_ms=TIMEOUT_MS).returncode == -9
     time.sleep(TIMEOUT_MS / 1000 + 0.1)
     code = ("import sys\n"
             "from kstream.errors import KStreamError\n"

@@ -29,6 +29,7 @@ from kstream.log.transactions.store import TransactionStore
 from kstream.tools.cli.main import cli
 from stuck_transactions import (
     COMMITTED_VIEW,
+    SHORT,
     TIMEOUT_MS,
     snapshot,
     stuck_cluster,
@@ -63,7 +64,7 @@ def test_a_read_committed_consumer_sees_the_fixed_outcomes_and_writes_nothing(st
 
 def test_the_read_only_view_equals_the_view_after_the_expiry_ran(stuck):
     read_only = committed_view(stuck)
-    with Producer({"cluster": stuck, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
+    with Producer({"cluster": stuck, **SHORT, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
         writer.init_transactions()  # a writer passing by runs the expiry: markers, fencing
     cluster = Cluster.open(stuck)
     try:
@@ -171,10 +172,10 @@ def test_the_read_only_console_writes_nothing_on_a_get(stuck):
 
 def test_a_transaction_a_reader_saw_as_aborted_can_never_commit(tmp_path):
     path = str(tmp_path / "c")
-    with Admin({"cluster": path, "transaction.timeout.ms": TIMEOUT_MS}) as admin:
+    with Admin({"cluster": path, "transaction.max.timeout.ms": TIMEOUT_MS}) as admin:
         admin.create_topics([NewTopic("t", 1)])["t"].result()
     opened = time.time() * 1000
-    late = open_transaction(path, "late", "t", b"late")
+    late = open_transaction(path, "late", "t", b"late", TIMEOUT_MS)
     wait_past_deadline(opened)
     before = snapshot(path)
     assert consume_values(path, "t", 1) == []  # reads as aborted ...
@@ -187,7 +188,7 @@ def test_a_transaction_a_reader_saw_as_aborted_can_never_commit(tmp_path):
 
 def test_a_sink_task_write_past_its_deadline_can_neither_append_nor_commit_before_any_expiry(tmp_path):
     path = str(tmp_path / "c")
-    with Admin({"cluster": path, "transaction.timeout.ms": TIMEOUT_MS}) as admin:
+    with Admin({"cluster": path, "transaction.max.timeout.ms": TIMEOUT_MS}) as admin:
         admin.create_topics([NewTopic("t", 2)])["t"].result()
     sink = "batch:job-1"
     task, writer = task_attempt(path, sink)
@@ -196,7 +197,7 @@ def test_a_sink_task_write_past_its_deadline_can_neither_append_nor_commit_befor
     task.flush()
     wait_past_deadline(opened)
     for partition in (0, 1):  # one it wrote, one it had not: both refused, nobody expired it
-        with pytest.raises(FencedError, match="transaction.timeout.ms"):
+        with pytest.raises(FencedError, match="transaction.max.timeout.ms"):
             task.produce("t", b"more", partition=partition)
             task.flush()
     driver = Cluster.open(path)
@@ -217,7 +218,7 @@ def test_a_consumer_polling_through_an_expiry_sees_each_record_once(stuck):
     while message is not None and message.error() is None:
         seen.append(message.value())
         if len(seen) == 1:
-            with Producer({"cluster": stuck, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
+            with Producer({"cluster": stuck, **SHORT, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
                 writer.init_transactions()
         message = consumer.poll(1.0)
     consumer.close()
@@ -229,7 +230,7 @@ def decided_etl(path: str) -> Producer:
     commit by a producer that "died" before its markers and Delta commit; the producer."""
     from kstream.groups.transactional_offsets import ConsumerGroupMetadata
 
-    producer = Producer({"cluster": path, "transactional.id": "etl", "linger.ms": 0})
+    producer = Producer({"cluster": path, **SHORT, "transactional.id": "etl", "linger.ms": 0})
     producer.init_transactions()
     producer.begin_transaction()
     producer.produce("txn", b"etl-out", partition=0)
@@ -298,7 +299,8 @@ def test_a_joining_member_starts_at_a_decided_commits_offsets_and_its_commit_rol
         assert etl_state(stuck_with_group) == "PrepareCommit"  # ... and it was not finished
         consumer.commit(offsets=[TopicPartition("txn", 0, 3)], asynchronous=False)
         assert etl_state(stuck_with_group) == "CompleteCommit"  # finished before the commit
-        with Producer({"cluster": stuck_with_group, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
+        with Producer({"cluster": stuck_with_group, **SHORT, "transactional.id": "passer-by",
+                       "linger.ms": 0}) as writer:
             writer.init_transactions()  # the expiry passes by: nothing left to apply
         assert consumer.committed([TopicPartition("txn", 0)])[0].offset == 3
     finally:
@@ -335,10 +337,10 @@ def test_an_expired_transaction_is_not_read_as_aborted_while_a_decision_taken_in
     deadline must not read the transaction as aborted, or it would skip records that the
     decision then commits. It waits (the LSO held) and reads them once the decision lands."""
     path = str(tmp_path / "c")
-    with Admin({"cluster": path, "transaction.timeout.ms": TIMEOUT_MS}) as admin:
+    with Admin({"cluster": path, "transaction.max.timeout.ms": TIMEOUT_MS}) as admin:
         admin.create_topics([NewTopic("t", 1)])["t"].result()
     opened = time.time() * 1000
-    slow = open_transaction(path, "slow", "t", b"slow")
+    slow = open_transaction(path, "slow", "t", b"slow", TIMEOUT_MS)
     with Producer({"cluster": path, "linger.ms": 0}) as plain:
         plain.produce("t", b"later", partition=0)
     consumer = Consumer({"cluster": path, "isolation.level": "read_committed"})

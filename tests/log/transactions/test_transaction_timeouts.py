@@ -80,7 +80,7 @@ def test_the_producers_timeout_is_checked_at_its_own_writes(tmp_path):
     short = open_one(transactional(path, "short", SHORT_MS), b"a")
     long = open_one(transactional(path, "long", LONG_MS), b"b")
     sleep_past(SHORT_MS)
-    with pytest.raises(FencedError, match="passed its transaction.timeout.ms=1000"):
+    with pytest.raises(FencedError, match=r"passed transaction.timeout.ms=1000 \(its own\)"):
         short.produce("t", b"late", partition=0)
         short.flush()
     long.produce("t", b"c", partition=0)

@@ -78,9 +78,9 @@ def test_transactional_producer_needs_an_open_transaction(cluster_path, make_top
 
 def test_a_dead_producers_transaction_is_aborted_after_the_timeout(tmp_path):
     path = str(tmp_path / "c")
-    with Admin({"cluster": path, "transaction.timeout.ms": 1000}) as admin:
+    with Admin({"cluster": path}) as admin:
         admin.create_topics([NewTopic("t", 1)])["t"].result()
-    open_transaction(path, "will-die", "t", b"never committed")  # ... and the process dies here
+    open_transaction(path, "will-die", "t", b"never committed", timeout_ms=1000)  # ... and the process dies here
     with Producer({"cluster": path, "linger.ms": 0}) as plain:
         plain.produce("t", b"later", partition=0)
     assert read(path, "read_committed", partitions=1) == []  # held back by the open transaction

@@ -26,11 +26,14 @@ from kstream.log.transactions.store import TransactionStore
 from kstream.tools.cli.main import cli
 
 TIMEOUT_MS = 1000  # the smallest transaction.timeout.ms allowed
+SHORT = {"transaction.timeout.ms": TIMEOUT_MS}  # a transactional producer's own timeout
 
 
 def short_timeout_cluster(tmp_path, partitions=1) -> str:
+    """A cluster whose transactions (each producer's own timeout, given TIMEOUT_MS) and Spark
+    task writes (the cluster's maximum) time out after TIMEOUT_MS."""
     path = str(tmp_path / "c")
-    with Admin({"cluster": path, "transaction.timeout.ms": TIMEOUT_MS}) as admin:
+    with Admin({"cluster": path, "transaction.max.timeout.ms": TIMEOUT_MS}) as admin:
         admin.create_topics([NewTopic("t", partitions)])["t"].result()
     return path
 
@@ -69,7 +72,7 @@ def log_end(path: str, partition: int = 0, topic: str = "t") -> int:
 
 def expire_by_a_writer(path: str) -> None:
     """A writer passing by (another transactional id's init_transactions) runs the expiry."""
-    with Producer({"cluster": path, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
+    with Producer({"cluster": path, **SHORT, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
         writer.init_transactions()
 
 
@@ -91,7 +94,8 @@ def poll_until(consumer: Consumer, wanted: int, seconds: float = 10.0) -> list[b
 _CHILD = """
 import sys, time
 from kstream import Producer
-producer = Producer({"cluster": sys.argv[1], "transactional.id": "will-die", "linger.ms": 0})
+producer = Producer({"cluster": sys.argv[1], "transaction.timeout.ms": 1000, "transactional.id": "will-die",
+                     "linger.ms": 0})
 producer.init_transactions()
 producer.begin_transaction()
 for i in range(3):
@@ -131,7 +135,7 @@ def test_a_sigkilled_producers_transaction_stops_holding_readers_after_the_timeo
 
 def test_a_dead_producer_is_expired_by_a_fresh_reader_and_shown_by_describe(tmp_path):
     path = short_timeout_cluster(tmp_path)
-    open_transaction(path, "stuck", "t", b"never committed")  # ... and its process dies here
+    open_transaction(path, "stuck", "t", b"never committed", TIMEOUT_MS)  # ... and its process dies here
     opened = now_ms()
     with Producer({"cluster": path, "linger.ms": 0}) as plain:
         plain.produce("t", b"later", partition=0)
@@ -152,7 +156,7 @@ def test_a_dead_producer_is_expired_by_a_fresh_reader_and_shown_by_describe(tmp_
 
 def test_a_timed_out_producer_is_fenced_after_a_reader_expired_its_transaction(tmp_path):
     path = short_timeout_cluster(tmp_path)
-    zombie = open_transaction(path, "slow", "t", b"first")
+    zombie = open_transaction(path, "slow", "t", b"first", TIMEOUT_MS)
     wait_past_deadline(now_ms())
     assert consume_values(path, "t", 1, "read_committed") == []  # the reader aborted it
     end = log_end(path)
@@ -164,7 +168,7 @@ def test_a_timed_out_producer_is_fenced_after_a_reader_expired_its_transaction(t
     assert log_end(path) == end  # nothing of the zombie's was written
     assert consume_values(path, "t", 1, "read_committed") == []
     assert consume_values(path, "t", 1, "read_uncommitted") == [b"first"]
-    successor = Producer({"cluster": path, "transactional.id": "slow", "linger.ms": 0})
+    successor = Producer({"cluster": path, **SHORT, "transactional.id": "slow", "linger.ms": 0})
     successor.init_transactions()
     successor.begin_transaction()
     successor.produce("t", b"from-the-successor", partition=0)
@@ -175,7 +179,7 @@ def test_a_timed_out_producer_is_fenced_after_a_reader_expired_its_transaction(t
 
 def test_a_timed_out_producer_is_fenced_by_its_own_next_write_and_its_records_never_show(tmp_path):
     path = short_timeout_cluster(tmp_path, partitions=2)
-    zombie = open_transaction(path, "late", "t", b"first")
+    zombie = open_transaction(path, "late", "t", b"first", TIMEOUT_MS)
     wait_past_deadline(now_ms())
     ends = [log_end(path, p) for p in range(2)]
     # Nobody expired it yet: the zombie's own write, to a partition it had or had not written, finds it.
@@ -188,7 +192,7 @@ def test_a_timed_out_producer_is_fenced_by_its_own_next_write_and_its_records_ne
     assert [log_end(path, p) for p in range(2)] == ends
     assert consume_values(path, "t", 2, "read_committed") == []
     assert open_rows(path) == [(0, 0)]  # the fence decided the abort; a reader does not write it
-    successor = Producer({"cluster": path, "transactional.id": "late", "linger.ms": 0})
+    successor = Producer({"cluster": path, **SHORT, "transactional.id": "late", "linger.ms": 0})
     successor.init_transactions()
     assert open_rows(path) == []  # the successor finished it
     successor.begin_transaction()
@@ -200,9 +204,9 @@ def test_a_timed_out_producer_is_fenced_by_its_own_next_write_and_its_records_ne
 
 def test_another_writers_begin_expires_a_timed_out_transaction(tmp_path):
     path = short_timeout_cluster(tmp_path)
-    zombie = open_transaction(path, "gone", "t", b"lost")
+    zombie = open_transaction(path, "gone", "t", b"lost", TIMEOUT_MS)
     opened = now_ms()
-    other = Producer({"cluster": path, "transactional.id": "other", "linger.ms": 0})
+    other = Producer({"cluster": path, **SHORT, "transactional.id": "other", "linger.ms": 0})
     other.init_transactions()
     wait_past_deadline(opened)
     other.begin_transaction()  # a writer touching the cluster enforces the timeout
@@ -330,7 +334,7 @@ def test_a_commit_whose_task_writes_timed_out_fails_and_commits_nothing(tmp_path
     task.flush()
     wait_past_deadline(opened)
     assert consume_values(path, "t", 1, "read_committed") == []  # the task's write reads as aborted
-    with pytest.raises(FencedError, match="transaction.timeout.ms"):  # refused, expired or not
+    with pytest.raises(FencedError, match="transaction.max.timeout.ms"):  # refused, expired or not
         task.produce("t", b"more", partition=0)
         task.flush()
     driver = Cluster.open(path)

@@ -124,7 +124,7 @@ class SinkStore:
         timeout_ms = self.transactions.default_timeout_ms
         if timeout_ms is not None and _now() >= created_ms + timeout_ms:
             raise FencedError(f"task producer {producer_id} of sink {sink_id!r} began more than "
-                              f"{timeout_ms} ms ago (the cluster's transaction.max.timeout.ms): its writes are "
+                              f"transaction.max.timeout.ms={timeout_ms} ago (the cluster's): its writes are "
                               "aborted and it may not write more (Spark runs the batch again if it still needs it; "
                               "or use a cluster created with a larger transaction.max.timeout.ms)")
 

@@ -500,8 +500,8 @@ class TransactionStore:
 
     def _timed_out(self, transactional_id: str, epoch: int, timeout_ms: int | None) -> FencedError:
         return FencedError(
-            f"the transaction of {transactional_id!r} (epoch {epoch}) passed its transaction.timeout.ms="
-            f"{timeout_ms} and was aborted; this producer is fenced: close it, create a new one and "
+            f"the transaction of {transactional_id!r} (epoch {epoch}) passed transaction.timeout.ms="
+            f"{timeout_ms} (its own) and was aborted; this producer is fenced: close it, create a new one and "
             "call init_transactions() (or commit sooner / raise the producer's transaction.timeout.ms, up to "
             f"the cluster's transaction.max.timeout.ms={self.max_timeout_ms})")
 
