@@ -24,6 +24,17 @@ import sys
 import time
 
 from kstream import Producer
+from kstream.log.cluster.cluster import Cluster
+
+
+def round_timeout_ms(cluster: str) -> int:
+    """The round's transaction timeout: harness.setup makes it the cluster's maximum, and every
+    transactional writer of a round asks that (a Spark task's write has the maximum too)."""
+    opened = Cluster.open(cluster)
+    try:
+        return int(opened.config["transaction.max.timeout.ms"])
+    finally:
+        opened.close()
 
 
 def _say(line: str) -> None:
@@ -56,7 +67,8 @@ def produce(cluster: str, topic: str, partitions: int, acks: str, tag: str, coun
 def txn(cluster: str, topic: str, partitions: int, txid: str, tag: str, count: int, pause: float) -> None:
     rng = random.Random(tag)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})  # before any thread: they inherit it
-    producer = Producer({"cluster": cluster, "transactional.id": txid, "linger.ms": 0})
+    producer = Producer({"cluster": cluster, "transactional.id": txid, "linger.ms": 0,
+                         "transaction.timeout.ms": round_timeout_ms(cluster)})
     producer.init_transactions()
     for t in range(count):
         values = [f"{tag}-{t}-{i}" for i in range(rng.randint(1, 8))]

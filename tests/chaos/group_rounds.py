@@ -57,7 +57,7 @@ TXN_TIMEOUT_MS = 2000
 def _setup(ctx: Ctx, partitions: int, txn_timeout_ms: int = 1000) -> None:
     ctx.partitions = partitions
     ctx.cluster = os.path.join(ctx.work, "cluster")
-    with Admin({"cluster": ctx.cluster, "transaction.timeout.ms": txn_timeout_ms}) as admin:
+    with Admin({"cluster": ctx.cluster, "transaction.max.timeout.ms": txn_timeout_ms}) as admin:
         admin.create_topics([NewTopic(TOPIC, partitions, 1, config={"segment.bytes": "8192"})])[TOPIC].result()
         ctx.log_dirs = list(admin.cluster.log_dir_paths().values())
 

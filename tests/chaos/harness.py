@@ -71,7 +71,9 @@ def setup(ctx: Ctx, rf: int, min_isr: int = 1, segment_bytes: int = 8192, journa
           index_interval: int = 4096, txn_timeout_ms: int = 1000) -> None:
     ctx.cluster = os.path.join(ctx.work, "cluster")
     options: dict = {"cluster": ctx.cluster, "min.insync.replicas": min_isr,
-                     "default.replication.factor": rf, "transaction.timeout.ms": txn_timeout_ms}
+                     "default.replication.factor": rf,
+                     # every transactional writer asks it (child.round_timeout_ms); Spark task writes have it
+                     "transaction.max.timeout.ms": txn_timeout_ms}
     if rf > 1:
         ctx.log_dirs = [os.path.join(ctx.work, f"disk{i}") for i in range(3)]
         options["log.dirs"] = ",".join(ctx.log_dirs)

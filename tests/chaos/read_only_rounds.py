@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from click.testing import CliRunner
 
+from chaos.child import round_timeout_ms
 from chaos.harness import (
     TOPIC,
     Ctx,
@@ -69,7 +70,8 @@ def read_only_readers_round(ctx: Ctx) -> None:
         before = _snapshot(ctx)
         seen, high_watermarks = _read_only_views(ctx)
         _compare_snapshots(ctx, before, _snapshot(ctx))
-        with Producer({"cluster": ctx.cluster, "transactional.id": "passer-by", "linger.ms": 0}) as writer:
+        with Producer({"cluster": ctx.cluster, "transactional.id": "passer-by", "linger.ms": 0,
+                       "transaction.timeout.ms": round_timeout_ms(ctx.cluster)}) as writer:
             writer.init_transactions()  # a writer passing by: the expiry writes markers, fences
         read_back(ctx, "after the expiry: ")
     finally:
@@ -85,7 +87,8 @@ def _unfinished(ctx: Ctx) -> list[Producer]:
     try:
         store = TransactionStore.for_cluster(cluster)
         for i in range(rng.randint(1, 2)):  # decided, then "died" before its markers
-            producer = Producer({"cluster": ctx.cluster, "transactional.id": f"decided-{i}", "linger.ms": 0})
+            producer = Producer({"cluster": ctx.cluster, "transactional.id": f"decided-{i}", "linger.ms": 0,
+                                 "transaction.timeout.ms": round_timeout_ms(ctx.cluster)})
             producer.init_transactions()
             producer.begin_transaction()
             values = _write(ctx, producer, f"d{i}")

@@ -107,7 +107,7 @@ def _run_batch(ctx: Ctx, checkpoint: str, batch: int, rows: list[list]) -> None:
 def _setup(ctx: Ctx) -> None:
     ctx.partitions = 3
     ctx.cluster = os.path.join(ctx.work, "cluster")
-    with Admin({"cluster": ctx.cluster, "transaction.timeout.ms": TXN_TIMEOUT_MS}) as admin:
+    with Admin({"cluster": ctx.cluster, "transaction.max.timeout.ms": TXN_TIMEOUT_MS}) as admin:
         admin.create_topics([NewTopic(TOPIC, ctx.partitions, 1, config={"segment.bytes": "8192"})])[TOPIC].result()
         ctx.log_dirs = list(admin.cluster.log_dir_paths().values())
 
