@@ -307,6 +307,8 @@ class InvalidConfigError(ConfigError):
 
 class InvalidTransactionTimeoutError(ConfigError):
     """``init_transactions()`` of a producer whose ``transaction.timeout.ms`` is above the
-    cluster's ``transaction.max.timeout.ms``: the code a Kafka broker answers with."""
+    cluster's ``transaction.max.timeout.ms``: the code a Kafka broker answers with, fatal as
+    librdkafka makes it (the producer's transactional calls raise it again: make a new one)."""
 
     error_name = "INVALID_TRANSACTION_TIMEOUT"
+    error_fatal = True

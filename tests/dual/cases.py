@@ -109,12 +109,7 @@ SCENARIOS = (
     # (docs/COMPAT.md, dual-3): the plain record's offset is compared as N.
     script("transactions", (r"\d+:plain-3", "N:plain-3")),
     script("transaction_killed"),
-    script("transaction_timeout", differences=(
-        Difference(doc(7), r"^transaction.timeout.ms=10000: committed\ntransaction.timeout.ms=120000: committed\n"
-                           r"read_committed: \['within 10000 ms', 'within 120000 ms'\]$",
-                   r"^transaction.timeout.ms=10000: refused, _INVALID_ARG\n"
-                   r"transaction.timeout.ms=120000: refused, _INVALID_ARG\nread_committed: \[\]$"),
-    )),
+    script("transaction_timeout"),
     script("group_rebalance"),
     script("offsets_for_times"),
     script("delete_records", differences=(

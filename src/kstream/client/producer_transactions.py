@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kstream import groups as groups_face
-from kstream.errors import FencedError, IllegalGenerationError, KStreamError
+from kstream.errors import FencedError, IllegalGenerationError, InvalidTransactionTimeoutError, KStreamError
 from kstream.groups.transactional_offsets import send_offsets, senders_check
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.transactions.expiry import try_expire
@@ -47,12 +47,18 @@ class ProducerTransactions:
         self.open = False
         self.sent_offsets = False  # the open transaction carries group offsets
         self._groups: ConsumerGroups | None = None
+        self._fatal: KStreamError | None = None  # librdkafka: after a fatal error, every call raises it
 
     def init(self) -> None:
         """Register with a new epoch (fencing older instances) and finish what they left
         decided or open (an open transaction is aborted, a decided commit completed)."""
+        self._raise_fatal()
         store = TransactionStore.for_cluster(self.cluster)
-        store.check_timeout(self.transactional_id, self.timeout_ms)  # Kafka refuses it before fencing anyone
+        try:
+            store.check_timeout(self.transactional_id, self.timeout_ms)  # Kafka refuses it before fencing anyone
+        except InvalidTransactionTimeoutError as err:
+            self._fatal = err
+            raise
         try_expire(store)  # other ids' expired transactions: their failure is not ours
         for _ in range(_INIT_ATTEMPTS):
             left = store.fence(self.transactional_id)
@@ -117,7 +123,12 @@ class ProducerTransactions:
             self._groups.close()
             self._groups = None
 
+    def _raise_fatal(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+
     def _writer(self) -> TxnWriter:
+        self._raise_fatal()
         if self.writer is None:
             raise KStreamError(f"call init_transactions() first (transactional.id={self.transactional_id!r})")
         return self.writer

@@ -3,8 +3,11 @@
     transaction_timeout.py <bootstrap> <topic>
 
 confluent-kafka's default is 60000 ms; an application that keeps transactions open longer,
-or wants a dead producer's transaction aborted sooner, sets it. Printed: whether the producer
-is built, and a committed transaction's records as read_committed sees them.
+or wants a dead producer's transaction aborted sooner, sets it, up to the broker's
+transaction.max.timeout.ms (900000 by default: init_transactions() refuses more with
+INVALID_TRANSACTION_TIMEOUT). librdkafka itself refuses, when the producer is built, a
+message.timeout.ms above transaction.timeout.ms. Printed: what each producer got, and the
+committed transactions' records as read_committed sees them.
 """
 
 import sys
@@ -13,21 +16,34 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
+def describe(error):
+    return f"{error.name()} (fatal={error.fatal()}, retriable={error.retriable()})"
+
+
 def main(bootstrap, topic):
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(10)
-    for timeout_ms in (10000, 120000):
+    attempts = [("transaction.timeout.ms=10000", {"transaction.timeout.ms": 10000}),
+                ("transaction.timeout.ms=120000", {"transaction.timeout.ms": 120000}),
+                ("transaction.timeout.ms=900000", {"transaction.timeout.ms": 900000}),
+                ("transaction.timeout.ms=900001", {"transaction.timeout.ms": 900001}),
+                ("transaction.timeout.ms=10000 message.timeout.ms=20000",
+                 {"transaction.timeout.ms": 10000, "message.timeout.ms": 20000})]
+    for n, (name, settings) in enumerate(attempts):
         try:
-            producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-{timeout_ms}",
-                                 "transaction.timeout.ms": timeout_ms})
+            producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-{n}", **settings})
         except KafkaException as err:
-            print(f"transaction.timeout.ms={timeout_ms}: refused, {err.args[0].name()}")
+            print(f"{name}: refused when built, {describe(err.args[0])}")
             continue
-        producer.init_transactions(10)
+        try:
+            producer.init_transactions(10)
+        except KafkaException as err:
+            print(f"{name}: init_transactions() refused, {describe(err.args[0])}")
+            continue
         producer.begin_transaction()
-        producer.produce(topic, value=f"within {timeout_ms} ms")
+        producer.produce(topic, value=f"within {settings['transaction.timeout.ms']} ms")
         producer.commit_transaction(10)
-        print(f"transaction.timeout.ms={timeout_ms}: committed")
+        print(f"{name}: committed")
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-g", "isolation.level": "read_committed",
                          "enable.partition.eof": True})

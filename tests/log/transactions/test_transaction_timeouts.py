@@ -109,7 +109,12 @@ def test_above_the_clusters_maximum_is_refused_at_init_transactions(tmp_path):
         producer.init_transactions()
     error = raised.value.args[0]
     assert error.code() == KafkaError.INVALID_TRANSACTION_TIMEOUT == 50
+    assert error.fatal() and not error.retriable()  # as librdkafka makes it
     assert "transaction.max.timeout.ms=30000" in error.str() and "at most 30000" in error.str()
+    for call in (producer.init_transactions, producer.begin_transaction):  # fatal: raised again
+        with pytest.raises(KafkaException) as again:
+            call()
+        assert again.value.args[0].code() == KafkaError.INVALID_TRANSACTION_TIMEOUT
     assert TransactionStore.for_cluster(Cluster.open(path)).metadata.read_rows(
         "SELECT 1 FROM transactions WHERE transactional_id = 'big'") == []  # nothing registered or fenced
     producer.close()

@@ -178,8 +178,9 @@ class TransactionStore:
             raise InvalidTransactionTimeoutError(
                 f"init_transactions() of transactional.id {transactional_id!r}: transaction.timeout.ms="
                 f"{timeout_ms} is larger than this cluster's transaction.max.timeout.ms={self.max_timeout_ms}; "
-                f"set the producer's transaction.timeout.ms to at most {self.max_timeout_ms} (or use a cluster "
-                "created with a larger transaction.max.timeout.ms)")
+                "this producer cannot be used any more (a fatal error, as in librdkafka): close it and create "
+                f"one with transaction.timeout.ms at most {self.max_timeout_ms} (or use a cluster created with a "
+                "larger transaction.max.timeout.ms)")
 
     def fence(self, transactional_id: str) -> TransactionState | None:
         """A new instance takes over: if a transaction of the id is live, bump the epoch (the
