@@ -312,3 +312,11 @@ class InvalidTransactionTimeoutError(ConfigError):
 
     error_name = "INVALID_TRANSACTION_TIMEOUT"
     error_fatal = True
+
+
+class ProducerFencedError(FencedError):
+    """A transactional producer was fenced: a newer instance of its ``transactional.id`` took
+    over, or its transaction passed its ``transaction.timeout.ms`` and was aborted. Fatal, as
+    librdkafka makes ``_FENCED``: the producer cannot be used any more (close it, make a new one)."""
+
+    error_fatal = True

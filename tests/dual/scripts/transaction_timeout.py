@@ -11,6 +11,7 @@ committed transactions' records as read_committed sees them.
 """
 
 import sys
+import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -44,6 +45,26 @@ def main(bootstrap, topic):
         producer.produce(topic, value=f"within {settings['transaction.timeout.ms']} ms")
         producer.commit_transaction(10)
         print(f"{name}: committed")
+
+    # Two open transactions, one of a producer with a short timeout: past it (and past Kafka's sweep
+    # for timed-out transactions, transaction.abort.timed.out.transaction.cleanup.interval.ms =
+    # 10 s), the short one is aborted and its producer may not commit; the long one commits.
+    short = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-short",
+                      "transaction.timeout.ms": 1000})
+    long = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-long",
+                     "transaction.timeout.ms": 60000})
+    for producer, value in ((short, "short, left open"), (long, "long, left open")):
+        producer.init_transactions(10)
+        producer.begin_transaction()
+        producer.produce(topic, value=value)
+        producer.flush(10)
+    time.sleep(12)
+    for name, producer in (("short", short), ("long", long)):
+        try:
+            producer.commit_transaction(10)
+            print(f"{name}: committed after 12 s")
+        except KafkaException as err:
+            print(f"{name}: commit after 12 s refused, {describe(err.args[0])}")
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-g", "isolation.level": "read_committed",
                          "enable.partition.eof": True})

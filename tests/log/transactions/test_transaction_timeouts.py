@@ -66,8 +66,9 @@ def test_short_timeout_is_aborted_by_the_next_writer_long_one_is_not(tmp_path):
     store = TransactionStore.for_cluster(Cluster.open(path))
     assert store.get("short").state == "CompleteAbort"  # aborted by the passer-by, markers written
     assert store.get("long").state == "Ongoing"
-    with pytest.raises(FencedError, match="fenced"):
+    with pytest.raises(FencedError, match="fenced") as fenced:
         short.commit_transaction()
+    assert fenced.value.args[0].name() == "_FENCED" and fenced.value.args[0].fatal()  # as librdkafka's
     long.commit_transaction()
     assert consume_values(path, "t", 1) == [b"long"]
     short.close()
@@ -80,9 +81,10 @@ def test_the_producers_timeout_is_checked_at_its_own_writes(tmp_path):
     short = open_one(transactional(path, "short", SHORT_MS), b"a")
     long = open_one(transactional(path, "long", LONG_MS), b"b")
     sleep_past(SHORT_MS)
-    with pytest.raises(FencedError, match=r"passed transaction.timeout.ms=1000 \(its own\)"):
+    with pytest.raises(FencedError, match=r"passed transaction.timeout.ms=1000 \(its own\)") as fenced:
         short.produce("t", b"late", partition=0)
         short.flush()
+    assert fenced.value.args[0].fatal()
     long.produce("t", b"c", partition=0)
     long.flush()
     long.commit_transaction()

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kstream.config.options import MIN_TRANSACTION_TIMEOUT_MS
-from kstream.errors import FencedError, InvalidTransactionTimeoutError, KStreamError
+from kstream.errors import FencedError, InvalidTransactionTimeoutError, KStreamError, ProducerFencedError
 from kstream.log.cluster.metadata import Metadata
 
 if TYPE_CHECKING:
@@ -500,7 +500,7 @@ class TransactionStore:
                        "AND state = ?", (epoch + 1, PREPARE_ABORT, transactional_id, epoch, ONGOING))
 
     def _timed_out(self, transactional_id: str, epoch: int, timeout_ms: int | None) -> FencedError:
-        return FencedError(
+        return ProducerFencedError(
             f"the transaction of {transactional_id!r} (epoch {epoch}) passed transaction.timeout.ms="
             f"{timeout_ms} (its own) and was aborted; this producer is fenced: close it, create a new one and "
             "call init_transactions() (or commit sooner / raise the producer's transaction.timeout.ms, up to "
@@ -525,7 +525,7 @@ def _state(transactional_id: str, row: tuple[Any, ...]) -> TransactionState:
 
 def _fenced(transactional_id: str, epoch: int, state: TransactionState | None) -> FencedError:
     now = "unknown" if state is None else f"epoch {state.epoch}"
-    return FencedError(
+    return ProducerFencedError(
         f"producer with transactional.id {transactional_id!r} and epoch {epoch} was fenced by a newer "
         f"instance or a transaction timeout (now {now}); this one must stop (close it and create a new producer)")
 
