@@ -1,5 +1,10 @@
 """Enforcing ``transaction.timeout.ms``: whoever next touches a transaction's partitions ends it.
 
+Each transaction has its own deadline: its begin time plus its producer's
+``transaction.timeout.ms``, recorded with it (a Spark task's write, or a
+transaction an older kstream began: the cluster's,
+:attr:`~kstream.log.transactions.store.TransactionStore.default_timeout_ms`).
+
 DESIGN §9: a timeout is enforced by whoever next touches the partition, never
 only by the party that might be dead. :func:`expire` runs from writers only:
 ``init_transactions()`` and ``begin_transaction()``, and when a Spark sink task

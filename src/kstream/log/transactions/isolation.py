@@ -47,7 +47,7 @@ class Isolation:
 
     ``directory`` is the replica dir the reader reads (or a callable giving it: the
     leader's, which may move); needed for read_committed. ``store`` should be built with
-    :meth:`TransactionStore.for_cluster`: without transaction.timeout.ms it applies decisions
+    :meth:`TransactionStore.for_cluster`: without the cluster's timeouts it applies decisions
     only, and an expired transaction holds the LSO. Writes nothing, ever."""
 
     def __init__(self, level: str, store: TransactionStore | None, topic: str, partition: int,

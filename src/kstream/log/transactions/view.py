@@ -9,8 +9,9 @@ with no SQLite write and no marker:
 * a transaction decided in the metadata (PrepareCommit / PrepareAbort, or a
   Spark sink task write named by a batch's "Committing" decision) reads as its
   decision: a commit's frames are visible, an abort's hidden;
-* an undecided one past its deadline (an Ongoing transaction or a sink task
-  write ``transaction.timeout.ms`` after it began; an orphan row nobody holds,
+* an undecided one past its deadline (an Ongoing transaction its own
+  ``transaction.timeout.ms`` after it began, a sink task write the cluster's
+  ``transaction.max.timeout.ms`` after it began; an orphan row nobody holds,
   whose deadline is 0) reads as aborted: its frames are hidden and the LSO
   moves past it.
 
