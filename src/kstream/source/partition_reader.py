@@ -53,8 +53,9 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
                 raise OffsetOutOfRangeError(message + "; set failOnDataLoss=false to skip them")
             log.warning("%s; skipping them (failOnDataLoss=false)", message)
             offset = log_start
-        # The store knows transaction.timeout.ms: the split sees the outcomes the driver planned
-        # with (kstream.log.transactions.view), and writes nothing.
+        # The store knows the cluster's timeouts (each transaction's own is recorded with it): the
+        # split sees the outcomes the driver planned with (kstream.log.transactions.view), and
+        # writes nothing.
         isolation = Isolation(split.isolation_level, TransactionStore.for_cluster(cluster), split.topic,
                               split.partition, handle.leader_dir)
         # Aborted ranges as of the HW now (at least the one the end was planned with).
