@@ -7,6 +7,8 @@ reports the median of the repeats, so both see the same machine load:
 
 1. per record: kstream produce()/poll() vs confluent-kafka produce()/poll()
    against librdkafka's mock cluster and Tansu (both in-memory brokers);
+   ``--only kafka``: the same against Apache Kafka 4.x (:func:`kafka_records`), at
+   equal durability;
 2. Arrow batches: produce_batch()/poll_batch() vs raw pyarrow IPC file
    append/read of the same batches, at the same durability;
 3. produce throughput into a partition holding --stored-gb GB vs an empty one;
@@ -23,6 +25,9 @@ import argparse
 import os
 import shutil
 import statistics
+import sys
+import uuid
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -30,6 +35,7 @@ from bench import peers
 from bench.harness import Row, median, medians, new_cluster, produce_batches, run_sections, timed, timed_seconds
 from kstream import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from kstream.tools import perf
+from kstream.tools.perf import kafka_peer
 
 
 def poll_batches(cluster: str, topic: str, partitions: int, records: int, check_crcs: bool) -> None:
@@ -84,6 +90,106 @@ def per_record(root: str, records: int, value_size: int, repeats: int) -> list[R
                     peers.confluent_consume(bootstrap, "bench", records))
         shutil.rmtree(cluster, ignore_errors=True)
     return medians(rows)
+
+
+KSTREAM_DURABILITY = {"1": "written to the page cache, not fsynced", "all": "fsynced before acknowledged"}
+KAFKA_DURABILITY = {None: "Kafka's defaults: acknowledged from the page cache, fsync left to the OS",
+                    1: "flush.messages=1: each append fsynced before it is acknowledged"}
+KAFKA_RATIOS = (  # (label, kstream row, Kafka row, equal durability?)
+    ("produce() acks=1 ÷ confluent produce() acks=1 -> Kafka (defaults)",
+     "kstream produce() acks=1", "confluent produce() acks=1 -> Kafka (defaults)", True),
+    ("produce() acks=1 ÷ confluent produce() acks=1 -> Kafka flush.messages=1",
+     "kstream produce() acks=1", "confluent produce() acks=1 -> Kafka flush.messages=1", False),
+    ("produce() acks=all ÷ confluent produce() acks=all -> Kafka flush.messages=1",
+     "kstream produce() acks=all", "confluent produce() acks=all -> Kafka flush.messages=1", True),
+    ("produce() acks=all ÷ confluent produce() acks=all -> Kafka (defaults)",
+     "kstream produce() acks=all", "confluent produce() acks=all -> Kafka (defaults)", False),
+    ("poll() ÷ confluent poll() <- Kafka", "kstream poll()", "confluent poll() <- Kafka (defaults)", True),
+)
+
+
+def _delete_topic(bootstrap: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # (kept alive until the result is in)
+    admin.delete_topics([topic])[topic].result(30)
+
+
+def kafka_records(root: str, records: int, value_size: int, repeats: int, partitions: int = 6) -> list[Row]:
+    """Per record against Apache Kafka: kstream produce()/poll() vs confluent-kafka produce()/poll()
+    to two brokers started once (Kafka's default durability, and flush.messages=1), with acks=1
+    and acks=all, each repeat alternating the three sides on fresh topics. Rows carry each
+    side's durability; ratio rows (kstream ÷ Kafka, median of the per-repeat ratios) follow.
+    Run it under ``flock /tmp/kstream-spark.lock`` where other JVMs share the machine."""
+    reason = kafka_peer.missing()
+    if reason:
+        raise SystemExit(f"bench.issue2 --only kafka: {reason}")
+    rows: dict[str, list[Row]] = {}
+    brokers = {flush: kafka_peer.KafkaPeer(1, flush_messages=flush, directory=Path(root) / f"kafka-{flush}")
+               for flush in KAFKA_DURABILITY}
+    version = kafka_peer.kafka_version()
+    try:
+        for peer in brokers.values():
+            peer.start()
+        for repeat in range(repeats):
+            cluster = None
+            consume_from = None
+            for acks in ("1", "all"):
+                if cluster is not None:
+                    shutil.rmtree(cluster, ignore_errors=True)
+                cluster = new_cluster(root, "kafka-records", {"t": partitions})
+                result = perf.produce("t", records, value_size, {"cluster": cluster, "acks": acks})
+                rows.setdefault(f"kstream produce() acks={acks}", []).append(
+                    {"name": f"kstream produce() acks={acks}", "records": records, "seconds": result.seconds,
+                     "records_per_s": result.records_per_s, "mb_per_s": result.mb_per_s,
+                     "durability": KSTREAM_DURABILITY[acks], "partitions": partitions})
+                for flush, peer in brokers.items():
+                    topic = f"r{repeat}-{acks}-{uuid.uuid4().hex[:6]}"
+                    kafka_peer.create_topic(peer.bootstrap, topic, partitions=partitions)
+                    label = "Kafka (defaults)" if flush is None else f"Kafka flush.messages={flush}"
+                    rows.setdefault(f"confluent produce() acks={acks} -> {label}", []).append(
+                        peers.confluent_produce(peer.bootstrap, topic, records, value_size, acks=acks)
+                        | {"durability": KAFKA_DURABILITY[flush], "partitions": partitions, "kafka": version})
+                    if flush is None and acks == "1":
+                        consume_from = topic
+                    else:
+                        _delete_topic(peer.bootstrap, topic)
+                if acks == "1":  # read the acks=1 topics back on both sides
+                    result = perf.consume("t", records, {"cluster": cluster})
+                    rows.setdefault("kstream poll()", []).append(
+                        {"name": "kstream poll()", "records": result.records, "seconds": result.seconds,
+                         "records_per_s": result.records_per_s, "mb_per_s": result.mb_per_s,
+                         "partitions": partitions})
+                    assert consume_from is not None
+                    bootstrap = brokers[None].bootstrap
+                    rows.setdefault("confluent poll() <- Kafka (defaults)", []).append(
+                        peers.confluent_consume(bootstrap, consume_from, records) | {"kafka": version})
+                    _delete_topic(bootstrap, consume_from)
+            if cluster is not None:
+                shutil.rmtree(cluster, ignore_errors=True)
+            print(f"# kafka records: repeat {repeat + 1}/{repeats} done", file=sys.stderr, flush=True)
+    finally:
+        for peer in brokers.values():
+            peer.stop()
+    result_rows = medians(rows)
+    by_name = {row["name"]: row for row in result_rows}
+    for label, mine, theirs, equal in KAFKA_RATIOS:
+        per_repeat = [a["records_per_s"] / b["records_per_s"] for a, b in zip(rows[mine], rows[theirs], strict=True)]
+        result_rows.append({
+            "name": label, "ratio": round(statistics.median(per_repeat), 3),
+            "per_repeat": [round(r, 3) for r in per_repeat], "equal_durability": equal,
+            "kstream": f"{by_name[mine]['records_per_s']:,.0f} records/s ({by_name[mine].get('durability', 'read')})",
+            "kafka": f"{by_name[theirs]['records_per_s']:,.0f} records/s ({by_name[theirs].get('durability', 'read')})",
+        })
+    print(f"\nPer record, kstream vs confluent-kafka -> Apache Kafka {version}, {records:,} x {value_size} B, "
+          f"{partitions} partitions, median of {repeats}:\n\n| ratio | kstream | Kafka | equal durability | "
+          "per repeat |\n|---|---|---|---|---|")
+    for row in result_rows:
+        if "ratio" in row:
+            print(f"| {row['name']}: **{row['ratio']}** | {row['kstream']} | {row['kafka']} | "
+                  f"{'yes' if row['equal_durability'] else 'no'} | {', '.join(map(str, row['per_repeat']))} |")
+    print(flush=True)
+    return result_rows
 
 
 def arrow_batches(root: str, records: int, value_size: int, repeats: int) -> list[Row]:
@@ -198,11 +304,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--stored-gb", type=float, default=5.0)
     parser.add_argument("--latency-records", type=int, default=10_000)
-    parser.add_argument("--only", nargs="*", default=["records", "batches", "volume", "latency", "sizes"])
+    parser.add_argument("--only", nargs="*", default=["records", "batches", "volume", "latency", "sizes"],
+                        help="sections to run; 'kafka' (not in the default set: it starts two Apache Kafka "
+                             "brokers, `make kafka`) is per record against Kafka")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args()
     run_sections("issue2", args.out, args.only, {
         "records": lambda root: per_record(root, args.records, args.value_size, args.repeats),
+        "kafka": lambda root: kafka_records(root, args.records, args.value_size, args.repeats),
         "batches": lambda root: arrow_batches(root, args.records, args.value_size, args.repeats),
         "volume": lambda root: stored_volume(root, args.records, args.value_size, args.repeats, args.stored_gb),
         "latency": lambda root: latency(root, args.repeats, args.latency_records),
