@@ -245,9 +245,9 @@ def kafka_records(root: str, records: int, value_size: int, repeats: int, partit
           "per repeat |\n|---|---|---|---|---|")
     for row in result_rows:
         if "ratio" in row:
-            equal = {True: "yes", False: "no", None: "(before/after)"}[row["equal_durability"]]
+            same = {True: "yes", False: "no", None: "(before/after)"}[row["equal_durability"]]
             print(f"| {row['name']}: **{row['ratio']}** | {row['kstream']} | {row['kafka']} | "
-                  f"{equal} | {', '.join(map(str, row['per_repeat']))} |")
+                  f"{same} | {', '.join(map(str, row['per_repeat']))} |")
     print(flush=True)
     return result_rows
 
