@@ -97,6 +97,13 @@ bench: $(STAMP)
 bench-check: $(STAMP)
 	$(PY) -m bench.check $(BENCH_CHECK_ARGS)
 
+# Per record against Apache Kafka (not in make test; needs `make kafka`): kstream produce()/poll() vs
+# confluent-kafka -> one Kafka broker with its default durability and one with flush.messages=1, acks=1
+# and acks=all, 1M x 100 B, 6 partitions, alternating, median of 5; ratios with each side's durability.
+.PHONY: bench-kafka-records
+bench-kafka-records: $(STAMP)
+	$(PY) -m bench.issue2 --only kafka --records 1000000 --repeats 5
+
 # The benchmark study (docs/STUDY.md): every scenario of conf/study.toml side by side with the peer
 # (confluent-kafka -> Tansu) and the machine's ceiling; JSON, CSV, tables and plots in docs/study/.
 study: $(STAMP)

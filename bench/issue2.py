@@ -7,6 +7,8 @@ reports the median of the repeats, so both see the same machine load:
 
 1. per record: kstream produce()/poll() vs confluent-kafka produce()/poll()
    against librdkafka's mock cluster and Tansu (both in-memory brokers);
+   ``--only kafka``: the same against Apache Kafka 4.x (:func:`kafka_records`), at
+   equal durability;
 2. Arrow batches: produce_batch()/poll_batch() vs raw pyarrow IPC file
    append/read of the same batches, at the same durability;
 3. produce throughput into a partition holding --stored-gb GB vs an empty one;
@@ -20,9 +22,14 @@ summary on stdout; OUT/record_size.png is the record-size plot.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
+import uuid
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -30,6 +37,7 @@ from bench import peers
 from bench.harness import Row, median, medians, new_cluster, produce_batches, run_sections, timed, timed_seconds
 from kstream import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from kstream.tools import perf
+from kstream.tools.perf import kafka_peer
 
 
 def poll_batches(cluster: str, topic: str, partitions: int, records: int, check_crcs: bool) -> None:
@@ -84,6 +92,164 @@ def per_record(root: str, records: int, value_size: int, repeats: int) -> list[R
                     peers.confluent_consume(bootstrap, "bench", records))
         shutil.rmtree(cluster, ignore_errors=True)
     return medians(rows)
+
+
+THIS_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KSTREAM_DURABILITY = {"1": "written to the page cache, not fsynced", "all": "fsynced before acknowledged"}
+KAFKA_DURABILITY = {None: "Kafka's defaults: acknowledged from the page cache, fsync left to the OS",
+                    1: "flush.messages=1: each append fsynced before it is acknowledged"}
+KAFKA_RATIOS = (  # (label, kstream row, Kafka row, equal durability?)
+    ("produce() acks=1 ÷ confluent produce() acks=1 -> Kafka (defaults)",
+     "kstream produce() acks=1", "confluent produce() acks=1 -> Kafka (defaults)", True),
+    ("produce() acks=1 ÷ confluent produce() acks=1 -> Kafka flush.messages=1",
+     "kstream produce() acks=1", "confluent produce() acks=1 -> Kafka flush.messages=1", False),
+    ("produce() acks=all ÷ confluent produce() acks=all -> Kafka flush.messages=1",
+     "kstream produce() acks=all", "confluent produce() acks=all -> Kafka flush.messages=1", True),
+    ("produce() acks=all ÷ confluent produce() acks=all -> Kafka (defaults)",
+     "kstream produce() acks=all", "confluent produce() acks=all -> Kafka (defaults)", False),
+    ("poll() ÷ confluent poll() <- Kafka", "kstream poll()", "confluent poll() <- Kafka (defaults)", True),
+)
+
+
+def _delete_topic(bootstrap: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # (kept alive until the result is in)
+    admin.delete_topics([topic])[topic].result(30)
+
+
+def _kstream_cli(tree: str, args: list[str]) -> Row:
+    """One ``kstream perf ...`` run of another checkout's kstream (``tree``/src), in a process of its own."""
+    code = ("import os, sys, kstream\n"
+            "src = os.path.realpath(sys.argv[1])\n"
+            "if not os.path.realpath(kstream.__file__).startswith(src + os.sep):\n"
+            "    sys.exit(f'kstream from {kstream.__file__}, not from {src}')\n"
+            "from kstream.tools.cli import main\n"
+            "sys.argv = ['kstream', *sys.argv[2:]]\n"
+            "main()\n")
+    src = os.path.join(tree, "src")
+    done = subprocess.run([sys.executable, "-c", code, src, *args, "--json"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": src}, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"bench.issue2: kstream in {tree} failed: {done.stderr.strip()[-1500:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _kstream_side(tree: str | None, name: str, root: str, what: str, acks: str, records: int, value_size: int,
+                  partitions: int, cluster: str | None) -> tuple[Row, str]:
+    """One kstream measurement (``what``: produce or poll) of this checkout (``tree`` None: in this
+    process) or of the checkout ``tree``; the row and the cluster it wrote (poll reads ``cluster``)."""
+    if what == "produce":
+        cluster = new_cluster(root, f"kafka-records-{name.replace(' ', '-')}", {"t": partitions})
+        if tree is None:
+            result = perf.produce("t", records, value_size, {"cluster": cluster, "acks": acks})
+            seconds = result.seconds
+        else:
+            seconds = _kstream_cli(tree, ["perf", "produce", "--cluster", cluster, "--topic", "t", "--num-records",
+                                          str(records), "--record-size", str(value_size), "--acks", acks])["seconds"]
+        return (timed_seconds(f"produce() acks={acks}", records, value_size, seconds)
+                | {"durability": KSTREAM_DURABILITY[acks], "partitions": partitions}, cluster)
+    assert cluster is not None
+    if tree is None:
+        result = perf.consume("t", records, {"cluster": cluster})
+        got, seconds = result.records, result.seconds
+    else:
+        run = _kstream_cli(tree, ["perf", "consume", "--cluster", cluster, "--topic", "t", "--messages", str(records)])
+        got, seconds = run["records"], run["seconds"]
+    if got != records:
+        raise SystemExit(f"bench.issue2: kstream poll() read {got} of {records} records")
+    return timed_seconds("poll()", records, value_size, seconds) | {"partitions": partitions}, cluster
+
+
+def kafka_records(root: str, records: int, value_size: int, repeats: int, partitions: int = 6,
+                  before: str | None = None) -> list[Row]:
+    """Per record against Apache Kafka: kstream produce()/poll() vs confluent-kafka produce()/poll()
+    to two brokers started once (Kafka's default durability, and flush.messages=1), with acks=1
+    and acks=all, each repeat alternating the sides on fresh topics. Rows carry each side's
+    durability; ratio rows (kstream ÷ Kafka, median of the per-repeat ratios) follow.
+    ``before``: another checkout whose kstream runs too, alternating with this one (each in a
+    ``kstream perf`` process of its own then), for before/after figures beside Kafka's.
+    Run it under ``flock /tmp/kstream-spark.lock`` where other JVMs share the machine."""
+    reason = kafka_peer.missing()
+    if reason:
+        raise SystemExit(f"bench.issue2 --only kafka: {reason}")
+    rows: dict[str, list[Row]] = {}
+    brokers = {flush: kafka_peer.KafkaPeer(1, flush_messages=flush, directory=Path(root) / f"kafka-{flush}")
+               for flush in KAFKA_DURABILITY}
+    version = kafka_peer.kafka_version()
+    # (row prefix, checkout: None = this one) -- with --before, both run as `kstream perf` processes
+    sides = [("kstream", None)] if before is None else [("kstream before", before), ("kstream", THIS_CHECKOUT)]
+    try:
+        for peer in brokers.values():
+            peer.start()
+        for repeat in range(repeats):
+            clusters: dict[str, str] = {}
+            for acks in ("1", "all"):
+                for prefix, tree in sides:
+                    if acks == "all":  # the acks=1 cluster was read back; write anew
+                        shutil.rmtree(clusters.pop(prefix), ignore_errors=True)
+                    row, clusters[prefix] = _kstream_side(tree, prefix, root, "produce", acks, records, value_size,
+                                                          partitions, None)
+                    rows.setdefault(f"{prefix} produce() acks={acks}", []).append(row)
+                consume_from = None
+                for flush, peer in brokers.items():
+                    topic = f"r{repeat}-{acks}-{uuid.uuid4().hex[:6]}"
+                    kafka_peer.create_topic(peer.bootstrap, topic, partitions=partitions)
+                    label = "Kafka (defaults)" if flush is None else f"Kafka flush.messages={flush}"
+                    rows.setdefault(f"confluent produce() acks={acks} -> {label}", []).append(
+                        peers.confluent_produce(peer.bootstrap, topic, records, value_size, acks=acks)
+                        | {"durability": KAFKA_DURABILITY[flush], "partitions": partitions, "kafka": version})
+                    if flush is None and acks == "1":
+                        consume_from = topic
+                    else:
+                        _delete_topic(peer.bootstrap, topic)
+                if acks == "1":  # read the acks=1 topics back on every side
+                    for prefix, tree in sides:
+                        row, _ = _kstream_side(tree, prefix, root, "poll", acks, records, value_size, partitions,
+                                               clusters[prefix])
+                        rows.setdefault(f"{prefix} poll()", []).append(row)
+                    assert consume_from is not None
+                    bootstrap = brokers[None].bootstrap
+                    rows.setdefault("confluent poll() <- Kafka (defaults)", []).append(
+                        peers.confluent_consume(bootstrap, consume_from, records) | {"kafka": version})
+                    _delete_topic(bootstrap, consume_from)
+            for cluster in clusters.values():
+                shutil.rmtree(cluster, ignore_errors=True)
+            print(f"# kafka records: repeat {repeat + 1}/{repeats} done", file=sys.stderr, flush=True)
+    finally:
+        for peer in brokers.values():
+            peer.stop()
+    result_rows = medians(rows)
+    by_name = {row["name"]: row for row in result_rows}
+
+    def ratio_row(label: str, mine: str, theirs: str, equal: bool | None) -> Row:
+        per_repeat = [a["records_per_s"] / b["records_per_s"] for a, b in zip(rows[mine], rows[theirs], strict=True)]
+        return {"name": label, "ratio": round(statistics.median(per_repeat), 3),
+                "per_repeat": [round(r, 3) for r in per_repeat], "equal_durability": equal,
+                "kstream": f"{by_name[mine]['records_per_s']:,.0f} records/s "
+                           f"({by_name[mine].get('durability', 'read')})",
+                "kafka": f"{by_name[theirs]['records_per_s']:,.0f} records/s "
+                         f"({by_name[theirs].get('durability', 'read')})"}
+
+    for prefix, _ in sides:
+        for label, mine, theirs, equal in KAFKA_RATIOS:
+            result_rows.append(ratio_row(label.replace("produce() ", f"{prefix} produce() ", 1)
+                                         .replace("poll() ÷", f"{prefix} poll() ÷", 1),
+                                         mine.replace("kstream", prefix, 1), theirs, equal))
+    if before is not None:
+        for mine in ("kstream produce() acks=1", "kstream produce() acks=all", "kstream poll()"):
+            result_rows.append(ratio_row(f"{mine} ÷ {mine.replace('kstream', 'kstream before', 1)}", mine,
+                                         mine.replace("kstream", "kstream before", 1), None))
+    print(f"\nPer record, kstream vs confluent-kafka -> Apache Kafka {version}, {records:,} x {value_size} B, "
+          f"{partitions} partitions, median of {repeats}:\n\n| ratio | kstream | Kafka | equal durability | "
+          "per repeat |\n|---|---|---|---|---|")
+    for row in result_rows:
+        if "ratio" in row:
+            same = {True: "yes", False: "no", None: "(before/after)"}[row["equal_durability"]]
+            print(f"| {row['name']}: **{row['ratio']}** | {row['kstream']} | {row['kafka']} | "
+                  f"{same} | {', '.join(map(str, row['per_repeat']))} |")
+    print(flush=True)
+    return result_rows
 
 
 def arrow_batches(root: str, records: int, value_size: int, repeats: int) -> list[Row]:
@@ -198,11 +364,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--stored-gb", type=float, default=5.0)
     parser.add_argument("--latency-records", type=int, default=10_000)
-    parser.add_argument("--only", nargs="*", default=["records", "batches", "volume", "latency", "sizes"])
+    parser.add_argument("--only", nargs="*", default=["records", "batches", "volume", "latency", "sizes"],
+                        help="sections to run; 'kafka' (not in the default set: it starts two Apache Kafka "
+                             "brokers, `make kafka`) is per record against Kafka")
+    parser.add_argument("--before", metavar="CHECKOUT",
+                        help="--only kafka: also run this older checkout's kstream (its src/), alternating with "
+                             "this one, for before/after figures (e.g. `git worktree add --detach ../before main`)")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args()
     run_sections("issue2", args.out, args.only, {
         "records": lambda root: per_record(root, args.records, args.value_size, args.repeats),
+        "kafka": lambda root: kafka_records(root, args.records, args.value_size, args.repeats,
+                                            before=args.before),
         "batches": lambda root: arrow_batches(root, args.records, args.value_size, args.repeats),
         "volume": lambda root: stored_volume(root, args.records, args.value_size, args.repeats, args.stored_gb),
         "latency": lambda root: latency(root, args.repeats, args.latency_records),

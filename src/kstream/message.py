@@ -52,6 +52,20 @@ class MessageSource:
         return source
 
 
+class _OwnSource(MessageSource):
+    """The source of a message built with the keyword constructor (or :func:`make_message`):
+    its own, with the latency and leader epoch given (a consumed or delivered message reads
+    those from its batch's source; a message keeps no slots for them)."""
+
+    __slots__ = ("latency", "leader_epoch")
+
+    def __init__(self, topic: str | None, partition: int | None, timestamp_type: int,
+                 error: KafkaError | None, latency: float | None, leader_epoch: int | None):
+        super().__init__(topic, partition, timestamp_type, error)
+        self.latency = latency
+        self.leader_epoch = leader_epoch
+
+
 class Message:
     """One consumed or delivered record, or an error/event (``error()`` is not None).
 
@@ -64,8 +78,9 @@ class Message:
     safe to share read-only.
     """
 
-    __slots__ = ("_headers", "_key", "_latency", "_leader_epoch", "_offset", "_source",
-                 "_timestamp", "_value")
+    # Six slots, the fewest that hold what differs between records: a message built per record
+    # (poll(): a million a second) costs a store per slot. Latency and leader epoch are its source's.
+    __slots__ = ("_headers", "_key", "_offset", "_source", "_timestamp", "_value")
 
     def __init__(self, topic: Any = None, partition: int | None = None, offset: int | None = None,
                  key: Any = None, value: Any = None, headers: Any = None,
@@ -76,18 +91,14 @@ class Message:
             # headers, timestamp ms): map(Message, rows), no keyword parsing per record.
             (self._source, self._offset, self._key, self._value, self._headers,
              self._timestamp) = topic
-            self._latency = None
-            self._leader_epoch = None
             return
         timestamp_type, timestamp_ms = (TIMESTAMP_NOT_AVAILABLE, 0) if timestamp is None else timestamp
-        self._source = MessageSource(topic, partition, timestamp_type, error)
+        self._source = _OwnSource(topic, partition, timestamp_type, error, latency, leader_epoch)
         self._offset = offset
         self._key = key
         self._value = value
         self._headers = headers
         self._timestamp = timestamp_ms
-        self._latency = latency
-        self._leader_epoch = leader_epoch
 
     def topic(self) -> str | None:
         return self._source.topic
@@ -118,18 +129,15 @@ class Message:
         return self._source.error
 
     def latency(self) -> float | None:
-        """Seconds from produce() to the delivery report (delivery reports only). The
-        message's own, else its batch's (a source may carry one ``latency`` for a batch)."""
-        latency = self._latency
-        if latency is None:
-            latency = getattr(self._source, "latency", None)
+        """Seconds from produce() to the delivery report (delivery reports only): its
+        source's (one ``latency`` for a batch's reports, or the one given to the constructor)."""
+        latency = getattr(self._source, "latency", None)
         return None if latency is None or latency < 0 else latency
 
     def leader_epoch(self) -> int | None:
-        """Epoch of the leader that appended the record: the message's own, else its batch's."""
-        epoch = self._leader_epoch
-        if epoch is None:
-            epoch = getattr(self._source, "leader_epoch", None)
+        """Epoch of the leader that appended the record: its source's (its batch's, or the
+        one given to the constructor)."""
+        epoch = getattr(self._source, "leader_epoch", None)
         return None if epoch is None or epoch < 0 else epoch
 
     def set_headers(self, headers: Any) -> None:
@@ -174,10 +182,8 @@ def make_message(topic: str, partition: int, offset: int, key: Any = None, value
                  timestamp_ms: int = 0, error: KafkaError | None = None,
                  latency: float | None = None) -> Message:
     """A message of its own (not sharing a batch's source): events and delivery reports."""
-    message = Message((MessageSource(topic, partition, timestamp_type, error), offset, key, value,
-                       headers, timestamp_ms))
-    message._latency = latency
-    return message
+    return Message((_OwnSource(topic, partition, timestamp_type, error, latency, None), offset, key, value,
+                    headers, timestamp_ms))
 
 
 def position_after(message: Message) -> TopicPartition:

@@ -280,3 +280,69 @@ def test_linger_zero_acks_all_batches_records_while_their_partition_is_fsynced(c
             frames = [h.record_count for _, h in FrameWalk(pread_from(f.fileno()), os.fstat(f.fileno()).st_size)]
         handle.close()
     assert frames == [1, 49]  # the first alone, the rest as one batch once its fsync was done
+
+
+def test_a_held_batch_is_looked_at_again_only_once_an_fsync_finished(cluster_path, make_topic, monkeypatch):
+    """While a due batch waits for its partition's fsync (acks=all, linger.ms=0), produce() does
+    not ask the ack pipeline again on every record (that cost more than the record itself); the
+    first produce() after the fsync finished sends it."""
+    import threading
+
+    from kstream.client.producer_pipeline import AckPipeline
+    from kstream.log.cluster.partition import Partition
+    make_topic("t", 1)
+    gate = threading.Event()
+    real_sync = Partition.sync_replica
+    monkeypatch.setattr(Partition, "sync_replica", lambda self, replica: gate.wait(10) and real_sync(self, replica))
+    asked = []
+    real_hold = AckPipeline.must_hold
+    monkeypatch.setattr(AckPipeline, "must_hold",
+                        lambda self, topic, partition: asked.append(partition) or real_hold(self, topic, partition))
+    producer = Producer({"cluster": cluster_path, "acks": "all", "linger.ms": 0})
+    for i in range(200):
+        producer.produce("t", f"r{i}".encode())
+    assert 1 <= len(asked) <= 2  # (was: once per record after the first)
+    gate.set()
+    deadline = time.monotonic() + 10
+    while producer._pipeline.finished.count < 1 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    producer.produce("t", b"r200")  # the fsync finished: this one goes with the held batch, at once
+    producer.produce("t", b"r201")
+    producer.flush()
+    producer.close()
+    from kstream.admin import Admin
+    from kstream.log.storage.frames import FrameWalk, pread_from
+    with Admin({"cluster": cluster_path}) as admin:
+        handle = admin.cluster.partition("t", 0)
+        segment = os.path.join(handle.leader_dir, fmt.segment_file_name(0))
+        with open(segment, "rb") as f:
+            frames = [h.record_count for _, h in FrameWalk(pread_from(f.fileno()), os.fstat(f.fileno()).st_size)]
+        handle.close()
+    assert frames == [1, 200, 1]
+    consumer = consumer_for(cluster_path, "t", 1)
+    assert [m.value() for m in drain(consumer)] == [f"r{i}".encode() for i in range(202)]
+    consumer.close()
+
+
+@pytest.mark.parametrize("acks", ["1", "all"])
+def test_delivery_offsets_of_a_batch_cut_into_frames(cluster_path, make_topic, acks):
+    """A batch too big for one frame goes out in several; each report carries its own record's
+    offset, whichever frame holds it (only some records ask for a report)."""
+    make_topic("t", 1, config={"message.max.bytes": "4000"})
+    reported = {}
+    with Producer({"cluster": cluster_path, "linger.ms": 10_000, "acks": acks}) as producer:
+        for i in range(200):
+            value = b"%04d" % i + b"x" * 96
+            if i % 7 == 0 or i == 199:
+                producer.produce("t", value, on_delivery=lambda err, msg: reported.setdefault(
+                    msg.value(), (err, msg.offset())))
+            else:
+                producer.produce("t", value)
+        producer.flush()
+    consumer = consumer_for(cluster_path, "t", 1)
+    stored = {m.value(): m.offset() for m in drain(consumer)}
+    consumer.close()
+    assert len(stored) == 200
+    assert len(reported) == 30
+    assert all(err is None for err, _ in reported.values())
+    assert {value: offset for value, (_, offset) in reported.items()} == {v: stored[v] for v in reported}

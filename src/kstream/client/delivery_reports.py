@@ -16,7 +16,7 @@ takes it only to swap the queues out.
 
 from __future__ import annotations
 
-import itertools
+import bisect
 import logging
 import threading
 import time
@@ -65,21 +65,25 @@ class DeliveryReports:
         """Delivery reports for the records that asked for one, served by the next poll().
         ``offsets``: (first record index, base offset) of each frame the batch went out in."""
         assert batch.callbacks is not None
-        keys = batch.keys or [None] * len(batch.values)
-        headers = batch.headers or [None] * len(batch.values)
-        base_of = [-1] * len(batch.values)  # offset of each record (-1: not delivered)
-        bounds = [*offsets, (len(batch.values), -1)]
-        for (start, base), (end, _) in itertools.pairwise(bounds):
-            for i in range(start, end):
-                base_of[i] = base + i - start
+        keys, headers, values = batch.keys, batch.headers, batch.values
+        starts = [start for start, _ in offsets]
+        last = len(offsets) - 1
         callbacks, records = [], []
         # librdkafka's latency: produce() to acknowledgement, here from when the record's batch
         # was opened (at most linger.ms before the record itself was produced).
         source = _DeliverySource(topic, partition, error, time.time() - (batch.deadline - self.linger_s))
+        # Only the records that asked for a report are looked at (often one in thousands): the
+        # frame holding record i is the last one starting at or before it (-1: not delivered).
         for i, cb in batch.callbacks.items():
+            offset = -1
+            if error is None and last >= 0:
+                frame = last if i >= starts[last] else bisect.bisect_right(starts, i) - 1
+                if frame >= 0:
+                    start, base = offsets[frame]
+                    offset = base + i - start
             callbacks.append(cb)
-            records.append(Message((source, base_of[i] if error is None else -1, keys[i],
-                                    batch.values[i], headers[i], int(timestamps_ms[i]))))
+            records.append(Message((source, offset, None if keys is None else keys[i], values[i],
+                                    None if headers is None else headers[i], int(timestamps_ms[i]))))
         self.pending.append((callbacks, error, records))
 
     def serve(self, lock: threading.RLock, stats_document: Callable[[], dict[str, Any]]) -> int:

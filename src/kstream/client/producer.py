@@ -198,6 +198,10 @@ class Producer:
         self._topics = {}
         self._next_deadline = float("inf")
         self._lingering: dict[tuple[str, int], TopicState] = {}  # open batches, oldest first
+        # While produce() holds due batches (see _send_expired): the pipeline's finished-fsync
+        # count then (-1: nothing held) and the deadline of the next batch to come due.
+        self._held_finished = -1
+        self._held_recheck = float("inf")
         self._transactions: ProducerTransactions | None = None
         if options["transactional.id"]:
             self._transactions = ProducerTransactions(self._cluster, options["transactional.id"],
@@ -283,6 +287,8 @@ class Producer:
                 self._lingering[(topic, partition)] = state
                 if batch.deadline < self._next_deadline:
                     self._next_deadline = batch.deadline
+                elif batch.deadline < self._held_recheck:
+                    self._held_recheck = batch.deadline  # (while batches are held)
             batch.values.append(value)
             batch.timestamps.append(now if timestamp == 0 else timestamp / 1000.0)
             if key is not None or headers is not None or batch.keys is not None or batch.headers is not None:
@@ -354,6 +360,7 @@ class Producer:
             (_, partition), state = next(iter(self._lingering.items()))
             self._send(state, partition)
         self._next_deadline = float("inf")
+        self._held_finished = -1
         self._pipeline.settle(wait=True)
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
@@ -382,6 +389,7 @@ class Producer:
                                             np.zeros(len(batch.values), np.int64), error)
             self._lingering.clear()
             self._next_deadline = float("inf")
+            self._held_finished = -1
         if in_flight:
             self._pipeline.settle(wait=blocking)
 
@@ -523,8 +531,15 @@ class Producer:
         until it may send, and here a second fsync of the same files could not finish before
         the first anyway (group commit). It goes when the fsync is done or the batch reaches
         batch.size. Without this, linger.ms=0 with acks=all wrote and fsynced nearly every
-        record alone. poll() and flush() send regardless, waiting for a slot as before."""
+        record alone. poll() and flush() send regardless, waiting for a slot as before.
+
+        While batches are held, every produce() comes here; it returns at once unless an fsync
+        finished or another batch came due since it last looked (nothing else can free a held
+        batch), rather than asking the pipeline again on every record."""
         if now < self._next_deadline:
+            return
+        finished = self._pipeline.finished.count  # (read before looking: a later fsync is seen next time)
+        if hold_when_full and finished == self._held_finished and now < self._held_recheck:
             return
         due: list[tuple[TopicState, int]] = []
         next_deadline = float("inf")
@@ -542,6 +557,8 @@ class Producer:
                 continue
             self._send(state, partition)
         self._next_deadline = now if held else next_deadline
+        self._held_finished = finished if held else -1
+        self._held_recheck = next_deadline
 
     def _serve_reports(self) -> int:
         """Serve what is queued for the callbacks (:meth:`DeliveryReports.serve`), without the lock."""
@@ -588,6 +605,7 @@ class Producer:
                 state.batches = [None] * state.num_partitions
             self._lingering.clear()
             self._next_deadline = float("inf")
+            self._held_finished = -1
             transactions.end(commit=False)
 
     def bind_sink_transaction(self, writer: Any) -> None:

@@ -57,13 +57,31 @@ class InFlight:
         return all(sync.done() for sync in self.syncs)
 
 
+class FinishedSyncs:
+    """How many of a pipeline's fsyncs have finished: a count that moves whenever one does, so
+    the producer can tell that nothing :meth:`AckPipeline.must_hold` looks at has changed
+    without looking again (a batch held on every produce() call would otherwise ask, per record).
+    Bumped on the fsync threads; holds no reference back to the pipeline (no cycle)."""
+
+    __slots__ = ("_lock", "count")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def add(self, _: Future[bool]) -> None:
+        with self._lock:
+            self.count += 1
+
+
 class AckPipeline:
     """A producer's acks=all batches in flight, oldest first."""
 
-    __slots__ = ("__weakref__", "_max_in_flight", "_reports", "_sender", "_syncers", "in_flight")
+    __slots__ = ("__weakref__", "_max_in_flight", "_reports", "_sender", "_syncers", "finished", "in_flight")
 
     def __init__(self, max_in_flight: int, sender: BatchSender, reports: DeliveryReports):
         self.in_flight: deque[InFlight] = deque()
+        self.finished = FinishedSyncs()
         self._max_in_flight = max_in_flight
         self._sender = sender
         self._reports = reports
@@ -81,6 +99,8 @@ class AckPipeline:
         syncs = [self._syncers.get().submit(handle.sync_replica, replica) for replica in in_sync]
         start, base = offsets[-1]
         _publish_when_synced(handle, syncs, base + len(batch.values) - start)
+        for sync in syncs:
+            sync.add_done_callback(self.finished.add)
         self.in_flight.append(InFlight(handle, in_sync, syncs, topic, partition, batch, offsets,
                                        timestamps_ms, sent))
         if len(self.in_flight) > self._max_in_flight:
@@ -89,7 +109,8 @@ class AckPipeline:
     def must_hold(self, topic: str, partition: int) -> bool:
         """Whether a due batch of ``topic``/``partition`` should wait and collect more records:
         while that partition still has a batch being fsynced, or while ``max.in.flight``
-        batches are (after settling the batches already synced)."""
+        batches are (after settling the batches already synced). Once True, it stays True until
+        :attr:`finished` moves (starting more batches only adds to what is in flight)."""
         if not self.in_flight:
             return False
         self.settle(wait=False)
