@@ -92,9 +92,6 @@ def main() -> None:
     try:
         if peer is not None:
             peer.start()
-            for name, config in (("rtm-default", {}), ("rtm-flush1", {"flush.messages": "1"})):
-                create_topic(peer.bootstrap, name, partitions=args.partitions, config=config)
-                create_topic(peer.bootstrap, name + "-out", partitions=args.partitions, config=config)
         builder = with_jar(SparkSession.builder)
         if args.sink == "jvm":
             builder = builder.config("spark.jars", ",".join([str(jar_path()), BENCH_JAR, *connector]))
@@ -166,6 +163,11 @@ class Bench:
         os.makedirs(out_dir)
         checkpoint = os.path.join(self.work, f"checkpoint-{self.runs}")
         spark, jvm, args = self.spark, self.spark._jvm, self.args
+        if topic is not None:  # new Kafka topics for every run: no record of an earlier run is seen
+            config = {"flush.messages": "1"} if "flush1" in topic else {}
+            topic = f"{topic}-{self.runs}"
+            for name in (topic, f"{topic}-out"):
+                create_topic(self.bootstrap, name, partitions=args.partitions, config=config)
         if source == "kstream":
             frame = (spark.readStream.format("kstream").option("cluster", self.cluster).option("subscribe", "rtm")
                      .option("reader", "jvm").option("startingOffsets", "latest")
