@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -123,6 +124,7 @@ def main() -> None:
     finally:
         if peer is not None:
             peer.stop()
+        shutil.rmtree(work, ignore_errors=True)
     print(f"\nrate {args.rate}/s for {args.seconds:.0f} s (first {args.warmup:.0f} s left out), "
           f"{args.partitions} partition(s), batch {args.batch}; medians over {args.rounds} round(s)")
     print("| path | producer, durability | p50 ms | p90 ms | p99 ms | max ms | runs' p99 |")
