@@ -11,13 +11,16 @@ format("kafka") in one job and check each name still reaches its own provider.
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
+from click.testing import CliRunner
 
 from helpers import consume_values
 from kstream import Producer
 from kstream.jars import JARS_CONF, jar_path
+from kstream.tools.cli.main import cli
 from kstream.tools.perf.kafka_peer import CONNECTOR_JAR_GLOB, connector_version, create_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -217,3 +220,50 @@ def test_connector_version_is_the_resolved_one(spark, kafka):
                                          jvm.java.lang.Thread.currentThread().getContextClassLoader())
     location = source.getProtectionDomain().getCodeSource().getLocation().toString()
     assert location.endswith(f"spark-sql-kafka-0-10_2.13-{connector_version()}.jar"), location
+
+
+def test_a_kstream_query_leaves_its_group_progress_to_lag_tools_and_the_connectors_leaves_none(
+        spark, kafka, topic, cluster_path, make_topic, tmp_path):
+    """The documented difference (docs/SPARK.md, section 9): kstream's streaming read with
+    group.id commits the group's offsets, so `kstream groups describe` shows its lag like
+    kafka-consumer-groups.sh would; the connector's query (kafka.group.id named or not) commits
+    nothing, so Kafka's lag tools see no group at all."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    make_topic("lagged", 2)
+    with Producer({"cluster": cluster_path}) as producer:
+        for i in range(40):
+            producer.produce("lagged", f"v{i}".encode(), partition=i % 2)
+    query = (spark.readStream.format("kstream").option("cluster", cluster_path).option("subscribe", "lagged")
+             .option("group.id", "spark-lag").option("startingOffsets", "earliest").load()
+             .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ks"))
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(TIMEOUT_S)
+    with Producer({"cluster": cluster_path}) as producer:  # 3 + 3 more since the query's last batch
+        for i in range(6):
+            producer.produce("lagged", f"later{i}".encode(), partition=i % 2)
+    described = CliRunner().invoke(cli, ["--cluster", cluster_path, "groups", "describe", "spark-lag", "--json"])
+    assert described.exit_code == 0, described.output
+    partitions = json.loads(described.output)["partitions"]
+    rows = {(p["topic"], p["partition"]): (p["committed"], p["lag"]) for p in partitions}
+    assert rows == {("lagged", 0): (20, 3), ("lagged", 1): (20, 3)}
+
+    create_topic(kafka, topic, partitions=2)
+    produce(kafka, topic, 40, partitions=2)
+    for name, options in (("named", {"kafka.group.id": f"{topic}-g"}), ("default", {})):
+        stream = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka)
+                  .option("subscribe", topic).option("startingOffsets", "earliest"))
+        for key, value in options.items():
+            stream = stream.option(key, value)
+        query = (stream.load().writeStream.format("noop").option("checkpointLocation", str(tmp_path / name))
+                 .trigger(availableNow=True).start())
+        assert query.awaitTermination(TIMEOUT_S)
+        assert sum(p["numInputRows"] for p in query.recentProgress) == 40
+    admin = AdminClient({"bootstrap.servers": kafka})
+    groups = [g.group_id for g in admin.list_consumer_groups().result(TIMEOUT_S).valid]
+    assert [g for g in groups if g == f"{topic}-g" or g.startswith("spark-kafka-source-")] == []
+    offsets = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(f"{topic}-g", [TopicPartition(topic, 0), TopicPartition(topic, 1)])])
+    committed = offsets[f"{topic}-g"].result(TIMEOUT_S).topic_partitions
+    assert [tp.offset for tp in committed] == [-1001, -1001]  # OFFSET_INVALID: nothing committed

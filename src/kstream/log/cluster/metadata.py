@@ -564,9 +564,14 @@ class Metadata:
     def next_counter(self, name: str) -> int:
         """A cluster-wide increasing number (e.g. producer ids)."""
         with self.transaction() as tx:
-            tx.execute("INSERT OR IGNORE INTO counters VALUES (?, 0)", (name,))
-            tx.execute("UPDATE counters SET value = value + 1 WHERE name = ?", (name,))
-            return int(tx.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
+            return self.next_counter_in(tx, name)
+
+    @staticmethod
+    def next_counter_in(tx: sqlite3.Connection, name: str) -> int:
+        """:meth:`next_counter` inside the caller's :meth:`transaction` (one commit for both)."""
+        tx.execute("INSERT OR IGNORE INTO counters VALUES (?, 0)", (name,))
+        tx.execute("UPDATE counters SET value = value + 1 WHERE name = ?", (name,))
+        return int(tx.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
 
     def counter(self, name: str) -> int:
         """A counter's current value, 0 if it was never counted (reads only)."""

@@ -408,6 +408,20 @@ class Partition:
         if end is not None:
             self.publish_high_watermark(end)
 
+    def take_deferred_end(self) -> tuple[int | None, list[int]]:
+        """For a group commit run by the caller (:func:`flush_acked_together`): the end of the
+        deferred acks=all appends (None: none) and the in-sync replicas to fsync; the end is
+        taken, so publish it only after those fsyncs (:meth:`finish_deferred`)."""
+        end, self._deferred_end = self._deferred_end, None
+        return end, list(self.info.isr)
+
+    def finish_deferred(self, end: int | None, in_sync: list[int], synced: list[bool]) -> None:
+        """After the fsyncs of :meth:`take_deferred_end`'s replicas (``synced``, on any thread):
+        NotEnoughReplicasError when too few fsynced; else the HW moves past ``end``."""
+        self.require_synced(self.settle_syncs(in_sync, synced), "the batches written since the last fsync")
+        if end is not None:
+            self.publish_high_watermark(end)
+
     def _require_fsynced(self, in_sync: list[int], what: str) -> None:
         self.require_synced(self.settle_syncs(in_sync, self._sync_all(in_sync)), what)
 
@@ -482,3 +496,27 @@ def _read_only(replica_dir: str) -> bool:
     except OSError as err:
         return err.errno == errno.EROFS
 
+
+
+def flush_acked_together(partitions: list[Partition]) -> None:
+    """:meth:`Partition.flush_acked` on several partitions with all their fsyncs in parallel (a
+    group commit across partitions: the time of one fsync, not one per partition). Each
+    partition's HW moves only after its own replicas fsynced; the first NotEnoughReplicasError
+    is raised after every partition was settled."""
+    if len(partitions) <= 1:
+        for handle in partitions:
+            handle.flush_acked()
+        return
+    pending = [(handle, *handle.take_deferred_end()) for handle in partitions]
+    jobs = sum(len(in_sync) for _, _, in_sync in pending)
+    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="kstream-fsync") as pool:
+        futures = [[pool.submit(handle.sync_replica, r) for r in in_sync] for handle, _, in_sync in pending]
+        synced = [[f.result() for f in replica_futures] for replica_futures in futures]
+    error: NotEnoughReplicasError | None = None
+    for (handle, end, in_sync), ok in zip(pending, synced, strict=True):
+        try:
+            handle.finish_deferred(end, in_sync, ok)
+        except NotEnoughReplicasError as err:
+            error = error or err
+    if error is not None:
+        raise error

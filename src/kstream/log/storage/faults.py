@@ -31,7 +31,8 @@ Crash points (``KSTREAM_CRASH_AT=name[:n]``): :func:`crash_point` SIGKILLs the
 process the n-th time (default the first) it passes the named point, so a test
 can kill a child exactly between two steps of a protocol (the transaction's
 steps: ``txn.offsets-sent``, ``txn.prepared``, ``txn.markers-written``,
-``txn.offsets-applied``; see docs/TRANSACTIONS.md).
+``txn.offsets-applied``; the Spark sink's commit: ``sink.markers-fsynced``; see
+docs/TRANSACTIONS.md).
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 from kstream.errors import CheckpointError, FencedError
 from kstream.log.transactions.store import SINK_COMMITTING, TransactionStore
-from kstream.log.transactions.writer import abort_orphans, write_markers
+from kstream.log.transactions.writer import abort_orphans, write_markers_together
 
 if TYPE_CHECKING:
     from kstream.log.cluster.cluster import Cluster
@@ -83,8 +83,8 @@ class SinkStore:
     def new_task_producer(self, sink_id: str, batch_id: int | None = None) -> int:
         """A producer id for one task attempt. With ``batch_id`` (when the task knows it),
         FencedError if that batch is already decided: the attempt is a zombie."""
-        producer_id = self.cluster.metadata.next_counter("producer_id")
-        with self._write() as tx:
+        with self._write() as tx:  # one SQLite commit (an fsync of its WAL) for the id and the row
+            producer_id = self.cluster.metadata.next_counter_in(tx, "producer_id")
             if batch_id is not None:
                 row = tx.execute("SELECT state FROM sink_batches WHERE sink_id = ? AND batch_id = ?",
                                  (sink_id, batch_id)).fetchone()
@@ -225,18 +225,19 @@ class SinkStore:
             state = self.batch_state(sink_id, batch_id)
             return state is not None and state[0] == COMMITTING
 
-        for w in writes:
-            write_markers(self.cluster, self.transactions, sorted(w.partitions), w.producer_id, _SINK_EPOCH,
-                          True, decided)
-        with self._write() as tx:
+        def mark_committed(tx: sqlite3.Connection) -> None:
             tx.execute("UPDATE sink_batches SET state = ?, updated_ms = ? WHERE sink_id = ? AND batch_id = ?",
                        (COMMITTED, _now(), sink_id, batch_id))
             # Only the newest committed batch is ever replayed: older rows would grow without bound.
             tx.execute("DELETE FROM sink_batches WHERE sink_id = ? AND batch_id < ? AND state = ?",
                        (sink_id, batch_id, COMMITTED))
-            for w in writes:
-                tx.execute("DELETE FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
-                           (sink_id, w.producer_id))
+            tx.executemany("DELETE FROM sink_producers WHERE sink_id = ? AND producer_id = ?",
+                           [(sink_id, w.producer_id) for w in writes])
+
+        # Every task's markers at once, fsynced together; their rows end in the same SQLite
+        # transaction that marks the batch Committed (a crash before it is rolled forward).
+        write_markers_together(self.cluster, self.transactions, [(w.producer_id, list(w.partitions)) for w in writes],
+                               _SINK_EPOCH, True, decided, also=mark_committed)
 
     def _abort_orphans(self, sink_id: str) -> None:
         rows = self.cluster.metadata.read_rows(
@@ -246,6 +247,8 @@ class SinkStore:
     def _abort(self, sink_id: str, producer_ids: set[int]) -> None:
         """Fence the writes first (their rows go: every later append of theirs is refused),
         then abort what they left open."""
+        if not producer_ids:
+            return  # the usual case after a commit: no write lock taken, nothing to look up
         with self._write() as tx:
             fenced = producer_ids - _decided(tx, sink_id)
             tx.executemany("DELETE FROM sink_producers WHERE sink_id = ? AND producer_id = ?",

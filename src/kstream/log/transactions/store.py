@@ -403,17 +403,17 @@ class TransactionStore:
         """The marker is written: the partition no longer holds the transaction open. Only a
         row that began before the marker is ended (a later transaction of the same producer
         id keeps its own)."""
+        self.end_partitions([(topic, partition, producer_id, marker_offset)], aborted)
+
+    def end_partitions(self, ends: list[tuple[str, int, int, int]], aborted: bool,
+                       also: Callable[[sqlite3.Connection], None] | None = None) -> None:
+        """:meth:`end_partition` for each (topic, partition, producer id, marker offset), and
+        ``also`` (the caller's own rows), in one SQLite transaction: all or none."""
         with self._write() as tx:
-            row = tx.execute("SELECT first_offset FROM open_transaction_partitions WHERE topic = ? AND "
-                             "partition = ? AND producer_id = ? AND first_offset < ?",
-                             (topic, partition, producer_id, marker_offset)).fetchone()
-            if row is None:
-                return
-            tx.execute("DELETE FROM open_transaction_partitions WHERE topic = ? AND partition = ? AND "
-                       "producer_id = ?", (topic, partition, producer_id))
-            if aborted:
-                tx.execute("INSERT INTO aborted_transactions VALUES (?, ?, ?, ?, ?)",
-                           (topic, partition, producer_id, row[0], marker_offset))
+            for topic, partition, producer_id, marker_offset in ends:
+                _end_partition(tx, topic, partition, producer_id, marker_offset, aborted)
+            if also is not None:
+                also(tx)
 
     def holders(self, topic: str, partition: int) -> list[Holder]:
         """The open transactions holding the partition, oldest first, with their owners and deadlines."""
@@ -532,3 +532,17 @@ def _fenced(transactional_id: str, epoch: int, state: TransactionState | None) -
 
 def _now() -> int:
     return int(time.time() * 1000)
+
+
+def _end_partition(tx: sqlite3.Connection, topic: str, partition: int, producer_id: int, marker_offset: int,
+                   aborted: bool) -> None:
+    row = tx.execute("SELECT first_offset FROM open_transaction_partitions WHERE topic = ? AND "
+                     "partition = ? AND producer_id = ? AND first_offset < ?",
+                     (topic, partition, producer_id, marker_offset)).fetchone()
+    if row is None:
+        return
+    tx.execute("DELETE FROM open_transaction_partitions WHERE topic = ? AND partition = ? AND "
+               "producer_id = ?", (topic, partition, producer_id))
+    if aborted:
+        tx.execute("INSERT INTO aborted_transactions VALUES (?, ?, ?, ?, ?)",
+                   (topic, partition, producer_id, row[0], marker_offset))

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kstream.errors import KStreamError
+from kstream.log.cluster.partition import flush_acked_together
 from kstream.log.storage import format as fmt
 from kstream.log.storage.faults import crash_point
 from kstream.log.storage.partition_log import EncodedBatch
@@ -143,6 +144,44 @@ def write_markers(cluster: Cluster, store: TransactionStore, partitions: list[tu
         finally:
             handle.close()
         store.end_partition(topic, number, producer_id, result.base_offset, aborted=not commit)
+
+
+def write_markers_together(cluster: Cluster, store: TransactionStore,
+                           writes: list[tuple[int, list[tuple[str, int]]]], epoch: int, commit: bool,
+                           still_decided: Callable[[], bool],
+                           also: Callable[[sqlite3.Connection], None] | None = None) -> None:
+    """:func:`write_markers` for several producer ids (``writes``: producer id, its partitions)
+    decided together, at the cost of about one: every marker is appended under its partition's
+    lock and guard with its fsync deferred, then all the partitions are fsynced in parallel
+    (:func:`~kstream.log.cluster.partition.flush_acked_together`), then every open row is
+    ended, and ``also`` runs, in one SQLite transaction. Nothing is released before its marker
+    is fsynced. A crash before that transaction leaves the rows open and the decision standing:
+    whoever finishes it writes the markers again, as after a crash in :func:`write_markers`
+    between a marker's fsync and its row's end (a marker of a transaction already ended is
+    ignored by readers)."""
+    marker = batch_from_records([COMMIT_MARKER if commit else ABORT_MARKER], None, None, None)
+    handles: dict[tuple[str, int], Partition] = {}
+    ends: list[tuple[str, int, int, int]] = []
+    try:
+        for producer_id, partitions in writes:
+            frame = EncodedBatch(PayloadCodec().encode(marker), 1, 0, 0, fmt.CONTROL | fmt.TRANSACTIONAL,
+                                 producer_id, min(epoch, MAX_EPOCH))
+            guard = _MarkerGuard(store, producer_id, still_decided)
+            for topic, number in sorted(partitions):
+                handle = handles.get((topic, number))
+                if handle is None:
+                    handle = handles[(topic, number)] = cluster.partition(topic, number)
+                try:
+                    result = handle.append(frame, acks="all", txn=guard, defer_fsync=True)
+                except _NothingToEndError:
+                    continue
+                ends.append((topic, number, producer_id, result.base_offset))
+        flush_acked_together(list(handles.values()))
+    finally:
+        for handle in handles.values():
+            handle.close()
+    crash_point("sink.markers-fsynced")
+    store.end_partitions(ends, aborted=not commit, also=also)
 
 
 def abort_orphans(cluster: Cluster, store: TransactionStore, producer_ids: set[int] | None = None) -> int:
