@@ -144,10 +144,11 @@ class Assignment:
         assigned.fetch_offset = self.resolve(assigned, offset)
 
     def watch(self, handle: Partition) -> None:
-        """Wake on new frames (the leader's dir) and on the high watermark moving (the lock
-        file): an acks=all batch becomes readable only when its writer publishes the HW
-        after the fsync, after the writes that woke the reader. The lock file is made when no
-        writer made it yet (reading the HW does not make it; inotify needs it)."""
+        """Wake on the high watermark moving (writes to the lock file: every append that makes
+        records readable publishes it, acks=all after the fsync) and on segment files
+        appearing or going in the leader's dir (not on writes inside them: a frame is not
+        readable before the HW moves past it). The lock file is made when no writer made it
+        yet (reading the HW does not make it; inotify needs it)."""
         self._notifier.watch(handle.leader_dir)
         self._notifier.watch(handle.lock.create_file())
 

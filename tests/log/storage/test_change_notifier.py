@@ -37,3 +37,32 @@ def test_wakes_with_a_descriptor_past_1024(tmp_path):
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.skipif(_LIBC is None, reason="no inotify here: the notifier polls")
+def test_wakes_on_files_appearing_and_on_watched_file_writes_not_on_writes_inside_a_directory(tmp_path):
+    """A frame appended to a segment (or an index entry, or the recovery point) is not readable
+    until the high watermark moves in the lock file: a reader woken by those writes spent a
+    fetch round for nothing, late for the high watermark's wake."""
+    replica = tmp_path / "t-0"
+    replica.mkdir()
+    segment = replica / "00000000000000000000.log"
+    segment.write_bytes(b"")
+    lock_file = tmp_path / "t-0.lock"
+    lock_file.write_bytes(b"\0" * 16)
+    notifier = ChangeNotifier(max_sleep_s=1.0)
+    notifier.watch(str(replica))
+    notifier.watch(str(lock_file))
+    assert notifier.wait(0.01) is False  # the first wait makes the watches
+    with open(segment, "ab") as f:
+        f.write(b"frame")
+    assert notifier.wait(0.05) is False  # a write inside the directory: no wake
+    with open(lock_file, "r+b") as f:
+        f.write(b"hw")
+    assert notifier.wait(30.0) is True  # the high watermark moved
+    (replica / "00000000000000000005.log").write_bytes(b"")
+    assert notifier.wait(30.0) is True  # a new segment
+    os.remove(segment)
+    assert notifier.wait(30.0) is True  # retention
+    assert notifier.wait(0.01) is False  # nothing left pending
+    notifier.close()
