@@ -16,8 +16,8 @@ Producers write ``--records`` (batch API) or ``--record-api-records`` (per recor
 acks=1, after a warm-up; consumers each read their share of the partitions (read_committed,
 the default), which the run first fills with that many records per consumer. Prints, per
 figure, the median records/s at 1 and 2 processes (repeats alternate which runs first),
-their ratio and each repeat's ratio, and the CPU seconds per million records (summed over the processes) at 1 and 2: a contended
-resource shows as CPU time or waiting that grows with the second process.
+their ratio and each repeat's ratio, and the CPU seconds per million records (summed over
+the processes) at 1 and 2: a contended resource shows as CPU time or waiting that grows with the second process.
 """
 
 from __future__ import annotations
