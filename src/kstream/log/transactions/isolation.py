@@ -50,8 +50,7 @@ class Isolation:
     lock's generation (:meth:`PartitionLock.read_generation`): with it, a round whose HW and
     files did not change reuses the last state read (:meth:`TxnIndexReader.state`). ``store``
     should be built with :meth:`TransactionStore.for_cluster`: without the cluster's timeouts
-    it applies decisions
-    only, and an expired transaction holds the LSO. Writes nothing, ever."""
+    it applies decisions only, and an expired transaction holds the LSO. Writes nothing, ever."""
 
     def __init__(self, level: str, store: TransactionStore | None, topic: str, partition: int,
                  directory: str | Callable[[], str] | None = None,
