@@ -92,7 +92,8 @@ class Assignment:
         handle = self._cluster.partition(info, tp.partition)
         schema = Cluster.topic_schema(info)
         isolation = Isolation(self._isolation_level, self.transactions(), tp.topic, tp.partition,
-                              functools.partial(_leader_dir, handle))  # the leader's dir: it may move
+                              functools.partial(_leader_dir, handle),  # the leader's dir: it may move
+                              generation=handle.lock.read_generation)
         return PartitionFetch(tp.topic, tp.partition, handle, handle.reader(check_crcs=self._check_crcs),
                               output_schema(schema), schema is not None, isolation=isolation)
 

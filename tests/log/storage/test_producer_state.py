@@ -17,6 +17,7 @@ from helpers import encoded, read_all
 from kstream import Admin, NewTopic
 from kstream.errors import FencedError, OutOfOrderSequenceError
 from kstream.log.cluster.cluster import Cluster
+from kstream.log.storage import producer_state
 
 BATCHES_PER_PRODUCER = 5  # Kafka keeps the last 5 batches per producer and partition
 
@@ -87,3 +88,36 @@ def _values(pid, step, count):
 def _batch(pid, epoch, sequence, step, count=1):
     return dataclasses.replace(encoded(_values(pid, step, count)), producer_id=pid,
                                producer_epoch=epoch, base_sequence=sequence)
+
+
+def test_catching_up_with_another_process_reads_headers_not_the_log(tmp_path, monkeypatch):
+    """Two "processes" appending in turn (as two producer processes on one partition do on
+    every batch): each catches up with the other's frame by walking the headers after its own
+    last frame, not by opening a reader of the whole log each time (what made produce_batch()
+    from 2 processes no faster than from 1). A retry of the other's batch is still found."""
+    path = str(tmp_path / "cluster")
+    with Admin({"cluster": path}) as admin:
+        admin.create_topics([NewTopic("t", 1, 1)])["t"].result()
+    cluster = Cluster.open(path)
+    handles = [cluster.partition("t", 0) for _ in range(2)]
+    sequences = {7: 0, 8: 0}
+    for step in range(2):  # each handle's first look rebuilds from the log
+        for pid, handle in zip((7, 8), handles, strict=True):
+            handle.append(_batch(pid, 0, sequences[pid], step), "1")
+            sequences[pid] += 1
+    readers = []
+    original = producer_state.LogReader
+    monkeypatch.setattr(producer_state, "LogReader", lambda *a, **k: readers.append(1) or original(*a, **k))
+    written = []
+    for step in range(2, 12):
+        for pid, handle in zip((7, 8), handles, strict=True):
+            batch = _batch(pid, 0, sequences[pid], step, count=2)
+            written.append((batch, handle.append(batch, "1").base_offset))
+            sequences[pid] += 2
+    assert readers == []
+    batch, offset = written[-2]  # pid 7's last batch, retried through the other handle
+    assert handles[1].append(batch, "1").base_offset == offset
+    assert len(read_all(handles[0].leader_dir)) == 4 + 40
+    for handle in handles:
+        handle.close()
+    cluster.close()

@@ -332,3 +332,32 @@ def test_an_entry_outside_its_segment_ends_the_trusted_part(replica):
     with open(txn_index.txn_index_path(replica, base), "wb") as f:
         f.write(fmt.pack_txn_entry(DATA, 7, base - 1) + fmt.pack_txn_entry(DATA, 8, base))
     assert_files_match_frames(replica, end)
+
+
+def test_a_polling_reader_given_the_generation_keeps_its_result_while_nothing_changed(replica, monkeypatch):
+    """With the lock's generation, a reader polling at an unchanged HW looks at no file but the
+    last segment (a fetch round of a read_committed consumer was half spent on these look-ups);
+    a cut and appends back up to the same HW move the generation: read again."""
+    log = open_log(replica, segment_bytes=900)
+    for i in range(10):
+        log.append(txn_data([b"v" * 100], i % 3))
+        log.append(marker(i % 3, commit=i % 2 == 0))
+    log.append(txn_data([b"open"], 5))
+    log.flush()
+    end = log.log_end_offset()
+    reader = TxnIndexReader(replica)
+    first = reader.state(end, log._lock.read_generation())
+    assert first.open == {5: end - 1}
+    listed = []
+    real = fmt.list_segment_bases
+    monkeypatch.setattr(fmt, "list_segment_bases", lambda d: listed.append(d) or real(d))
+    assert reader.state(end, log._lock.read_generation()) is first
+    assert listed == []
+    with log._lock:
+        log.truncate_to_locked(end - 1)  # the open transaction's frame goes...
+    log.append(encoded([b"plain"]))      # ...and a plain one takes its offset: the same HW
+    log.flush()
+    assert log.log_end_offset() == end
+    again = reader.state(end, log._lock.read_generation())
+    assert listed and again.open == {} and again.aborted == first.aborted
+    log.close()

@@ -41,6 +41,11 @@ class TxnIndexModel(RuleBasedStateMachine):
         self.events: list[tuple[int, int, int]] = []   # (kind, producer id, offset)
         self.boundaries: list[int] = [0]               # frame base offsets, then the log end
         self.reader = TxnIndexReader(self.directory)   # one polling reader across steps
+        # Polling readers given the lock's generation (they keep a result while nothing below the
+        # HW changed): one looks after every step, one after every third (so a cut and appends up
+        # to the same HW can happen between two of its looks).
+        self.cached = [TxnIndexReader(self.directory), TxnIndexReader(self.directory)]
+        self.looks = 0
 
     @property
     def end(self) -> int:
@@ -102,8 +107,11 @@ class TxnIndexModel(RuleBasedStateMachine):
             return
         for high_watermark in {self.end, random.Random(self.end).randint(0, self.end)}:
             open_, aborted = oracle(self.events, high_watermark)
-            for reader in (self.reader, TxnIndexReader(self.directory)):
-                state = reader.state(high_watermark)
+            self.looks += 1
+            generation = self.writers[0]._lock.read_generation()
+            cached = [(r, generation) for i, r in enumerate(self.cached) if i == 0 or self.looks % 3 == 0]
+            for reader, generation in [(self.reader, None), (TxnIndexReader(self.directory), None), *cached]:
+                state = reader.state(high_watermark, generation)
                 assert state.open == open_
                 assert list(state.aborted) == aborted
                 first = min(open_.values(), default=high_watermark)

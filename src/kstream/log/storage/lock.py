@@ -153,6 +153,20 @@ class PartitionLock:
                 return None
         raise OSError(f"high watermark in {self.path} keeps changing under a reader")
 
+    def read_generation(self) -> int | None:
+        """The generation as stored now, taking no lock and creating no file (None when there
+        is no lock file yet): a reader caching what it derived from the segment files checks
+        it, since it moves whenever they change other than by appending."""
+        if self._pid != os.getpid():
+            self._after_fork()
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDWR)
+            except FileNotFoundError:
+                return None
+        raw = os.pread(self._fd, fmt.LOCK_GENERATION.size, fmt.LOCK_GENERATION_POSITION)
+        return fmt.LOCK_GENERATION.unpack(raw)[0] if len(raw) == fmt.LOCK_GENERATION.size else None
+
     def deleted(self) -> bool:
         """Whether the topic behind this lock was deleted (its mark is set). Takes no lock and
         creates no file: a missing lock file is a partition no writer touched yet."""

@@ -23,7 +23,8 @@ Contract (Kafka's, per partition):
   epoch and base sequence, so it is rebuilt from the log. Each process keeps
   its own copy per partition handle and brings it up to date under the lock
   before a check: frames other processes appended since it last looked are
-  read (headers only, from the leader); after anything other than an append
+  read (headers only, from the leader: the headers that follow the frame it last knew, in
+  the same segment file, while only appends happened); after anything other than an append
   (the lock's generation moved: a roll, a truncation, a leadership or ISR
   change) or on first use, it is rebuilt from the last :data:`REBUILD_RECORDS`
   offsets of the leader's log. So it survives restarts and is shared by every
@@ -41,12 +42,14 @@ Contract (Kafka's, per partition):
 from __future__ import annotations
 
 import logging
+import os
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Protocol
 
 from kstream.errors import CorruptBatchError, FencedError, LogDirOfflineError, OutOfOrderSequenceError
 from kstream.log.storage import format as fmt
+from kstream.log.storage.frames import FrameWalk, pread_from
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.partition_log import AppendResult, EncodedBatch
 
@@ -113,6 +116,8 @@ class ProducerState:
         self._producers: OrderedDict[int, deque[BatchEntry]] = OrderedDict()
         self._end = -1  # log end offset of the leader up to which the state is complete
         self._token: tuple[int, int] | None = None  # (lock generation, leader) when _end was read
+        # Where the frame at _end starts in the leader's log, while known: (segment base, position).
+        self._tail: tuple[int, int] | None = None
 
     # -- under the partition lock -------------------------------------------------------
 
@@ -156,6 +161,7 @@ class ProducerState:
                                                 result.base_offset, batch.record_count))
         self._end = result.base_offset + batch.record_count
         self._token = self._current_token(partition)
+        self._tail = (result.segment_base_offset, result.end_position)
 
     # -- keeping up with the log -------------------------------------------------------
 
@@ -175,6 +181,9 @@ class ProducerState:
         token = self._current_token(partition)
         if token == self._token and self._end == end:
             return  # nothing happened since this process last appended
+        if token == self._token and end > self._end and self._walk_headers_locked(partition, end):
+            return
+        self._tail = None
         if token != self._token or end < self._end:
             self._producers.clear()
             start = max(0, end - REBUILD_RECORDS)
@@ -199,6 +208,38 @@ class ProducerState:
         self._end = end
         self._token = token
 
+    def _walk_headers_locked(self, partition: GuardedPartition, end: int) -> bool:
+        """Catch up from where this process's last look ended by reading the frame headers
+        that follow it in the same segment file (only appends happened since: the lock's
+        generation did not move, so no roll, cut or replaced file). True when that reached
+        ``end``; False (nothing applied) when anything differs: the caller reads the log."""
+        if self._tail is None:
+            return False
+        base, position = self._tail
+        try:
+            fd = os.open(os.path.join(partition.leader_dir, fmt.segment_file_name(base)), os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            walk = FrameWalk(pread_from(fd), os.fstat(fd).st_size, position, next_offset=self._end)
+            headers = []
+            reached, at = self._end, position
+            for frame_position, header in walk:
+                if header.base_offset >= end:
+                    break
+                headers.append(header)
+                reached, at = header.next_offset, frame_position + header.frame_size
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        if reached != end:
+            return False
+        for header in headers:
+            self._apply(header)
+        self._end, self._tail = end, (base, at)
+        return True
+
     def _apply(self, header: fmt.FrameHeader) -> None:
         if header.producer_id == fmt.NO_PRODUCER_ID or header.base_sequence == fmt.NO_SEQUENCE \
                 or header.attributes & fmt.CONTROL:
@@ -222,3 +263,4 @@ class ProducerState:
         self._producers.clear()
         self._end = -1
         self._token = None
+        self._tail = None

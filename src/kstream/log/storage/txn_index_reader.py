@@ -6,7 +6,9 @@ are trusted only below the recovery point's ``next_offset`` (and up to the
 first bad entry of a file); everything else below the high watermark is
 derived from the frame headers (and a marker's payload). Readers never write.
 Per-segment results are cached by the files' identity and size, so a polling
-reader re-reads only what changed.
+reader re-reads only what changed; given the partition lock's generation, the whole
+result is kept while the high watermark, the generation and the last segment file stay
+the same (then nothing below the HW changed), which spares a polling reader the look-ups.
 """
 
 from __future__ import annotations
@@ -100,11 +102,26 @@ class TxnIndexReader:
         # position of the last frame walked, its header bytes)
         self._walks: dict[int, tuple[tuple[int, int, int, int], int, int, tuple[fmt.TxnIndexEntry, ...], int,
                                      bytes]] = {}
+        # The last result, with (HW, lock generation, last segment's path and identity) it was made at.
+        self._last: tuple[tuple[int, int, str, tuple[int, int, int] | None], TxnState] | None = None
 
-    def state(self, high_watermark: int) -> TxnState:
-        """Open and aborted transactions below ``high_watermark``."""
+    def state(self, high_watermark: int, generation: int | None = None) -> TxnState:
+        """Open and aborted transactions below ``high_watermark``.
+
+        ``generation``: the partition lock's generation, read before this call. Frames below
+        the HW change only by what moves the generation (a cut, a replaced file, retention;
+        appends land above the HW), so while the HW, the generation and the last segment file
+        (path, inode, size, mtime) are what the last call saw, its result stands and no other
+        file is looked at. (A cut bumps the generation before it changes files: a result made
+        in between is made again once the last segment file is replaced or the HW moves.)"""
         if os.getpid() != self._pid:  # forked: start afresh (nothing shared is wrong, but be plain)
             self.__init__(self.directory)  # type: ignore[misc]
+        last = self._last
+        if generation is not None and last is not None:
+            (hw, seen_generation, last_path, identity) = last[0]
+            if hw == high_watermark and seen_generation == generation and _identity(last_path) == identity:
+                return last[1]
+        self._last = None
         point = read_recovery_point(self.directory)
         try:
             bases = fmt.list_segment_bases(self.directory)
@@ -126,7 +143,11 @@ class TxnIndexReader:
             self._chain.append((plan.key, open_, len(self._aborted)))
             self._aborted_view = tuple(self._aborted)
         self._truncate_chain(done)
-        return TxnState(high_watermark, dict(open_), self._aborted_view)
+        state = TxnState(high_watermark, dict(open_), self._aborted_view)
+        if generation is not None and bases:
+            last_path = os.path.join(self.directory, fmt.segment_file_name(bases[-1]))
+            self._last = ((high_watermark, generation, last_path, _identity(last_path)), state)
+        return state
 
     def _truncate_chain(self, keep: int) -> None:
         if len(self._chain) > keep:

@@ -46,17 +46,21 @@ class Isolation:
     """A reader's view of one partition's transactions. Not thread-safe.
 
     ``directory`` is the replica dir the reader reads (or a callable giving it: the
-    leader's, which may move); needed for read_committed. ``store`` should be built with
-    :meth:`TransactionStore.for_cluster`: without the cluster's timeouts it applies decisions
-    only, and an expired transaction holds the LSO. Writes nothing, ever."""
+    leader's, which may move); needed for read_committed. ``generation`` reads the partition
+    lock's generation (:meth:`PartitionLock.read_generation`): with it, a round whose HW and
+    files did not change reuses the last state read (:meth:`TxnIndexReader.state`). ``store``
+    should be built with :meth:`TransactionStore.for_cluster`: without the cluster's timeouts
+    it applies decisions only, and an expired transaction holds the LSO. Writes nothing, ever."""
 
     def __init__(self, level: str, store: TransactionStore | None, topic: str, partition: int,
-                 directory: str | Callable[[], str] | None = None):
+                 directory: str | Callable[[], str] | None = None,
+                 generation: Callable[[], int | None] | None = None):
         self.committed_only = level == READ_COMMITTED
         self.store = store
         self.topic = topic
         self.partition = partition
         self._directory = directory
+        self._generation = generation  # the partition lock's generation (lets the files' state be kept)
         self._files: TxnIndexReader | None = None
         self._aborted: tuple[tuple[int, int, int], ...] = ()
         # (data version, the holders, the HW read before the lookup)
@@ -73,7 +77,7 @@ class Isolation:
         assert directory is not None, "a read_committed Isolation needs the replica dir it reads"
         if self._files is None or self._files.directory != directory:
             self._files = TxnIndexReader(directory)
-        state = self._files.state(high_watermark)
+        state = self._files.state(high_watermark, None if self._generation is None else self._generation())
         if state.first_open is None or self.store is None:
             return state
         return apply_outcomes(state, self._holders(high_watermark, version).outcomes())
