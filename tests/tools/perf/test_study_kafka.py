@@ -117,7 +117,7 @@ def test_tables_name_each_durability_and_compare_at_equal_durability():
                                                               "fdatasync_1mib_mb_per_s": 1},
                 "kafka": {"version": "4.4.0", "heap": "512m"}, "scenarios": [scenario]}
     text = report.markdown(document)
-    assert "confluent-kafka -> Kafka flush.messages=1 (flush.messages=1: fsync before ack" in text
+    assert "confluent-kafka -> Kafka flush.messages=1 (fsync before ack, kstream's acks=all durability)" in text
     assert "confluent-kafka -> Kafka (default durability: acks from page cache)" in text
     assert "| record | acks=all: fsync before ack (1 of 1 copies) |" in text
     assert "2.00 (vs confluent-kafka -> Kafka flush.messages=1)" in text  # acks=all: against fsync
@@ -157,7 +157,7 @@ def test_a_tiny_study_against_kafka_at_both_durabilities(kafka_broker, tmp_path,
     assert fsynced == {name for name in topic_configs if name.endswith("_fsync")} != set()
     rows = list(csv.DictReader((out / "study.csv").open()))
     assert {r["durability"] for r in rows if r["system"] == "kafka_fsync"} == {study_systems.KAFKA_FSYNC}
-    assert "flush.messages=1: fsync before ack" in (out / "results.md").read_text()
+    assert "Kafka flush.messages=1 (fsync before ack" in (out / "results.md").read_text()
     assert (out / "acks.png").exists()
 
 

@@ -40,6 +40,8 @@ from kstream.tools.perf.study_systems import BY_KEY
 
 TOOLS_LATENCY_RECORDS = 1_000
 """EndToEndLatency's records per run: it waits for each one, so 1,000 take 1-10 s."""
+WARM_UP_RECORDS = 300_000
+"""Records sent to a scratch topic after a broker starts, so the first point does not time its JIT warm-up."""
 TOOLS_PRODUCER_CONFIG = {"linger.ms": 5, "batch.size": 1_000_000}
 """ProducerPerformance gets the batching confluent-kafka's line and kstream use (Java's default batch is 16 KB)."""
 
@@ -78,12 +80,23 @@ class KafkaPeers:
             started = kafka_peer.KafkaPeer(brokers).start()
             self.running[brokers] = started
             self.start_seconds[brokers] = self.start_seconds.get(brokers, 0.0) + started.start_seconds
+            _warm_up(started.bootstrap, brokers)
         return self.running[brokers].bootstrap
 
     def close(self) -> None:
         for started in self.running.values():
             started.stop()
         self.running = {}
+
+
+def _warm_up(bootstrap: str, brokers: int) -> None:
+    """Send :data:`WARM_UP_RECORDS` through a fresh broker (a scratch topic, deleted): its JIT compiles now."""
+    topic = "kstream-study-warm-up"
+    kafka_peer.create_topic(bootstrap, topic, 6, brokers)
+    try:
+        peer.confluent_produce(bootstrap, topic, WARM_UP_RECORDS, 100, {"acks": "all"})
+    finally:
+        _delete_topic(bootstrap, topic)
 
 
 def brokers_needed(points: list[dict[str, Any]]) -> int:

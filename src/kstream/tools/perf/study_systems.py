@@ -23,7 +23,7 @@ class System:
 
 
 KAFKA_DEFAULT = "default durability: acks from page cache"
-KAFKA_FSYNC = "flush.messages=1: fsync before ack, kstream's acks=all durability"
+KAFKA_FSYNC = "fsync before ack, kstream's acks=all durability"
 
 SYSTEMS: tuple[System, ...] = (
     System("kstream", "kstream", "acks=all: fsync before ack; acks=1/0: page cache"),
