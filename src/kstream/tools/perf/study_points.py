@@ -1,4 +1,6 @@
-"""How one study point runs on each system: kstream, the peer, and the machine's ceiling.
+"""How one study point runs on kstream, on Tansu (a secondary peer line) and as the machine's ceiling.
+
+Apache Kafka, the study's peer, has its own module (:mod:`kstream.tools.perf.study_kafka`).
 
 A point is a dict of plan settings (:data:`kstream.tools.perf.plan.SETTINGS`).
 Each function runs it once and returns a :class:`~kstream.tools.perf.result.PerfResult`;
@@ -60,6 +62,9 @@ def consumer_config(point: dict[str, Any]) -> dict[str, Any]:
 
 def kstream_point(run: str, point: dict[str, Any], cluster: str, topic: str) -> PerfResult:
     """Run ``point`` on a fresh ``topic`` of the study cluster, then delete the topic."""
+    if point.get("compression") in KAFKA_ONLY_CODECS:
+        raise NotApplicableError(f"kstream refuses compression.type={point['compression']} (its Arrow IPC "
+                                 "buffers carry lz4 or zstd); Kafka's figure stands alone here")
     base = {"cluster": cluster}
     with Admin(base) as admin:
         admin.create_topics([NewTopic(topic, point["partitions"], point.get("replication_factor", 1),
@@ -100,54 +105,61 @@ def _kstream_run(run: str, point: dict[str, Any], base: dict[str, Any], topic: s
                            point.get("throughput", 1000))
 
 
-# -- the peer -----------------------------------------------------------------------------------
+# -- Tansu, the secondary peer line -------------------------------------------------------------
 
-_KSTREAM_ONLY = ("threads", "max_poll_records", "fetch_max_bytes", "check_crcs")
+KSTREAM_ONLY = ("threads", "max_poll_records", "fetch_max_bytes", "check_crcs")
+"""Settings only kstream's clients have: the peers do not run a point that sets one."""
+KAFKA_ONLY_CODECS = ("gzip", "snappy")
 
 
-def peer_point(run: str, point: dict[str, Any], topic: str) -> PerfResult:
-    """Run ``point`` with confluent-kafka against a fresh Tansu broker."""
-    if not point.get("peer", True):
-        raise NotApplicableError("the plan turns the peer off here")
+def tansu_point(run: str, point: dict[str, Any], topic: str) -> PerfResult:
+    """Run ``point`` with confluent-kafka against a fresh Tansu broker (memory only: a secondary line)."""
+    if not point.get("peer", True) or not point.get("tansu", True):
+        raise NotApplicableError("the plan turns the Tansu line off here")
     if point.get("replication_factor", 1) > 1:
         raise NotApplicableError("one Tansu broker has no replicas")
     if point.get("api", "record") == "batch":
         raise NotApplicableError("Arrow batches are kstream's own API")
     if run == "end_to_end":
-        raise NotApplicableError("end-to-end latency is measured on kstream only")
+        raise NotApplicableError("end-to-end latency is measured on kstream and Kafka only")
     if point.get("warm_up", False):
         raise NotApplicableError("warming partitions up is kstream's (the peer runs each point once, cold)")
-    used = [s for s in _KSTREAM_ONLY if s in point and point[s] not in (1, True)]
+    used = [s for s in KSTREAM_ONLY if s in point and point[s] not in (1, True)]
     if used:
         raise NotApplicableError(f"kstream-only setting {used[0]}")
     if not peer.tansu_available():
         raise NotApplicableError("Tansu is not installed (pip install 'kstream[bench]')")
-    count, size = records(point), point["record_size"]
-    config = producer_config(point)
-    produce_job = {"topic": topic, "num_records": count, "record_size": size, "producer_config": config,
-                   "payload_kind": point.get("payload", "random")}
     with peer.tansu_broker(topic, point["partitions"]) as bootstrap:
-        produce_job["bootstrap"] = bootstrap
-        if run == "produce":
-            return parallel.run_together([(peer.confluent_produce, produce_job)] * point.get("producers", 1))
-        if run == "consume":
-            peer.confluent_produce(**dict(produce_job, producer_config={"acks": "1"},
-                                          spread_over=point["partitions"]))
-            shares = parallel.split_partitions(point["partitions"], point.get("consumers", 1))
-            per_share = _share_counts(count, point["partitions"], shares)
-            return parallel.run_together([(peer.confluent_consume, {"bootstrap": bootstrap, "topic": topic,
-                                                                     "num_records": n, "partitions": share})
-                                          for share, n in zip(shares, per_share, strict=True)])
-        assert run == "pair", run
+        return confluent_run(run, point, bootstrap, topic)
+
+
+def confluent_run(run: str, point: dict[str, Any], bootstrap: str, topic: str) -> PerfResult:
+    """Run ``point`` with confluent-kafka's clients against the broker at ``bootstrap`` (Kafka or Tansu)."""
+    count, size = records(point), point["record_size"]
+    produce_job = {"bootstrap": bootstrap, "topic": topic, "num_records": count, "record_size": size,
+                   "producer_config": producer_config(point), "payload_kind": point.get("payload", "random")}
+    if run == "produce":
+        return parallel.run_together([(peer.confluent_produce, produce_job)] * point.get("producers", 1))
+    if run == "consume":
+        peer.confluent_produce(**dict(produce_job, producer_config={"acks": "1"}, spread_over=point["partitions"]))
+        shares = parallel.split_partitions(point["partitions"], point.get("consumers", 1))
+        per_share = share_counts(count, point["partitions"], shares)
+        return parallel.run_together([(peer.confluent_consume, {"bootstrap": bootstrap, "topic": topic,
+                                                                 "num_records": n, "partitions": share})
+                                      for share, n in zip(shares, per_share, strict=True)])
+    if run == "pair":
         produced, consumed = parallel.run_clients([
             (peer.confluent_produce, produce_job),
             (peer.confluent_consume, {"bootstrap": bootstrap, "topic": topic, "num_records": count})])
         started_at = min(produced.started_at, consumed.started_at)
         return PerfResult("consumed while produced", consumed.records, consumed.ended_at - started_at, size,
                           started_at=started_at, ended_at=consumed.ended_at).finish([])
+    assert run == "end_to_end", run
+    return peer.confluent_end_to_end(bootstrap, topic, count, size, producer_config(point),
+                                     point.get("throughput", 1000))
 
 
-def _share_counts(count: int, partitions: int, shares: Sequence[Sequence[int]]) -> list[int]:
+def share_counts(count: int, partitions: int, shares: Sequence[Sequence[int]]) -> list[int]:
     """Records each consumer finds when record ``i`` of ``count`` went to partition ``i % partitions``."""
     per_partition = [count // partitions + (1 if p < count % partitions else 0) for p in range(partitions)]
     return [sum(per_partition[p] for p in share) for share in shares]
