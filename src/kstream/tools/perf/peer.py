@@ -172,7 +172,9 @@ def _latency_consumer(bootstrap: str, topic: str, num_records: int, ready: Any, 
                 continue
             if message.error() is not None:
                 raise KafkaException(message.error())
-            latencies.append((time.time_ns() - _STAMP.unpack_from(message.value())[0]) / 1e6)
+            value = message.value()
+            assert value is not None  # (the producer above sends a stamp in every value)
+            latencies.append((time.time_ns() - _STAMP.unpack_from(value)[0]) / 1e6)
             idle_since = time.monotonic()
     finally:
         consumer.close()

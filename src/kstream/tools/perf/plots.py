@@ -14,7 +14,7 @@ from typing import Any
 
 from kstream.tools.perf.study_systems import BY_KEY
 
-_STYLE = {"kstream": {"color": "#1f77b4", "linestyle": "-", "marker": "o", "linewidth": 2.2},
+_STYLE: dict[str, dict[str, Any]] = {"kstream": {"color": "#1f77b4", "linestyle": "-", "marker": "o", "linewidth": 2.2},
           "kafka": {"color": "#ff7f0e", "linestyle": "--", "marker": "s"},
           "kafka_fsync": {"color": "#d62728", "linestyle": "--", "marker": "D"},
           "kafka_tools": {"color": "#ff7f0e", "linestyle": "-.", "marker": "x", "linewidth": 1.0},

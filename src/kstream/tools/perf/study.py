@@ -178,8 +178,8 @@ def _against_fastest_kafka(points: list[dict[str, Any]]) -> None:
             continue
         twin_settings = dict(entry["settings"], api="record")
         twin = next((p for p in points if p["settings"] == twin_settings), None)
-        figures = [(twin[k]["records_per_s"], k) for k in KAFKA_KEYS if twin is not None and k in twin]
-        if figures:
+        figures = [] if twin is None else [(twin[k]["records_per_s"], k) for k in KAFKA_KEYS if k in twin]
+        if twin is not None and figures:
             rate, key = max(figures)
             entry["fastest_kafka"] = {"system": key, "records_per_s": rate,
                                       "mb_per_s": twin[key]["mb_per_s"]}
