@@ -126,10 +126,9 @@ class PartitionLock:
         """Publish the high watermark (caller holds the lock)."""
         os.pwrite(self._file(), fmt.pack_high_watermark(offset), fmt.LOCK_HIGH_WATERMARK_POSITION)
 
-    def read_high_watermark(self) -> int | None:
-        """The published high watermark; None if none is stored (never written, or lost or
-        zeroed by a power loss: the caller rebuilds it from the logs). Takes no lock, and
-        creates no file: a missing lock file holds none (readers never write)."""
+    def _reader_fd(self) -> int | None:
+        """The lock file's descriptor for a read that takes no lock, opened if need be (None
+        when there is no lock file: readers never create one)."""
         if self._pid != os.getpid():  # forked: the inherited descriptor is the parent's
             self._after_fork()
         if self._fd is None:
@@ -137,7 +136,15 @@ class PartitionLock:
                 self._fd = os.open(self.path, os.O_RDWR)
             except FileNotFoundError:
                 return None
-        fd = self._fd
+        return self._fd
+
+    def read_high_watermark(self) -> int | None:
+        """The published high watermark; None if none is stored (never written, or lost or
+        zeroed by a power loss: the caller rebuilds it from the logs). Takes no lock, and
+        creates no file: a missing lock file holds none (readers never write)."""
+        fd = self._reader_fd()
+        if fd is None:
+            return None
         last_bad, same_bad = b"", 0
         for _ in range(_HW_READS):
             raw = os.pread(fd, fmt.LOCK_HIGH_WATERMARK.size, fmt.LOCK_HIGH_WATERMARK_POSITION)
@@ -157,14 +164,10 @@ class PartitionLock:
         """The generation as stored now, taking no lock and creating no file (None when there
         is no lock file yet): a reader caching what it derived from the segment files checks
         it, since it moves whenever they change other than by appending."""
-        if self._pid != os.getpid():
-            self._after_fork()
-        if self._fd is None:
-            try:
-                self._fd = os.open(self.path, os.O_RDWR)
-            except FileNotFoundError:
-                return None
-        raw = os.pread(self._fd, fmt.LOCK_GENERATION.size, fmt.LOCK_GENERATION_POSITION)
+        fd = self._reader_fd()
+        if fd is None:
+            return None
+        raw = os.pread(fd, fmt.LOCK_GENERATION.size, fmt.LOCK_GENERATION_POSITION)
         return fmt.LOCK_GENERATION.unpack(raw)[0] if len(raw) == fmt.LOCK_GENERATION.size else None
 
     def deleted(self) -> bool:

@@ -22,7 +22,6 @@ import functools
 import importlib.resources
 import multiprocessing
 import socket
-import struct
 import subprocess
 import time
 import uuid
@@ -31,7 +30,7 @@ from typing import Any
 
 from kstream.errors import KStreamError
 from kstream.tools.perf import payload
-from kstream.tools.perf.result import LATENCY_SAMPLES, PerfResult, Throttle, timed_result
+from kstream.tools.perf.result import LATENCY_SAMPLES, STAMP, PerfResult, produce_stamped, timed_result
 
 PEER_NAME = "tansu-0.6 (memory) + confluent-kafka"
 PEER_NOTE = "Tansu keeps data in memory only (no disk, no fsync, no replication): flatters the peer"
@@ -150,7 +149,6 @@ def confluent_consume(bootstrap: str, topic: str, num_records: int, partitions: 
         consumer.close()
 
 
-_STAMP = struct.Struct("<q")
 
 
 def _latency_consumer(bootstrap: str, topic: str, num_records: int, ready: Any, results: Any) -> None:
@@ -174,7 +172,7 @@ def _latency_consumer(bootstrap: str, topic: str, num_records: int, ready: Any, 
                 raise KafkaException(message.error())
             value = message.value()
             assert value is not None  # (the producer above sends a stamp in every value)
-            latencies.append((time.time_ns() - _STAMP.unpack_from(value)[0]) / 1e6)
+            latencies.append((time.time_ns() - STAMP.unpack_from(value)[0]) / 1e6)
             idle_since = time.monotonic()
     finally:
         consumer.close()
@@ -195,18 +193,13 @@ def confluent_end_to_end(bootstrap: str, topic: str, num_records: int, record_si
     try:
         if not ready.wait(60):
             raise KStreamError("the peer's latency consumer did not start within 60 s")
-        padding = payload.values("random", max(0, record_size - _STAMP.size))[0]
         # At most 5 requests in flight (the Java producer's default): librdkafka's default of 1,000,000
         # queues one-record requests behind a broker that fsyncs each, where 5 let records gather into batches.
         config = {"bootstrap.servers": bootstrap, "linger.ms": 0, "max.in.flight.requests.per.connection": 5,
                   **producer_config}
         producer = Producer(config)
-        throttle = Throttle(throughput)
         start = time.monotonic()
-        for i in range(num_records):
-            producer.produce(topic, _STAMP.pack(time.time_ns()) + padding)
-            producer.poll(0)
-            throttle.wait(i + 1)
+        produce_stamped(producer, topic, num_records, record_size, throughput)
         remaining = producer.flush(60)
         latencies = results.get(timeout=120)
         seconds = time.monotonic() - start

@@ -11,12 +11,15 @@ over clients" means when the clients start together). Clock: ``time.monotonic``
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+
+from kstream.tools.perf import payload
 
 Progress = Callable[[str], None]
 PROGRESS_INTERVAL_S = 5.0
@@ -158,3 +161,19 @@ class Throttle:
         ahead = done / self.rate - (time.monotonic() - self.start)
         if ahead > 0:
             time.sleep(ahead)
+
+
+STAMP = struct.Struct("<q")
+"""The send time (ns since the epoch) an end-to-end run puts at the start of every value."""
+
+
+def produce_stamped(producer: Any, topic: str, num_records: int, record_size: int, throughput: float) -> None:
+    """The end-to-end runs' producer loop (kstream's or confluent-kafka's Producer): each value
+    the send time then padding to ``record_size``, ``poll(0)`` after each, ``throughput`` records/s."""
+    padding = payload.values("random", max(0, record_size - STAMP.size))[0]
+    throttle = Throttle(throughput)
+    for i in range(num_records):
+        producer.produce(topic, STAMP.pack(time.time_ns()) + padding)
+        producer.poll(0)
+        throttle.wait(i + 1)
+

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
-import struct
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,7 +23,16 @@ from kstream.client.producer import Producer
 from kstream.errors import KStreamError
 from kstream.message import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 from kstream.tools.perf import payload
-from kstream.tools.perf.result import LATENCY_SAMPLES, PerfResult, Progress, Reporter, Throttle, timed_result
+from kstream.tools.perf.result import (
+    LATENCY_SAMPLES,
+    STAMP,
+    PerfResult,
+    Progress,
+    Reporter,
+    Throttle,
+    produce_stamped,
+    timed_result,
+)
 
 StartGate = Callable[[], None]
 MAX_BATCH_RECORDS = 1_000_000
@@ -178,7 +186,6 @@ class assigned_consumer:  # noqa: N801 - used as a context manager
         self.consumer.close()
 
 
-_STAMP = struct.Struct("<q")
 
 
 def _latency_consumer(topic: str, config: dict[str, Any], num_records: int,
@@ -191,7 +198,7 @@ def _latency_consumer(topic: str, config: dict[str, Any], num_records: int,
             if message is None:
                 break
             seen = time.time_ns()
-            latencies.append((seen - _STAMP.unpack_from(message.value())[0]) / 1e6)
+            latencies.append((seen - STAMP.unpack_from(message.value())[0]) / 1e6)
     results.put(latencies)
 
 
@@ -211,16 +218,11 @@ def end_to_end(topic: str, num_records: int, record_size: int, producer_config: 
     try:
         if not ready.wait(60):
             raise KStreamError("the latency consumer did not start within 60 s")
-        padding = payload.values("random", max(0, record_size - _STAMP.size))[0]
-        throttle = Throttle(throughput)
         config = dict(producer_config)
         config.setdefault("linger.ms", 0)
         with Producer(config) as producer:
             start = time.monotonic()
-            for i in range(num_records):
-                producer.produce(topic, _STAMP.pack(time.time_ns()) + padding)
-                producer.poll(0)
-                throttle.wait(i + 1)
+            produce_stamped(producer, topic, num_records, record_size, throughput)
             producer.flush()
         latencies = results.get(timeout=120)
         seconds = time.monotonic() - start
