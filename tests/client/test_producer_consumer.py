@@ -324,6 +324,37 @@ def test_a_held_batch_is_looked_at_again_only_once_an_fsync_finished(cluster_pat
     consumer.close()
 
 
+def test_poll_zero_after_each_produce_keeps_group_commit(cluster_path, make_topic, monkeypatch):
+    """confluent-kafka's loop, produce() then poll(0) per record, at acks=all and linger.ms=0:
+    records produced while the partition's batch is being fsynced gather into one batch, as
+    they do without the poll(0); poll(0) used to write each of them alone (one fsync each)."""
+    import threading
+
+    from kstream.log.cluster.partition import Partition
+    make_topic("t", 1)
+    gate = threading.Event()
+    real_sync = Partition.sync_replica
+    monkeypatch.setattr(Partition, "sync_replica", lambda self, replica: gate.wait(10) and real_sync(self, replica))
+    producer = Producer({"cluster": cluster_path, "acks": "all", "linger.ms": 0})
+    delivered: list[int] = []
+    for i in range(50):
+        producer.produce("t", f"r{i}".encode(), on_delivery=lambda err, msg: delivered.append(msg.offset()))
+        assert producer.poll(0) == 0  # nothing is acknowledged while the first fsync waits
+    gate.set()
+    assert producer.flush(10) == 0
+    producer.close()
+    assert delivered == list(range(50))
+    from kstream.admin import Admin
+    from kstream.log.storage.frames import FrameWalk, pread_from
+    with Admin({"cluster": cluster_path}) as admin:
+        handle = admin.cluster.partition("t", 0)
+        segment = os.path.join(handle.leader_dir, fmt.segment_file_name(0))
+        with open(segment, "rb") as f:
+            frames = [h.record_count for _, h in FrameWalk(pread_from(f.fileno()), os.fstat(f.fileno()).st_size)]
+        handle.close()
+    assert frames == [1, 49]  # (was: 50 frames of one record)
+
+
 @pytest.mark.parametrize("acks", ["1", "all"])
 def test_delivery_offsets_of_a_batch_cut_into_frames(cluster_path, make_topic, acks):
     """A batch too big for one frame goes out in several; each report carries its own record's
