@@ -282,6 +282,19 @@ def test_linger_zero_acks_all_batches_records_while_their_partition_is_fsynced(c
     assert frames == [1, 49]  # the first alone, the rest as one batch once its fsync was done
 
 
+def _frame_record_counts(cluster_path: str, topic: str) -> list[int]:
+    """Records per frame in partition 0's first segment, in log order."""
+    from kstream.admin import Admin
+    from kstream.log.storage.frames import FrameWalk, pread_from
+    with Admin({"cluster": cluster_path}) as admin:
+        handle = admin.cluster.partition(topic, 0)
+        segment = os.path.join(handle.leader_dir, fmt.segment_file_name(0))
+        with open(segment, "rb") as f:
+            frames = [h.record_count for _, h in FrameWalk(pread_from(f.fileno()), os.fstat(f.fileno()).st_size)]
+        handle.close()
+    return frames
+
+
 def test_a_held_batch_is_looked_at_again_only_once_an_fsync_finished(cluster_path, make_topic, monkeypatch):
     """While a due batch waits for its partition's fsync (acks=all, linger.ms=0), produce() does
     not ask the ack pipeline again on every record (that cost more than the record itself); the
@@ -310,14 +323,7 @@ def test_a_held_batch_is_looked_at_again_only_once_an_fsync_finished(cluster_pat
     producer.produce("t", b"r201")
     producer.flush()
     producer.close()
-    from kstream.admin import Admin
-    from kstream.log.storage.frames import FrameWalk, pread_from
-    with Admin({"cluster": cluster_path}) as admin:
-        handle = admin.cluster.partition("t", 0)
-        segment = os.path.join(handle.leader_dir, fmt.segment_file_name(0))
-        with open(segment, "rb") as f:
-            frames = [h.record_count for _, h in FrameWalk(pread_from(f.fileno()), os.fstat(f.fileno()).st_size)]
-        handle.close()
+    frames = _frame_record_counts(cluster_path, "t")
     assert frames == [1, 200, 1]
     consumer = consumer_for(cluster_path, "t", 1)
     assert [m.value() for m in drain(consumer)] == [f"r{i}".encode() for i in range(202)]
@@ -344,14 +350,7 @@ def test_poll_zero_after_each_produce_keeps_group_commit(cluster_path, make_topi
     assert producer.flush(10) == 0
     producer.close()
     assert delivered == list(range(50))
-    from kstream.admin import Admin
-    from kstream.log.storage.frames import FrameWalk, pread_from
-    with Admin({"cluster": cluster_path}) as admin:
-        handle = admin.cluster.partition("t", 0)
-        segment = os.path.join(handle.leader_dir, fmt.segment_file_name(0))
-        with open(segment, "rb") as f:
-            frames = [h.record_count for _, h in FrameWalk(pread_from(f.fileno()), os.fstat(f.fileno()).st_size)]
-        handle.close()
+    frames = _frame_record_counts(cluster_path, "t")
     assert frames == [1, 49]  # (was: 50 frames of one record)
 
 
