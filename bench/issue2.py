@@ -316,7 +316,7 @@ def latency(root: str, repeats: int, num_records: int) -> list[Row]:
                                  {"cluster": cluster}, throughput=1000)
         # The rate the producer kept (the records over produce() to the consumer's last record):
         # below 1,000/s the latencies are of a slower stream than the row's name says.
-        rows.append({**result.latency_ms, "records_per_s": round(num_records / result.seconds)})
+        rows.append({**result.latency_ms, "kept_records_per_s": round(num_records / result.seconds)})
         shutil.rmtree(cluster, ignore_errors=True)
     summary = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
     return [{"name": "end-to-end latency ms, acks=all (fsync), 1,000 records/s", **summary,
