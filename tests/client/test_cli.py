@@ -7,8 +7,10 @@ import os
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
+from kstream.errors import ConfigError
 from kstream.log.storage import format as fmt
 from kstream.tools.cli.main import cli
 
@@ -71,3 +73,16 @@ def test_errors_are_one_line_messages(cluster_path, make_topic):
                             input=b"x\n", capture_output=True)
     assert result.returncode == 1
     assert result.stderr.decode().startswith("error: topic 'missing' does not exist")
+
+
+def test_topics_create_and_alter_take_cleanup_policy_compact(cluster_path):
+    created = run(cluster_path, "topics", "create", "c", "--config", "cleanup.policy=compact",
+                  "--config", "delete.retention.ms=1000")
+    assert created.exit_code == 0, created.output
+    assert "cleanup.policy=compact" in run(cluster_path, "topics", "describe", "c").output
+    altered = run(cluster_path, "topics", "alter", "c", "--config", "cleanup.policy=delete,compact")
+    assert altered.exit_code == 0, altered.output
+    assert "cleanup.policy=delete,compact" in run(cluster_path, "topics", "describe", "c").output
+    with pytest.raises(ConfigError, match="'min.cleanable.dirty.ratio': 1.5 is above the maximum 1"):
+        run(cluster_path, "topics", "alter", "c", "--config", "min.cleanable.dirty.ratio=1.5")
+    assert "min.cleanable.dirty.ratio" not in run(cluster_path, "topics", "describe", "c").output

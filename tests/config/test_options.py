@@ -48,3 +48,45 @@ def test_conf_file_and_readme_match_the_option_tables():
         assert f.read() == render_properties(), "regenerate conf/kstream.properties (see docs/CONFIG.md)"
     with open(os.path.join(ROOT, "README.md")) as f:
         assert render_markdown() in f.read(), "regenerate the README options table (see docs/CONFIG.md)"
+
+
+@pytest.mark.parametrize(("given", "policy"), [
+    ("delete", "delete"), ("compact", "compact"), ("compact,delete", "compact,delete"),
+    ("delete,compact", "compact,delete"), (" compact , delete ", "compact,delete"),
+    (["delete", "compact"], "compact,delete"),
+])
+def test_cleanup_policy_takes_kafkas_spellings(given, policy):
+    config = LogConfig.from_options({"cleanup.policy": given}, {})
+    assert config.cleanup_policy == policy
+    assert (config.compact, config.delete) == ("compact" in policy, "delete" in policy)
+
+
+def test_compaction_settings_have_kafkas_defaults():
+    config = LogConfig.from_options({}, {})
+    assert (config.cleanup_policy, config.min_cleanable_dirty_ratio, config.min_compaction_lag_ms,
+            config.max_compaction_lag_ms, config.delete_retention_ms) == (
+        "delete", 0.5, 0, 9223372036854775807, 86_400_000)
+    config = LogConfig.from_options({"min.cleanable.dirty.ratio": "0.25", "min.compaction.lag.ms": "10",
+                                     "max.compaction.lag.ms": "20", "delete.retention.ms": "0"}, {})
+    assert (config.min_cleanable_dirty_ratio, config.min_compaction_lag_ms,
+            config.max_compaction_lag_ms, config.delete_retention_ms) == (0.25, 10, 20, 0)
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"cleanup.policy": "compacted"}, r'"cleanup.policy": compacted: not a valid comma-separated list; '
+                                      r"allowed: compact, delete"),
+    ({"cleanup.policy": ""}, r"allowed: compact, delete"),
+    ({"cleanup.policy": "compact,,delete"}, r"allowed: compact, delete"),
+    ({"min.cleanable.dirty.ratio": "1.01"}, r"'min.cleanable.dirty.ratio': 1.01 is above the maximum 1"),
+    ({"min.cleanable.dirty.ratio": "-0.1"}, r"below the minimum 0"),
+    ({"min.cleanable.dirty.ratio": "nan"}, r'"min.cleanable.dirty.ratio": nan: not a valid number'),
+    ({"min.compaction.lag.ms": "-1"}, r"'min.compaction.lag.ms': -1 is below the minimum 0"),
+    ({"max.compaction.lag.ms": "0"}, r"'max.compaction.lag.ms': 0 is below the minimum 1"),
+    ({"delete.retention.ms": "-1"}, r"'delete.retention.ms': -1 is below the minimum 0"),
+    ({"delete.retention.ms": str(2**63)}, r"above the maximum 9223372036854775807"),
+    ({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"},
+     r"'min.compaction.lag.ms' \(10\) is above 'max.compaction.lag.ms' \(5\)"),
+])
+def test_bad_compaction_settings_are_refused_by_name(given, message):
+    with pytest.raises(ConfigError, match=message):
+        LogConfig.from_options(given, {})

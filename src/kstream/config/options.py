@@ -29,12 +29,12 @@ class Option:
     """One option: Kafka-style name, a parser from string, a default and its meaning."""
 
     name: str
-    kind: str  # "int", "bool", "str", "enum", "list"
+    kind: str  # "int", "float", "bool", "str", "enum", "set", "list"
     default: Any
     doc: str
     choices: tuple[str, ...] = ()
-    minimum: int | None = None
-    maximum: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
     aliases: Mapping[str, str] | None = None  # value spellings, e.g. acks "-1" -> "all"
     refused: Mapping[str, str] | None = None  # values Kafka knows that kstream cannot take -> why
 
@@ -49,7 +49,7 @@ class Option:
             # librdkafka's wording first (code ported from confluent-kafka matches on it)
             raise ConfigError(
                 f'Invalid value for configuration property "{self.name}": {raw}: '
-                f"not a valid {self.kind}{self._allowed()}"
+                f"not a valid {_KIND_WORDS.get(self.kind, self.kind)}{self._allowed()}"
             ) from err
         if self.minimum is not None and value < self.minimum:
             raise ConfigError(f"option {self.name!r}: {value} is below the minimum {self.minimum}"
@@ -68,10 +68,34 @@ class Option:
         return f"; allowed: {', '.join(self.choices)}" if self.choices else ""
 
 
+_KIND_WORDS = {"set": "comma-separated list", "float": "number"}
+
+
 def _parse_int(option: Option, raw: Any) -> int:
     if isinstance(raw, bool):
         raise TypeError("bool is not an int")
     return int(raw)
+
+
+def _parse_float(option: Option, raw: Any) -> float:
+    if isinstance(raw, bool):
+        raise TypeError("bool is not a float")
+    value = float(raw)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError("not a finite number")
+    return value
+
+
+def _parse_set(option: Option, raw: Any) -> str:
+    """A Kafka LIST of choices (``compact,delete``): each item once, in the order of ``choices``.
+
+    The value is one canonical string, so ``delete,compact`` and ``compact, delete`` are the same
+    setting (Kafka trims the items of a LIST and does not care for their order here)."""
+    items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
+    given = [str(item).strip() for item in items]
+    if not given or any(item not in option.choices for item in given):
+        raise ValueError(raw)
+    return ",".join(choice for choice in option.choices if choice in given)
 
 
 def _parse_bool(option: Option, raw: Any) -> bool:
@@ -102,6 +126,8 @@ def _parse_list(option: Option, raw: Any) -> tuple[str, ...]:
 
 _PARSERS: dict[str, Callable[[Option, Any], Any]] = {
     "int": _parse_int,
+    "float": _parse_float,
+    "set": _parse_set,
     "bool": _parse_bool,
     "str": lambda option, raw: str(raw),
     "enum": _parse_enum,
@@ -201,10 +227,22 @@ TOPIC_DEFAULTS_FROM_CLUSTER = {
 }
 
 TOPIC_OPTIONS = _table(
-    Option("cleanup.policy", "enum", "delete", "Segment cleanup (compaction comes later).",
-           choices=("delete",),
-           refused=dict.fromkeys(("compact", "compact,delete", "delete,compact"),
-                                 "log compaction is not built yet (an open issue)")),
+    Option("cleanup.policy", "set", "delete",
+           "delete: retention removes old segments; compact: the cleaner keeps the latest record of "
+           "each key (keyless records refused); compact,delete: both.",
+           choices=("compact", "delete")),
+    Option("min.cleanable.dirty.ratio", "float", 0.5,
+           "A compacted partition is cleaned when its uncleaned (dirty) bytes are at least this "
+           "share of its cleanable bytes.", minimum=0, maximum=1),
+    Option("min.compaction.lag.ms", "int", 0,
+           "A record stays uncompacted at least this long after it was written.",
+           minimum=0, maximum=LONG_MAX),
+    Option("max.compaction.lag.ms", "int", LONG_MAX,
+           "A record is eligible for cleaning at the latest this long after it was written, "
+           "whatever the dirty ratio.", minimum=1, maximum=LONG_MAX),
+    Option("delete.retention.ms", "int", _DAY_MS,
+           "How long a tombstone (null value) of a compacted topic is kept after its segment was "
+           "cleaned, so readers see the delete.", minimum=0, maximum=LONG_MAX),
     *(
         Option(topic_name, CLUSTER_OPTIONS[cluster_name].kind, None, CLUSTER_OPTIONS[cluster_name].doc,
                choices=CLUSTER_OPTIONS[cluster_name].choices,

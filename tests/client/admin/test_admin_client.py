@@ -347,9 +347,9 @@ def test_alter_configs_replaces_the_overrides(client):
         client.alter_configs([])
 
 
-def test_cleanup_policy_is_a_list_for_append_and_subtract_and_compact_is_refused_by_name(client):
+def test_cleanup_policy_is_a_list_for_append_and_subtract(client):
     # Kafka types cleanup.policy as a LIST: confluent's adminapi.py documents
-    # "cleanup.policy=APPEND:compact"; kstream supports only delete (no compaction yet)
+    # "cleanup.policy=APPEND:compact"
     create(client, NewTopic("a", 1, 1))
 
     def incremental(operation, value):
@@ -357,16 +357,44 @@ def test_cleanup_policy_is_a_list_for_append_and_subtract_and_compact_is_refused
             ConfigEntry("cleanup.policy", value, incremental_operation=operation)])
         return client.incremental_alter_configs([resource])[resource]
 
+    def config():
+        return client.cluster.log_config(client.cluster.topic("a"))
+
+    def policy():
+        return config().cleanup_policy
+
     assert incremental(AlterConfigOpType.SUBTRACT, "compact").result() is None  # from the default
     assert dict(client.cluster.topic("a").config) == {"cleanup.policy": "delete"}
     assert incremental(AlterConfigOpType.APPEND, "delete").result() is None
     assert dict(client.cluster.topic("a").config) == {"cleanup.policy": "delete"}
-    with pytest.raises(ConfigError, match="log compaction is not built yet"):
-        incremental(AlterConfigOpType.APPEND, "compact").result()
-    replaced = ConfigResource("topic", "a", set_config={"cleanup.policy": "compact"})
-    with pytest.raises(ConfigError, match="log compaction is not built yet"):
-        client.alter_configs([replaced])[replaced].result()
-    assert dict(client.cluster.topic("a").config) == {"cleanup.policy": "delete"}
+    assert incremental(AlterConfigOpType.APPEND, "compact").result() is None
+    assert policy() == "compact,delete"
+    assert incremental(AlterConfigOpType.SUBTRACT, "delete").result() is None
+    assert policy() == "compact"
+    with pytest.raises(ConfigError, match="allowed: compact, delete"):
+        incremental(AlterConfigOpType.APPEND, "shred").result()
+    assert incremental(AlterConfigOpType.SUBTRACT, "compact").result() is None
+    assert policy() == "delete"  # nothing left: the override goes, the default is back
+    replaced = ConfigResource("topic", "a", set_config={"cleanup.policy": "delete,compact",
+                                                        "min.cleanable.dirty.ratio": "0.1"})
+    assert client.alter_configs([replaced])[replaced].result() is None
+    assert (policy(), config().min_cleanable_dirty_ratio) == ("compact,delete", 0.1)
+    bad = ConfigResource("topic", "a", set_config={"min.cleanable.dirty.ratio": "2"})
+    with pytest.raises(ConfigError, match="above the maximum 1"):
+        client.alter_configs([bad])[bad].result()
+    assert config().min_cleanable_dirty_ratio == 0.1
+
+
+def test_create_topics_takes_compaction_configs_and_refuses_bad_ones(client):
+    create(client, NewTopic("c", 1, 1, config={"cleanup.policy": "compact", "delete.retention.ms": "5",
+                                               "min.compaction.lag.ms": "7"}))
+    config = client.cluster.log_config(client.cluster.topic("c"))
+    assert (config.cleanup_policy, config.delete_retention_ms, config.min_compaction_lag_ms) == (
+        "compact", 5, 7)
+    with pytest.raises(ConfigError, match="'max.compaction.lag.ms': 0 is below the minimum 1"):
+        create(client, NewTopic("d", 1, 1, config={"cleanup.policy": "compact",
+                                                   "max.compaction.lag.ms": "0"}))
+    assert "d" not in client.list_topics().topics
 
 
 def test_incremental_alter_configs(client):

@@ -64,3 +64,18 @@ def test_consumer_with_auto_offset_reset_skips_to_log_start(cluster_path, make_t
     first = consumer.poll(1)
     assert first.offset() > 0
     consumer.close()
+
+
+def test_retention_leaves_a_compact_only_topic_alone_and_applies_with_compact_delete(tmp_path):
+    # Kafka: retention.ms / retention.bytes delete segments only when cleanup.policy has delete
+    for policy, kept in (("compact", True), ("compact,delete", False)):
+        directory = str(tmp_path / policy / "t-0")
+        log = open_log(directory, segment_bytes=1024, retention_bytes=0, cleanup_policy=policy,
+                       retention_check_interval_ms=10**9)
+        for i in range(30):
+            log.append(encoded([f"{i}".encode() * 40]))
+        before = list_segment_bases(directory)
+        assert len(before) > 2
+        assert (log.apply_retention() == 0) is kept
+        assert (list_segment_bases(directory) == before) is kept
+        log.close()

@@ -197,11 +197,6 @@ def alter(cluster: Cluster, resource: ConfigResource, validate_only: bool) -> No
     _apply(cluster, resource, {**dict.fromkeys(current), **wanted}, validate_only)
 
 
-# Kafka's LIST-typed topic configs that kstream types as a single value (one value is all it
-# supports so far): APPEND and SUBTRACT work on them as in Kafka, the result is then checked.
-_KAFKA_LISTS = frozenset({"cleanup.policy"})
-
-
 def alter_incremental(cluster: Cluster, resource: ConfigResource, validate_only: bool) -> None:
     """SET / DELETE (/ APPEND / SUBTRACT for list settings) single topic settings."""
     current = _topic(cluster, resource).config
@@ -217,7 +212,9 @@ def alter_incremental(cluster: Cluster, resource: ConfigResource, validate_only:
             changes[change.name] = None
         else:
             option = TOPIC_OPTIONS.get(change.name)
-            if option is None or (option.kind != "list" and change.name not in _KAFKA_LISTS):
+            # "set" is Kafka's LIST of choices (cleanup.policy): APPEND and SUBTRACT work on it
+            # as in Kafka, the result is then checked.
+            if option is None or option.kind not in ("list", "set"):
                 raise ConfigError(f"{operation.name} needs a list-valued config; {change.name!r} "
                                   "is not one (use SET)")
             base = current.get(change.name)

@@ -12,6 +12,7 @@ from kstream.config.options import (
     TOPIC_OPTIONS,
     parse_options,
 )
+from kstream.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,28 @@ class LogConfig:
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
     replica_fetch_max_bytes: int = 1 << 20
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = 9223372036854775807
+    delete_retention_ms: int = 24 * 3600 * 1000
+
+    def __post_init__(self) -> None:
+        # Kafka's LogConfig.validate refuses the same pair (InvalidConfigurationException).
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
+            raise ConfigError(
+                f"option 'min.compaction.lag.ms' ({self.min_compaction_lag_ms}) is above "
+                f"'max.compaction.lag.ms' ({self.max_compaction_lag_ms}); a record cannot have to wait "
+                "longer before cleaning than the most it may wait: lower the first or raise the second")
+
+    @property
+    def compact(self) -> bool:
+        """cleanup.policy has compact: the cleaner keeps the latest record per key; keys required."""
+        return "compact" in self.cleanup_policy.split(",")
+
+    @property
+    def delete(self) -> bool:
+        """cleanup.policy has delete: retention.ms / retention.bytes remove old segments."""
+        return "delete" in self.cleanup_policy.split(",")
 
     @classmethod
     def from_options(cls, topic_config: Mapping[str, Any], cluster_config: Mapping[str, Any]

@@ -1,6 +1,7 @@
 """Retention: delete a replica's oldest sealed segments by time and by size.
 
-Whole segments only, oldest first, never the active (last) one, as Kafka does.
+Whole segments only, oldest first, never the active (last) one, as Kafka does,
+and only when cleanup.policy has ``delete`` (``delete`` or ``compact,delete``).
 ``retention.ms``: a segment goes once its newest record is older.
 ``retention.bytes``: segments go while the replica would stay at or above the
 limit without them. Readers that have a deleted segment mapped keep their view;
@@ -25,8 +26,11 @@ def delete_expired_segments(directory: str, config: LogConfig, now_ms: int) -> i
     """Apply retention to one replica; returns how many segments were deleted.
 
     Caller holds the partition lock. A corrupt sealed segment raises
-    CorruptBatchError (and nothing is deleted from it on).
+    CorruptBatchError (and nothing is deleted from it on). A topic whose cleanup.policy lacks
+    ``delete`` (``compact`` alone) keeps every segment: the cleaner shrinks it instead.
     """
+    if not config.delete:
+        return 0
     bases = list_segment_bases(directory)
     if len(bases) < 2:
         return 0
