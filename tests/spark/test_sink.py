@@ -188,3 +188,20 @@ def test_a_batch_jobs_task_attempt_that_starts_after_the_commit_writes_nothing(c
     assert consume_values(cluster_path, "out", 2, "read_uncommitted") == [b"once"]
     store = SinkStore(Cluster.open(cluster_path))
     assert all(store.transactions.first_open_offset("out", p) is None for p in range(2))
+
+
+def test_a_compacted_topic_refuses_a_sink_write_with_a_keyless_row_and_keeps_nothing(
+        spark, cluster_path, make_topic):
+    make_topic("table", 2, config={"cleanup.policy": "compact"})
+    rows = spark.createDataFrame([(b"k1", b"a"), (None, b"b"), (b"k2", b"c")], "key binary, value binary")
+    with pytest.raises(Exception, match="Compacted topic cannot accept message without key"):
+        rows.write.format("kstream").option("cluster", cluster_path).option("topic", "table").mode("append").save()
+    no_key = spark.createDataFrame([(b"v",)], "value binary")
+    with pytest.raises(Exception, match="Compacted topic cannot accept message without key"):
+        no_key.write.format("kstream").option("cluster", cluster_path).option("topic", "table").mode("append").save()
+    assert committed_values(cluster_path, "table", 2) == []
+    store = SinkStore(Cluster.open(cluster_path))
+    assert all(store.transactions.first_open_offset("table", p) is None for p in range(2))
+    keyed = spark.createDataFrame([(b"k1", b"a"), (b"k2", b"c")], "key binary, value binary")
+    keyed.write.format("kstream").option("cluster", cluster_path).option("topic", "table").mode("append").save()
+    assert committed_values(cluster_path, "table", 2) == [b"a", b"c"]

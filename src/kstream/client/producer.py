@@ -88,6 +88,7 @@ from kstream.config.options import PRODUCER_OPTIONS
 from kstream.errors import ConfigError, KStreamError, RecordTooLargeError
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage.partition_log import EncodedBatch
+from kstream.log.storage.records import keyless_refused
 from kstream.message import KafkaError, TopicPartition
 
 __all__ = ["BatchResult", "DeliveryCallback", "Producer"]
@@ -260,6 +261,8 @@ class Producer:
             size = len(value)
         if key is not None and key.__class__ is not bytes:
             key = to_bytes(key, "key")
+        elif key is None and state.compacted is not None:
+            raise keyless_refused(topic, state.compacted, "this record")
         if partition == -1 or partition is None:
             if key is None:
                 partition = state.sticky

@@ -89,6 +89,7 @@ class TopicState:
 
     __slots__ = (
         "batches",
+        "compacted",
         "info",
         "max_frame_bytes",
         "num_partitions",
@@ -99,8 +100,12 @@ class TopicState:
         "typed",
     )
 
-    def __init__(self, info: TopicInfo, schema: pa.Schema | None, max_frame_bytes: int):
+    def __init__(self, info: TopicInfo, schema: pa.Schema | None, max_frame_bytes: int,
+                 cleanup_policy: str = "delete"):
         self.info = info
+        # cleanup.policy has compact: a record without a key is refused (Kafka's INVALID_RECORD);
+        # the policy string itself, for the error message, else None.
+        self.compacted = cleanup_policy if "compact" in cleanup_policy.split(",") else None
         self.num_partitions = info.num_partitions
         self.schema = schema
         self.typed = None if schema is None else TypedValues(info.name, schema)

@@ -32,7 +32,7 @@ from kstream.client.producer_batches import BatchEncoder, Piece, TopicState
 from kstream.errors import InvalidRecordError, PartitionNotFoundError, TopicExistsError, TopicNotFoundError
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.metadata import TopicInfo
-from kstream.log.storage.records import to_stored_batch
+from kstream.log.storage.records import check_keys_for_compaction, to_stored_batch
 
 
 class TopicRouter:
@@ -50,7 +50,8 @@ class TopicRouter:
         """A new TopicState for ``topic`` (TopicNotFoundError unless auto-created)."""
         info = self._topic_info(topic)
         config = self._cluster.log_config(info)
-        state = TopicState(info, Cluster.topic_schema(info), config.message_max_bytes)
+        state = TopicState(info, Cluster.topic_schema(info), config.message_max_bytes,
+                           config.cleanup_policy)
         state.sticky = (partition_for_key(b"", info.num_partitions) if self._null_key_hashed
                         else self._sticky.partition(topic, info.num_partitions))
         return state
@@ -96,6 +97,8 @@ def plan_table(encoder: BatchEncoder, state: TopicState, table: pa.Table, partit
         part = table.take(rows) if rows is not None else table
         for chunk in part.combine_chunks().to_batches():
             stored = to_stored_batch(chunk, state.schema)
+            if state.compacted is not None:
+                check_keys_for_compaction(stored, state.info.name, state.compacted)
             planned.extend((target, piece) for piece in encoder.pieces(state, stored))
     return planned, now_ms
 

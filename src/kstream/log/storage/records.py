@@ -81,6 +81,29 @@ def check_schema_evolution(old: pa.Schema, new: pa.Schema) -> None:
             raise SchemaError(f"new column {field.name!r} must be nullable (old batches lack it)")
 
 
+# Kafka's broker message for the same refusal (INVALID_RECORD), kept word for word.
+KEYLESS_ON_COMPACTED: Final = "Compacted topic cannot accept message without key"
+
+
+def keyless_refused(topic: str, cleanup_policy: str, where: str) -> InvalidRecordError:
+    """The error for a record without a key on a compacted topic (``where``: which record)."""
+    return InvalidRecordError(
+        f"{KEYLESS_ON_COMPACTED}: topic {topic!r} has cleanup.policy={cleanup_policy}, so every "
+        f"record needs a key (the cleaner keeps the latest record per key), and {where} has none; "
+        "give each record a key, or alter the topic's cleanup.policy to delete")
+
+
+def check_keys_for_compaction(batch: pa.RecordBatch, topic: str, cleanup_policy: str) -> None:
+    """Raise :func:`keyless_refused` unless every row of a stored ``batch`` has a key."""
+    if "key" not in batch.schema.names:
+        raise keyless_refused(topic, cleanup_policy, f"the batch (no 'key' column, {batch.num_rows} rows)")
+    nulls = batch.column("key").null_count
+    if nulls:
+        first = pc.index(pc.is_null(batch.column("key")), True).as_py()
+        raise keyless_refused(topic, cleanup_policy, f"row {first} of the batch ({nulls} of "
+                                                     f"{batch.num_rows} rows without a key)")
+
+
 def _has_dictionary(data_type: pa.DataType) -> bool:
     if pa.types.is_dictionary(data_type):
         return True
