@@ -323,11 +323,20 @@ class Consumer:
             if assigned is None:
                 result.append(TopicPartition(tp.topic, tp.partition, OFFSET_INVALID))
                 continue
-            position = assigned.fetch_offset - assigned.buffered()
-            if self._messages_owner is assigned:
-                position -= length_hint(self._messages)
-            result.append(TopicPartition(tp.topic, tp.partition, position))
+            result.append(TopicPartition(tp.topic, tp.partition, self._next_record_offset(assigned)))
         return result
+
+    def _next_record_offset(self, assigned: PartitionFetch) -> int:
+        """Where the next record poll() hands out of ``assigned`` is (offsets may have gaps: a
+        compacted topic's cleaned frames, transaction markers)."""
+        if self._messages_owner is assigned and self._messages_chunk is not None:
+            remaining = length_hint(self._messages)
+            if remaining:
+                chunk = self._messages_chunk
+                return chunk.offset_of(chunk.batch.num_rows - remaining)
+        if assigned.chunks:
+            return assigned.chunks[0].base_offset
+        return assigned.fetch_offset
 
     # -- lookups ----------------------------------------------------------------------
 
@@ -457,7 +466,7 @@ class Consumer:
             remaining = length_hint(self._messages)
             self._drop_messages()
             if remaining:
-                owner.chunks.appendleft(chunk.slice_from(chunk.next_offset - remaining))
+                owner.chunks.appendleft(chunk.rows_from(chunk.batch.num_rows - remaining))
 
     def _drop_messages(self) -> None:
         self._messages = iter(())

@@ -90,7 +90,7 @@ class ReadLoop:
             return assigned
         chunk = assigned.chunks.popleft()
         if limit is not None and chunk.batch.num_rows > limit:
-            assigned.chunks.appendleft(chunk.slice_from(chunk.base_offset + limit))
+            assigned.chunks.appendleft(chunk.rows_from(limit))
             chunk = chunk.head(limit)
         if self._stats is not None:
             self._stats.received(assigned.topic, assigned.partition, chunk.batch.num_rows, chunk.batch.nbytes)
@@ -212,10 +212,11 @@ class ReadLoop:
         source = _FetchedSource(assigned.topic, assigned.partition, kind,
                                 chunk.leader_epoch if chunk.leader_epoch >= 0 else None)
         messages = list(map(Message, zip(
-            repeat(source, n), range(chunk.base_offset, chunk.base_offset + n), keys, values,
+            repeat(source, n), chunk.row_offsets().tolist() if chunk.offsets is not None
+            else range(chunk.base_offset, chunk.base_offset + n), keys, values,
             headers, timestamps, strict=False)))
         for row, count in too_large.items():
-            offset = chunk.base_offset + row
+            offset = chunk.offset_of(row)
             error = ValueTooLargeError(
                 f"{assigned.topic}-{assigned.partition} offset {offset}: the typed value holds more than "
                 f"{max_items} values (counted {count}; nested lists, maps, structs), more than "

@@ -99,7 +99,7 @@ def _scan(reader: LogReader, isolation: Isolation, offset: int, end: int, timest
             return None
         for frame in frames:
             header = frame.header
-            if header.max_timestamp < timestamp_ms or not isolation.visible(header):
+            if header.max_timestamp < timestamp_ms or not isolation.visible(header) or header.filler:
                 continue
             checked = reader.read(header.base_offset, 1, end_offset=end)[0]  # its payload checksum too
             stored = decode_frame(codec, checked, frozenset({"timestamp"}))
@@ -107,6 +107,6 @@ def _scan(reader: LogReader, isolation: Isolation, offset: int, end: int, timest
             hits = (timestamps >= timestamp_ms).nonzero()[0]
             if len(hits):  # always, unless the header's max timestamp overstates its records
                 found = int(hits[0])
-                return TimestampOffset(stored.base_offset + found, int(timestamps[found]))
+                return TimestampOffset(stored.offset_of(found), int(timestamps[found]))
         offset = frames[-1].header.next_offset
     return None

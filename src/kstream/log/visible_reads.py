@@ -5,9 +5,11 @@ Consumer's fetcher and the Spark reader's executors both turn frames into the
 record batches a reader at an isolation level may see, and the rule for that
 lives here:
 
-* control frames (transaction markers) hold offsets but no record: skipped, as
-  the frames of aborted transactions under read_committed (what the prepared
-  :class:`kstream.log.transactions.isolation.Isolation` says);
+* control frames (transaction markers) and the cleaner's fillers hold offsets but
+  no record: skipped, as the frames of aborted transactions under read_committed
+  (what the prepared :class:`kstream.log.transactions.isolation.Isolation` says);
+* a frame the cleaner rewrote (sparse) has offsets without records: gaps are not
+  data loss, its batch just holds fewer rows than offsets;
 * a batch is sliced to the range asked, ``[offset, end)``: its records below the
   reader's position (a batch read from its middle) and at or past ``end`` (a
   planned end inside a batch) are left out. The slices are zero-copy views of the
@@ -44,14 +46,13 @@ def visible_batches(frames: Sequence[Frame], isolation: Isolation, offset: int, 
     visible = isolation.visible
     for frame in frames:
         header = frame.header
-        if not visible(header):  # a transaction marker, or aborted
+        if not visible(header) or header.filler:  # a transaction marker, aborted, or a filler
             offset = header.next_offset
             continue
-        stored = decode_frame(codec, frame, columns).slice_from(offset)
-        if stored.next_offset > end:
-            stored = stored.head(end - stored.base_offset)
+        stored = decode_frame(codec, frame, columns).slice_from(offset).until(end)
         offset = stored.next_offset
-        yield stored
+        if stored.batch.num_rows:  # (a sparse frame's records may all lie outside the range)
+            yield stored
 
 
 def next_offset(frames: Sequence[Frame], offset: int, end: int) -> int:

@@ -26,7 +26,6 @@ from kstream.client.admin._futures import check_name
 from kstream.log import offset_for_timestamp
 from kstream.log.cluster import record_deletion
 from kstream.log.partition_bounds import bounds
-from kstream.log.storage import format as fmt
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.output import decode_frame, record_timestamps
 from kstream.log.storage.records import PayloadCodec
@@ -172,7 +171,7 @@ def _max_timestamp(reader: LogReader, high_watermark: int) -> ListOffsetsResultI
         if not frames:
             break
         for frame in frames:
-            if not frame.header.attributes & fmt.CONTROL and (
+            if frame.header.holds_records and (
                     best is None or frame.header.max_timestamp > best.header.max_timestamp):
                 best = frame
         offset = frames[-1].header.next_offset
@@ -181,7 +180,7 @@ def _max_timestamp(reader: LogReader, high_watermark: int) -> ListOffsetsResultI
     stored = decode_frame(PayloadCodec(), reader.read(best.header.base_offset, 1)[0])
     timestamps = record_timestamps(stored)
     index = int(timestamps.argmax())
-    return ListOffsetsResultInfo(stored.base_offset + index, int(timestamps[index]))
+    return ListOffsetsResultInfo(stored.offset_of(index), int(timestamps[index]))
 
 
 def delete_records(cluster: Cluster, tp: TopicPartition) -> DeletedRecords:

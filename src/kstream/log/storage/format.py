@@ -30,6 +30,16 @@ record-batch message (no end-of-stream marker)::
     60     4    schema_length   u32  bytes of the IPC schema message in the payload
     64     4    payload_crc     u32  crc32c of the payload
 
+Frame version 2 has the same header and one more attribute, ``SPARSE``: a frame
+the log cleaner rewrote. It keeps the offsets it held (``base_offset`` and
+``record_count`` are its *span*, unchanged), but only some of them still have a
+record: the payload carries an :data:`OFFSET_DELTA_COLUMN` (uint32, each row's
+offset minus ``base_offset``, strictly increasing). A sparse frame with an empty
+payload is a *filler*: it holds the offsets of frames the cleaner removed whole,
+so a cleaned segment's frames still tile its offsets with no gap. Only the cleaner
+writes version 2; every other frame is version 1 (docs/FORMAT.md, "Cleaned
+frames").
+
 The payload checksum is computed by the producer before it takes the log's
 lock; the header checksum (which covers the payload checksum) is computed at
 append time, when the base offset and leader epoch are known. A frame is valid
@@ -47,7 +57,9 @@ from typing import Final, NamedTuple
 import crc32c as _crc32c
 import numpy as np
 
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 1  # of every frame but the cleaner's, and of the cluster
+SPARSE_FRAME_VERSION: Final = 2  # a frame the cleaner rewrote (SPARSE attribute)
+FRAME_VERSIONS: Final = (FORMAT_VERSION, SPARSE_FRAME_VERSION)
 MAGIC: Final = 0x4B53
 
 HEADER = struct.Struct("<IIHBBqiiqhHiqqII")
@@ -63,6 +75,12 @@ CODEC_NAMES: Final = {v: k for k, v in CODECS.items()}
 LOG_APPEND_TIME: Final = 0x08
 TRANSACTIONAL: Final = 0x10
 CONTROL: Final = 0x20
+# Bit 6, frame version 2 only: the cleaner removed records; rows carry their offsets.
+SPARSE: Final = 0x40
+# The attribute bits each frame version defines; a frame with any other bit set is refused.
+KNOWN_ATTRIBUTES: Final = {FORMAT_VERSION: 0x3F, SPARSE_FRAME_VERSION: 0x7F}
+# The payload column of a sparse frame: each row's offset minus the frame's base offset.
+OFFSET_DELTA_COLUMN: Final = "__kstream_offset_delta"
 
 NO_PRODUCER_ID: Final = -1
 NO_SEQUENCE: Final = -1
@@ -92,6 +110,14 @@ TXN_INDEX_SUFFIX: Final = ".txnindex"
 RECOVERY_POINT_FILE: Final = "recovery-point"
 LEADER_EPOCH_CHECKPOINT_FILE: Final = "leader-epoch-checkpoint"
 TMP_SUFFIX: Final = ".tmp"
+# The log cleaner (kstream.log.storage.cleaner): a segment's cleaned files are built in
+# CLEANER_STAGING_DIR inside the replica dir; ``<base>.log.swap`` in the replica dir means
+# the swap of that segment is decided (docs/FORMAT.md, "Cleaned segments").
+CLEANER_STAGING_DIR: Final = "cleaner-staging"
+SWAP_SUFFIX: Final = ".swap"
+CLEANER_CHECKPOINT_FILE: Final = "cleaner-offset-checkpoint"  # first dirty offset, as text
+# Schema metadata of a cleaned frame holding tombstones: when (ms) the cleaner may drop them.
+DELETE_HORIZON_KEY: Final = b"kstream.delete_horizon_ms"
 CLUSTER_PROPERTIES: Final = "cluster.properties"
 METADATA_DB: Final = "metadata.db"
 METADATA_SNAPSHOT: Final = "metadata-snapshot.json"  # what a reader needs of metadata.db, for readers without SQLite
@@ -188,6 +214,21 @@ class FrameHeader(NamedTuple):
     def codec(self) -> str:
         return CODEC_NAMES.get(self.attributes & CODEC_MASK, "unknown")
 
+    @property
+    def sparse(self) -> bool:
+        """Rewritten by the cleaner: rows carry offset deltas, some offsets have no record."""
+        return bool(self.attributes & SPARSE)
+
+    @property
+    def filler(self) -> bool:
+        """Holds offsets whose records the cleaner removed, and no record at all."""
+        return bool(self.attributes & SPARSE) and self.length == HEADER_SIZE - LENGTH_SIZE
+
+    @property
+    def holds_records(self) -> bool:
+        """Whether decoding the payload can give records (not a marker, not a filler)."""
+        return not self.attributes & CONTROL and not self.filler
+
 
 def pack_header(
     *,
@@ -203,15 +244,18 @@ def pack_header(
     max_timestamp: int,
     schema_length: int,
     payload_crc: int,
+    version: int = FORMAT_VERSION,
 ) -> bytes:
-    """Pack a header and seal it with its checksum."""
+    """Pack a header and seal it with its checksum (``version`` 2: the cleaner's frames)."""
+    assert version in FRAME_VERSIONS and not attributes & ~KNOWN_ATTRIBUTES[version], (version, attributes)
+    assert (version == SPARSE_FRAME_VERSION) == bool(attributes & SPARSE), (version, attributes)
     length = HEADER_SIZE - LENGTH_SIZE + payload_size
     raw = bytearray(
         HEADER.pack(
             length,
             0,
             MAGIC,
-            FORMAT_VERSION,
+            version,
             attributes,
             base_offset,
             record_count,
@@ -252,10 +296,17 @@ def header_problem(data: bytes | memoryview, header: FrameHeader) -> str | None:
     """Why this header is not valid, or None when it is."""
     if header.magic != MAGIC:
         return f"bad magic 0x{header.magic:04x}"
-    if header.version != FORMAT_VERSION:
-        return f"unknown format version {header.version}"
+    if header.version not in FRAME_VERSIONS:
+        return (f"unknown frame version {header.version} (this kstream reads "
+                f"{', '.join(map(str, FRAME_VERSIONS))}: a newer kstream wrote it?)")
     if _crc32c.crc32c(memoryview(data)[_CRC_START:HEADER_SIZE]) != header.header_crc:
         return "header checksum mismatch"
+    unknown = header.attributes & ~KNOWN_ATTRIBUTES[header.version]
+    if unknown:
+        return (f"unknown attribute bits 0x{unknown:02x} for frame version {header.version} "
+                "(a newer kstream wrote it?); not reading it")
+    if (header.version == SPARSE_FRAME_VERSION) != bool(header.attributes & SPARSE):
+        return f"frame version {header.version} with attributes 0x{header.attributes:02x}"
     if header.length < HEADER_SIZE - LENGTH_SIZE or header.record_count < 1:
         return f"bad length {header.length} or record count {header.record_count}"
     if header.schema_length > header.payload_size:

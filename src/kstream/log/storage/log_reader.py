@@ -14,7 +14,12 @@ Contract:
   (with a warning) and its index is not used again by this reader.
 * Segments are memory-mapped: payloads are zero copy. That is safe because
   no segment file shrinks in place (a writer cutting a torn tail replaces the
-  file; this reader notices and re-opens it).
+  file; this reader notices and re-opens it), and the log cleaner replaces a
+  sealed segment by renaming a new file over it: a reader that has the old one
+  mapped goes on reading it (the same records, before cleaning), one that opens
+  it later reads the cleaned one (the same offsets, with gaps).
+* Frames the cleaner rewrote hold offsets some of which have no record (sparse
+  frames, fillers): offsets still run contiguously from frame to frame.
 * Takes no lock and writes nothing; safe to use while other processes append.
   Not thread-safe (one reader per consumer).
 * Creates nothing: a missing replica directory reads as no frames and is
@@ -214,7 +219,9 @@ class LogReader:
         if self._cursor is not None and self._cursor[0] == offset:
             _, base, position = self._cursor
             index = bisect.bisect_left(self._bases, base)
-            if index >= len(self._bases) or self._bases[index] != base:
+            # The cursor's position is in the file the open view maps: once that view was closed,
+            # the file at the path may be another (the cleaner swapped the segment), so seek again.
+            if index >= len(self._bases) or self._bases[index] != base or base not in self._views:
                 self._cursor = None
                 return self._next_frame(offset, check_payload)
         else:

@@ -2,8 +2,10 @@
 
 Output columns of a bytes topic: key, value, topic, partition, offset,
 timestamp, timestampType, headers. A typed topic gives its declared columns in
-place of value. Offsets are not stored per record (base offset + row); a batch
-stored without timestamps takes the frame's ``max_timestamp`` for every record.
+place of value. Offsets are not stored per record (base offset + row) except in
+a frame the cleaner rewrote (a *sparse* frame: its rows carry offset deltas and
+some offsets of its span have no record); a batch stored without timestamps
+takes the frame's ``max_timestamp`` for every record.
 Columns this module adds are built from buffers, not Python objects, so the
 cost per batch stays a few small allocations.
 """
@@ -43,36 +45,93 @@ def output_schema(value_schema: pa.Schema | None) -> pa.Schema:
 
 @dataclass(frozen=True, slots=True)
 class StoredBatch:
-    """A decoded frame: its stored columns and the header fields readers need."""
+    """A decoded frame: its stored columns and the header fields readers need.
+
+    Dense (``offsets`` None): row *i* has offset ``base_offset + i``. Sparse (a frame the
+    cleaner rewrote): row *i* has offset ``offsets[i]`` (increasing) and the batch holds the
+    offsets up to ``span_end``, some of them without a record (a gap is not data loss: the
+    cleaner removed a record another with the same key replaced). Use :meth:`row_offsets`,
+    :meth:`rows_from` and :meth:`until`, never ``base_offset + row``.
+    """
 
     base_offset: int
     batch: pa.RecordBatch
     max_timestamp: int
     log_append_time: bool
     leader_epoch: int = -1  # of the leader that appended the frame
+    offsets: np.ndarray | None = None  # int64 offset of each row, sparse frames only
+    span_end: int = -1  # sparse frames only: the offset after the batch's span
 
     @property
     def next_offset(self) -> int:
-        return self.base_offset + self.batch.num_rows
+        """The offset after this batch (after its span when sparse)."""
+        if self.offsets is None:
+            return self.base_offset + self.batch.num_rows
+        return self.span_end
+
+    def row_offsets(self) -> np.ndarray:
+        """Each row's offset (int64)."""
+        if self.offsets is None:
+            return np.arange(self.base_offset, self.base_offset + self.batch.num_rows, dtype=np.int64)
+        return self.offsets
+
+    def offset_of(self, row: int) -> int:
+        """The offset of row ``row`` (``next_offset`` for the row after the last)."""
+        if self.offsets is None:
+            return self.base_offset + row
+        return int(self.offsets[row]) if row < len(self.offsets) else self.span_end
 
     def slice_from(self, offset: int) -> StoredBatch:
         """The records at ``offset`` and after."""
-        skip = offset - self.base_offset
-        if skip <= 0:
+        if self.offsets is None:
+            skip = offset - self.base_offset
+            if skip <= 0:
+                return self
+            return StoredBatch(offset, self.batch.slice(skip), self.max_timestamp, self.log_append_time,
+                               self.leader_epoch)
+        if offset <= self.base_offset:
             return self
-        return StoredBatch(offset, self.batch.slice(skip), self.max_timestamp, self.log_append_time,
-                           self.leader_epoch)
+        skip = int(np.searchsorted(self.offsets, offset, side="left"))
+        return StoredBatch(min(offset, self.span_end), self.batch.slice(skip), self.max_timestamp,
+                           self.log_append_time, self.leader_epoch, self.offsets[skip:], self.span_end)
+
+    def rows_from(self, row: int) -> StoredBatch:
+        """The records from row index ``row`` on."""
+        return self.slice_from(self.offset_of(row))
+
+    def until(self, end: int) -> StoredBatch:
+        """The records before offset ``end``; the batch then ends at ``end`` if it went past it."""
+        if end >= self.next_offset:
+            return self
+        if self.offsets is None:
+            return self.head(end - self.base_offset)
+        cut = int(np.searchsorted(self.offsets, end, side="left"))
+        return StoredBatch(self.base_offset, self.batch.slice(0, cut), self.max_timestamp,
+                           self.log_append_time, self.leader_epoch, self.offsets[:cut], max(end, self.base_offset))
 
     def head(self, count: int) -> StoredBatch:
-        return StoredBatch(self.base_offset, self.batch.slice(0, count), self.max_timestamp,
-                           self.log_append_time, self.leader_epoch)
+        """The first ``count`` records (a sparse batch then ends after the last one kept)."""
+        if self.offsets is None:
+            return StoredBatch(self.base_offset, self.batch.slice(0, count), self.max_timestamp,
+                               self.log_append_time, self.leader_epoch)
+        return self.until(self.offset_of(count - 1) + 1 if count > 0 else self.base_offset)
 
 
 def decode_frame(codec: PayloadCodec, frame: Frame, columns: frozenset[str] | None = None) -> StoredBatch:
+    """The records of a frame that holds records (:attr:`FrameHeader.holds_records`)."""
     header = frame.header
-    batch = codec.decode(frame.payload, header.schema_length, columns)
+    assert header.holds_records, header
+    if not header.attributes & fmt.SPARSE:
+        batch = codec.decode(frame.payload, header.schema_length, columns)
+        return StoredBatch(header.base_offset, batch, header.max_timestamp,
+                           bool(header.attributes & fmt.LOG_APPEND_TIME), header.leader_epoch)
+    wanted = None if columns is None else columns | {fmt.OFFSET_DELTA_COLUMN}
+    batch = codec.decode(frame.payload, header.schema_length, wanted)
+    deltas = batch.column(fmt.OFFSET_DELTA_COLUMN).to_numpy(zero_copy_only=False)
+    batch = batch.drop_columns([fmt.OFFSET_DELTA_COLUMN])
     return StoredBatch(header.base_offset, batch, header.max_timestamp,
-                       bool(header.attributes & fmt.LOG_APPEND_TIME), header.leader_epoch)
+                       bool(header.attributes & fmt.LOG_APPEND_TIME), header.leader_epoch,
+                       deltas.astype(np.int64) + header.base_offset, header.next_offset)
 
 
 def _filled(data_type: pa.DataType, dtype: type, value: int, count: int) -> pa.Array:
@@ -158,7 +217,7 @@ class OutputBuilder:
             elif kind == _CONSTANT:
                 columns.append(self._constant(argument, n))
             elif kind == _OFFSET:
-                offsets = np.arange(stored.base_offset, stored.base_offset + n, dtype=np.int64)
+                offsets = stored.row_offsets()
                 columns.append(pa.Array.from_buffers(_INT64, n, [None, pa.py_buffer(offsets)]))
             elif kind == _TIMESTAMP:
                 columns.append(_timestamps(stored))
@@ -222,4 +281,4 @@ def first_offset_at_or_after(stored: StoredBatch, timestamp_ms: int) -> int:
     """Offset of the first record of ``stored`` with timestamp >= ``timestamp_ms``; -1 if none."""
     timestamps = record_timestamps(stored)
     hits = np.nonzero(timestamps >= timestamp_ms)[0]
-    return stored.base_offset + int(hits[0]) if len(hits) else -1
+    return stored.offset_of(int(hits[0])) if len(hits) else -1

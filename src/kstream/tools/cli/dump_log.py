@@ -15,11 +15,13 @@ import os
 
 import click
 import numpy as np
+import pyarrow as pa
 
 from kstream.log.storage import format as fmt
 from kstream.log.storage.frames import FrameWalk, pread_from
-from kstream.log.storage.output import StoredBatch
+from kstream.log.storage.output import decode_frame
 from kstream.log.storage.records import PayloadCodec
+from kstream.log.storage.segment import Frame
 from kstream.log.storage.txn_index import entries_from_frames
 
 
@@ -44,17 +46,32 @@ def _dump_segment(path: str, print_data: bool, max_frames: int | None) -> int:
                 f"compression: {header.codec} "
                 f"timestampType: {'LogAppendTime' if header.attributes & fmt.LOG_APPEND_TIME else 'CreateTime'} "
                 f"headerCrc: {header.header_crc} crc: {header.payload_crc} "
-                f"isValid: {str(crc_ok).lower()}")
-            if print_data and crc_ok:
-                batch = codec.decode(payload, header.schema_length)
-                stored = StoredBatch(header.base_offset, batch, header.max_timestamp, False)
-                for i, row in enumerate(stored.batch.to_pylist()):
-                    click.echo(f"| offset: {header.base_offset + i} {row}")
+                f"{_cleaned(header)}isValid: {str(crc_ok).lower()}")
+            if print_data and crc_ok and not header.filler:
+                for offset, row in _records(codec, header, position, payload):
+                    click.echo(f"| offset: {offset} {row}")
             frames += 1
         if walk.problem is not None:  # (None too when --max-frames stopped the walk)
             click.echo(f"position: {walk.position} INVALID: {walk.problem}")
             bad += 1
     return bad
+
+
+def _cleaned(header: fmt.FrameHeader) -> str:
+    """What the dump says of a frame the cleaner rewrote (nothing for others)."""
+    if header.filler:
+        return "cleaned: filler (no records) "
+    return "cleaned: sparse offsets " if header.sparse else ""
+
+
+def _records(codec: PayloadCodec, header: fmt.FrameHeader, position: int, payload: bytes
+             ) -> list[tuple[int, dict]]:
+    """(offset, stored columns) of each record of a frame (a marker's payload too)."""
+    if header.holds_records:
+        stored = decode_frame(codec, Frame(header, position, pa.py_buffer(payload)))
+        return list(zip(stored.row_offsets().tolist(), stored.batch.to_pylist(), strict=True))
+    rows = codec.decode(payload, header.schema_length).to_pylist()
+    return [(header.base_offset + i, row) for i, row in enumerate(rows)]
 
 
 def _segment_frames(index_path: str, suffix: str) -> dict[int, int] | None:

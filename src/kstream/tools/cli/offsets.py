@@ -89,7 +89,8 @@ def _max_timestamp_offset(handle: Partition, end: int) -> int | None:
             if not frames:
                 break
             for frame in frames:
-                if best is None or frame.header.max_timestamp > best.header.max_timestamp:
+                if frame.header.holds_records and (
+                        best is None or frame.header.max_timestamp > best.header.max_timestamp):
                     best = frame
             offset = frames[-1].header.next_offset
         if best is None:

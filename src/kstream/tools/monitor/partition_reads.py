@@ -53,7 +53,8 @@ MAX_MEMO_TIMESTAMPS = 50_000
 """(segment, offset) record timestamps kept across evaluations (one int each)."""
 
 _Key = tuple[str, int]
-_Frame = tuple[int, int, 'list[int | None] | int']  # base_offset, next_offset, timestamps
+# base_offset, next_offset, timestamps, and each record's offset when the frame is sparse (cleaned)
+_Frame = tuple[int, int, 'list[int | None] | int', 'list[int] | None']
 
 LOG_ENDS: SegmentMemo[int] = SegmentMemo(MAX_MEMO_LOG_ENDS)
 TIMESTAMPS: SegmentMemo[tuple[int | None] | None] = SegmentMemo(MAX_MEMO_TIMESTAMPS)
@@ -173,13 +174,16 @@ class PartitionReads:
             reader.close()
         if not frames:
             return None
+        if not frames[0].header.holds_records:  # a cleaner's filler: the next record's time
+            return self._read_timestamp(key, before, directory, frames[0].header.next_offset)
         stored = decode_frame(self._codec, frames[0], frozenset({"timestamp"}))
         times: list[int | None] | int
         if stored.log_append_time or "timestamp" not in stored.batch.schema.names:
             times = stored.max_timestamp
         else:
             times = stored.batch.column("timestamp").to_pylist()
-        frame = (stored.base_offset, frames[0].header.next_offset, times)
+        offsets = None if stored.offsets is None else stored.offsets.tolist()
+        frame = (stored.base_offset, frames[0].header.next_offset, times, offsets)
         if self._frame_count >= MAX_CACHED_FRAMES:
             self._frames.clear()
             self._frame_count = 0
@@ -200,9 +204,10 @@ class PartitionReads:
 
 
 def _lookup(frame: _Frame, offset: int) -> int | None:
-    base, _, times = frame
+    base, _, times, offsets = frame
     if isinstance(times, int):
         return times
-    index = offset - base
+    # (a sparse frame: the record at ``offset`` or, in a gap the cleaner left, the next one)
+    index = offset - base if offsets is None else bisect.bisect_left(offsets, offset)
     value = times[index] if index < len(times) else None
     return None if value is None else int(value)
