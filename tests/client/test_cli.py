@@ -86,3 +86,18 @@ def test_topics_create_and_alter_take_cleanup_policy_compact(cluster_path):
     with pytest.raises(ConfigError, match="'min.cleanable.dirty.ratio': 1.5 is above the maximum 1"):
         run(cluster_path, "topics", "alter", "c", "--config", "min.cleanable.dirty.ratio=1.5")
     assert "min.cleanable.dirty.ratio" not in run(cluster_path, "topics", "describe", "c").output
+
+
+def test_topics_clean_runs_the_cleaner_once(cluster_path):
+    assert run(cluster_path, "topics", "create", "c", "--config", "cleanup.policy=compact",
+               "--config", "segment.bytes=1024").exit_code == 0
+    for i in range(6):
+        produced = run(cluster_path, "produce", "c", "--key-separator", ":", input=f"k:{i}\n")
+        assert produced.exit_code == 0, produced.output
+    cleaned = run(cluster_path, "topics", "clean", "c", "--force")
+    assert cleaned.exit_code == 0 and "c-0: cleaned below offset" in cleaned.output, cleaned.output
+    assert "4 record(s) removed" in cleaned.output, cleaned.output
+    again = run(cluster_path, "topics", "clean", "c")
+    assert "c-0: not cleaned: dirty ratio 0.00" in again.output, again.output
+    consumed = run(cluster_path, "consume", "c", "--from-beginning", "--print-key", "--timeout-ms", "500")
+    assert [line for line in consumed.output.splitlines() if "\t" in line] == ["k\t4", "k\t5"]

@@ -40,6 +40,7 @@ from kstream.errors import (
     PartitionNotFoundError,
     TopicExistsError,
 )
+from kstream.log.cluster.compaction import PartitionCleaned, clean_partition
 from kstream.log.cluster.metadata import Metadata, PartitionInfo, TopicInfo
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage import format as fmt
@@ -467,6 +468,21 @@ class Cluster:
 
     def log_config(self, info: TopicInfo) -> LogConfig:
         return LogConfig.from_options(info.config, self.config)
+
+    def clean_topic(self, name: str, partitions: list[int] | None = None, *, force: bool = False,
+                    now_ms: int | None = None) -> list[PartitionCleaned]:
+        """Run the log cleaner once on a compacted topic's partitions (all when None): each is
+        cleaned when due, or always with ``force`` (``kstream topics clean``)."""
+        info = self.topic(name)
+        typed = self.topic_schema(info) is not None
+        done = []
+        for number in range(info.num_partitions) if partitions is None else partitions:
+            handle = self.partition(info, number)
+            try:
+                done.append(clean_partition(handle, typed=typed, force=force, now_ms=now_ms))
+            finally:
+                handle.close()
+        return done
 
     # -- partitions --------------------------------------------------------------------
 

@@ -58,6 +58,7 @@ from kstream.log.storage.recovery_point import RecoveryPointFile, Unreadable
 from kstream.log.storage.retention import delete_expired_segments, list_segment_bases
 from kstream.log.storage.segment import NO_TIMESTAMP, Segment, SegmentReplacedError
 from kstream.log.storage.segment_files import SegmentFiles, missing, txn_entry
+from kstream.log.storage.segment_swap import finish_swap
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -161,6 +162,8 @@ class PartitionLog:
             # Replica dirs are made with the topic (or by `log-dirs online`): a missing one
             # is a failed disk, never a reason to start an empty log.
             raise missing(self.directory)
+        if finish_swap(self.directory):  # a clean killed after its swap was decided
+            self._lock.bump_generation()
         bases = list_segment_bases(self.directory)
         if not bases:
             self._lock.bump_generation()

@@ -176,6 +176,29 @@ def alter(ctx: click.Context, topic: str | None, topic_option: str | None, confi
             click.echo(f"Added columns {added.names} to {topic}.")
 
 
+@topics.command("clean")
+@topic_argument
+@click.option("--partition", "partitions", type=int, multiple=True, help="Only this partition (repeatable).")
+@click.option("--force", is_flag=True,
+              help="Clean even when the dirty ratio is below min.cleanable.dirty.ratio.")
+@click.pass_context
+def clean(ctx: click.Context, topic: str | None, topic_option: str | None, partitions: tuple[int, ...],
+          force: bool) -> None:
+    """Run the log cleaner once on compacted TOPIC (or --topic TOPIC): in each partition, keep the
+    latest record of every key in the sealed segments below the LSO (offsets preserved), when
+    its dirty ratio reaches min.cleanable.dirty.ratio (or with --force)."""
+    topic = one_topic(topic, topic_option)
+    with Admin(cluster_options(ctx)) as admin:
+        results = admin.cluster.clean_topic(topic, list(partitions) or None, force=force)
+    for done in results:
+        if done.cleaned:
+            click.echo(f"{topic}-{done.partition}: cleaned below offset {done.end_offset} ({done.reason}): "
+                       f"{done.segments_rewritten} segment(s) rewritten, {done.records_removed} record(s) "
+                       f"removed, {done.bytes_before} -> {done.bytes_after} bytes")
+        else:
+            click.echo(f"{topic}-{done.partition}: not cleaned: {done.reason}")
+
+
 @topics.command("delete")
 @topic_argument
 @click.pass_context
