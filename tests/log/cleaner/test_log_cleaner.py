@@ -216,3 +216,25 @@ def test_list_offsets_and_offsets_for_times_skip_the_gaps(cluster_path):
         found = consumer.offsets_for_times([TopicPartition("t", 0, 0)])[0]
         assert found.offset == 1  # the first record at or after time 0: offset 0 was cleaned
     assert os.path.exists(os.path.join(replica_dirs(cluster_path)[0], fmt.CLEANER_CHECKPOINT_FILE))
+
+
+def test_appends_run_the_cleaner_when_due_as_they_run_retention(cluster_path):
+    from kstream import Admin
+    from kstream.admin import NewTopic
+
+    with Admin({"cluster": cluster_path, "log.retention.check.interval.ms": "0"}) as admin:
+        admin.create_topics([NewTopic("t", 1, 1, config={"cleanup.policy": "compact", "segment.bytes": "1024",
+                                                         "min.cleanable.dirty.ratio": "0.5"})])["t"].result()
+    produce(cluster_path, [(b"a", f"v{i}".encode()) for i in range(30)])
+    seen = polled(cluster_path)
+    assert len(seen) < 10 and seen[-1] == (29, b"a", b"v29")  # cleaned along the way, latest kept
+    assert [v for _, _, v in seen][-1] == b"v29"
+
+
+def test_a_delete_topic_gets_no_cleaner(cluster_path, make_topic):
+    make_topic("d")
+    handle = Cluster.open(cluster_path).partition("d", 0)
+    try:
+        assert handle.cleaner is None
+    finally:
+        handle.close()

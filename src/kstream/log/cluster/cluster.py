@@ -40,7 +40,7 @@ from kstream.errors import (
     PartitionNotFoundError,
     TopicExistsError,
 )
-from kstream.log.cluster.compaction import PartitionCleaned, clean_partition
+from kstream.log.cluster.compaction import PartitionCleaned, auto_clean, clean_partition
 from kstream.log.cluster.metadata import Metadata, PartitionInfo, TopicInfo
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage import format as fmt
@@ -505,8 +505,12 @@ class Cluster:
                 f"partition {partition} does not exist"
             )
         replica_dir = functools.partial(_replica_dir, self.log_dir_paths(), info.name, partition)
-        return Partition(info.partitions[partition], replica_dir, self.log_config(info),
-                         self.lock_path(info, partition), self.metadata)
+        config = self.log_config(info)
+        handle = Partition(info.partitions[partition], replica_dir, config,
+                           self.lock_path(info, partition), self.metadata)
+        if config.compact:  # the cleaner runs where retention runs: after appends
+            handle.cleaner = functools.partial(auto_clean, typed=self.topic_schema(info) is not None)
+        return handle
 
     def close(self) -> None:
         self.metadata.close()

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from kstream.errors import ConfigError
+from kstream.errors import ConfigError, KStreamError
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage import format as fmt
 from kstream.log.storage.cleaner.frame_rewrite import CleaningPlan, decode_rows
@@ -80,12 +80,15 @@ def clean_partition(handle: Partition, *, typed: bool, force: bool = False, now_
         state = TxnIndexReader(handle.leader_dir).state(high_watermark)
         end = min([state.last_stable_offset]
                   + [fmt.list_segment_bases(handle.replica_dirs[r])[-1] for r in in_sync])
-        plan, start, dirty_bytes, total_bytes, oldest_dirty = _plan(handle, end, state.aborted, now, typed)
-        plan = replace(plan, horizons=_horizons([handle.replica_dirs[r] for r in in_sync], plan.end_offset))
+        # First the frame headers only (is a clean due?), then, if it is, the keys.
+        plan, start, dirty_bytes, total_bytes, oldest_dirty = _plan(handle, end, state.aborted, now, typed,
+                                                                    build_map=False)
         ratio = dirty_bytes / total_bytes if total_bytes else 0.0
         due, reason = _due(handle, plan.end_offset, start, ratio, oldest_dirty, now, force)
         if not due:
             return PartitionCleaned(handle.topic, handle.partition, False, reason, plan.end_offset, ratio)
+        plan = _plan(handle, plan.end_offset, state.aborted, now, typed, build_map=True)[0]
+        plan = replace(plan, horizons=_horizons([handle.replica_dirs[r] for r in in_sync], plan.end_offset))
         handle.lock.bump_generation()  # readers re-read what changes (txn state, indexes)
         results = [clean_replica(handle.replica_dirs[r], plan, config.index_interval_bytes) for r in in_sync]
         for replica in in_sync:
@@ -113,8 +116,8 @@ def _due(handle: Partition, end: int, start: int, ratio: float, oldest_dirty: in
     return False, f"dirty ratio {ratio:.2f} below min.cleanable.dirty.ratio {config.min_cleanable_dirty_ratio}"
 
 
-def _plan(handle: Partition, end: int, aborted: tuple[tuple[int, int, int], ...], now: int, typed: bool
-          ) -> tuple[CleaningPlan, int, int, int, int | None]:
+def _plan(handle: Partition, end: int, aborted: tuple[tuple[int, int, int], ...], now: int, typed: bool,
+          *, build_map: bool) -> tuple[CleaningPlan, int, int, int, int | None]:
     """The plan (its end moved back for min.compaction.lag.ms and the key limit), the log start,
     dirty and total bytes below the end, and the oldest dirty record's time (ms, None when
     nothing is dirty)."""
@@ -147,7 +150,7 @@ def _plan(handle: Partition, end: int, aborted: tuple[tuple[int, int, int], ...]
                     dirty += header.frame_size
                     if header.holds_records and (oldest is None or header.min_timestamp < oldest):
                         oldest = header.min_timestamp
-                if header.holds_records and not probe.aborted_frame(header):
+                if build_map and header.holds_records and not probe.aborted_frame(header):
                     batch, offsets, _ = decode_rows(codec, header, frame.payload)
                     if "key" in batch.schema.names:
                         for key, at in zip(batch.column("key").to_pylist(), offsets.tolist(), strict=True):
@@ -185,3 +188,17 @@ def _horizons(directories: list[str], end: int) -> dict[int, int]:
             finally:
                 os.close(fd)
     return found
+
+
+def auto_clean(handle: Partition, *, typed: bool) -> None:
+    """After an append to a compacted topic's partition (the place retention runs too): clean it
+    when due, at most every log.retention.check.interval.ms per handle. A failure is logged and
+    never fails the append; the next check tries again."""
+    now = int(time.time() * 1000)
+    if now < handle.next_clean_check_ms:
+        return
+    handle.next_clean_check_ms = now + handle.config.retention_check_interval_ms
+    try:
+        clean_partition(handle, typed=typed, now_ms=now)
+    except (KStreamError, OSError) as err:
+        log.error("log cleaner skipped %s-%d: %s", handle.topic, handle.partition, err)

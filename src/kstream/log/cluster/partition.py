@@ -44,6 +44,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
@@ -99,6 +100,12 @@ class Partition:
         self._flushers = LazyThreadPool(1, "kstream-fsync")  # sized by _add_replicas
         self._reconciler = Reconciler()  # see _append_leader_locked
         self.producer_state = ProducerState()
+        # A compacted topic's log cleaner, run after appends (Cluster.partition sets it; the
+        # cleaner lives in kstream.log.cluster.compaction, which imports this module).
+        self.cleaner: Callable[[Partition], None] | None = None
+        # When the cleaner first looks: one interval (log.retention.check.interval.ms) after the
+        # handle opened, so a short-lived writer (a Spark task) does not scan the log for it.
+        self.next_clean_check_ms = int(time.time() * 1000) + config.retention_check_interval_ms
         # Why each replica's last fsync failed (set on fsync threads), and the failures the
         # last settle_syncs found: a NotEnoughReplicas error names its cause (EROFS, EIO...).
         self._sync_errors: dict[int, LogDirOfflineError] = {}
@@ -180,6 +187,8 @@ class Partition:
                 self.logs[replica].maybe_flush()
         if len(self.info.isr) < len(self.info.replicas) and self.info.isr:
             self._sync_followers()
+        if self.cleaner is not None:
+            self.cleaner(self)
         return result
 
     def _publish_unacked_locked(self, base_offset: int, end: int) -> bool:
