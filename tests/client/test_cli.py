@@ -101,3 +101,6 @@ def test_topics_clean_runs_the_cleaner_once(cluster_path):
     assert "c-0: not cleaned: dirty ratio 0.00" in again.output, again.output
     consumed = run(cluster_path, "consume", "c", "--from-beginning", "--print-key", "--timeout-ms", "500")
     assert [line for line in consumed.output.splitlines() if "\t" in line] == ["k\t4", "k\t5"]
+    first = os.path.join(cluster_path, "logs", "c-0", fmt.segment_file_name(0))
+    dumped = run(cluster_path, "dump-log", first, "--print-data")
+    assert "cleaned: filler" in dumped.output and "isValid: true" in dumped.output, dumped.output

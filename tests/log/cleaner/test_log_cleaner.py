@@ -238,3 +238,27 @@ def test_a_delete_topic_gets_no_cleaner(cluster_path, make_topic):
         assert handle.cleaner is None
     finally:
         handle.close()
+
+
+def test_a_follower_back_in_the_isr_copies_cleaned_frames_and_the_next_clean_makes_it_agree(cluster_path):
+    from click.testing import CliRunner
+
+    from kstream import Admin
+    from kstream.tools.cli.main import cli
+
+    make_compacted(cluster_path, replicas=2)
+    produce(cluster_path, [(f"k{i % 3}".encode(), f"a{i}".encode()) for i in range(10)])
+    follower = Cluster.open(cluster_path).topic("t").partitions[0].replicas[1]
+    with Admin({"cluster": cluster_path}) as admin:
+        admin.take_log_dir_offline(follower)
+    produce(cluster_path, [(f"k{i % 3}".encode(), f"b{i}".encode()) for i in range(10)] + [(b"z", b"end")])
+    assert clean(cluster_path).cleaned  # the leader alone: the follower is out of the ISR
+    with Admin({"cluster": cluster_path}) as admin:
+        admin.set_log_dir_online(follower)
+    replicated = CliRunner().invoke(cli, ["--cluster", cluster_path, "replicator", "--once"], catch_exceptions=False)
+    assert "back in the ISR" in replicated.output, replicated.output
+    expected = polled(cluster_path)
+    clean(cluster_path, force=True)
+    assert polled(cluster_path) == expected
+    first, second = (frames(d) for d in replica_dirs(cluster_path))
+    assert [raw for _, raw in first] == [raw for _, raw in second]
