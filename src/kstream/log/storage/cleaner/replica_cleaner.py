@@ -97,7 +97,7 @@ def _cleaned_frames(directory: str, base: int, plan: CleaningPlan, codec: Payloa
         walk = FrameWalk(read, size, 0, next_offset=base, verify_payload=True)
         frames = []
         for position, header in walk:
-            frame = _Frame(header, read(position, header.frame_size))
+            frame = _Frame(header, bytes(read(position, header.frame_size)))
             if header.next_offset <= plan.end_offset:
                 frame.out = _clean(frame, plan, codec, live)
             _note_transaction(frame, live)
