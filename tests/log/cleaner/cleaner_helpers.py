@@ -33,7 +33,8 @@ def produce(cluster_path: str, records: list[tuple[bytes, bytes | None]], topic:
 
 def polled(cluster_path: str, topic: str = "t", isolation: str = "read_committed") -> list[tuple[int, bytes, bytes]]:
     """(offset, key, value) of every record poll() returns from the start."""
-    with Consumer({"cluster": cluster_path, "isolation.level": isolation, "enable.partition.eof": True}) as consumer:
+    with Consumer({"cluster": cluster_path, "isolation.level": isolation, "enable.partition.eof": True,
+                   "auto.offset.reset": "earliest"}) as consumer:
         consumer.assign([TopicPartition(topic, 0, 0)])
         out = []
         while True:

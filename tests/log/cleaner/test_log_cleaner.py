@@ -262,3 +262,29 @@ def test_a_follower_back_in_the_isr_copies_cleaned_frames_and_the_next_clean_mak
     assert polled(cluster_path) == expected
     first, second = (frames(d) for d in replica_dirs(cluster_path))
     assert [raw for _, raw in first] == [raw for _, raw in second]
+
+
+def test_max_compaction_lag_cleans_a_partition_below_the_dirty_ratio(cluster_path):
+    make_compacted(cluster_path, config={"min.cleanable.dirty.ratio": "1.0", "max.compaction.lag.ms": "60000"})
+    produce(cluster_path, [(f"k{i}".encode(), b"v") for i in range(10)])
+    clean(cluster_path, force=True)
+    produce(cluster_path, [(b"k0", b"w"), (b"z", b"end")])
+    now = int(time.time() * 1000)
+    assert not clean(cluster_path, now_ms=now).cleaned  # dirty ratio below 1.0, and young
+    done = clean(cluster_path, now_ms=now + 61_000)
+    assert done.cleaned and done.reason == "max.compaction.lag.ms" and done.records_removed == 1
+
+
+def test_compact_delete_applies_retention_and_cleaning_together(cluster_path):
+    make_compacted(cluster_path, config={"cleanup.policy": "compact,delete", "retention.bytes": "500"})
+    produce(cluster_path, [(f"k{i % 2}".encode(), f"v{i}".encode()) for i in range(12)])
+    clean(cluster_path, force=True)
+    handle = Cluster.open(cluster_path).partition("t", 0)
+    try:
+        assert handle.leader_log.apply_retention() > 0  # compact,delete: retention still deletes
+    finally:
+        handle.close()
+    produce(cluster_path, [(b"k0", b"last"), (b"z", b"end")])
+    assert clean(cluster_path, force=True).cleaned  # the checkpoint below the new log start is fine
+    seen = polled(cluster_path)
+    assert [v for _, k, v in seen if k == b"k0"] == [b"last"] and seen[0][0] > 0
