@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from kstream._model import IsolationLevel
 from kstream.log.cluster.partition import Partition
+from kstream.log.storage import format as fmt
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.output import decode_frame, record_timestamps
 from kstream.log.storage.records import PayloadCodec
@@ -86,6 +87,33 @@ def offset_for_timestamp(partition: Partition, timestamp_ms: int,
     finally:
         if own:
             reader.close()
+
+
+def max_timestamp_offset(reader: LogReader, end: int) -> TimestampOffset | None:
+    """Kafka's ``MAX_TIMESTAMP`` (``list_offsets``, ``kafka-get-offsets --time -3``): the first
+    record in [log start, ``end``) carrying the largest timestamp; None if there is none.
+    Read uncommitted, and control frames never answer (the module's rule): in a LogAppendTime
+    topic a COMMIT marker is appended after its data, so it would otherwise win. The scan
+    reads frame headers only, then decodes the one frame that holds the answer."""
+    best = None
+    offset = reader.log_start_offset()
+    while offset < end:
+        frames = reader.read(offset, SCAN_BYTES, end_offset=end, verify=False)
+        if not frames:
+            break
+        for frame in frames:
+            header = frame.header
+            if not header.attributes & fmt.CONTROL and (
+                    best is None or header.max_timestamp > best.max_timestamp):
+                best = header
+        offset = frames[-1].header.next_offset
+    if best is None:
+        return None
+    checked = reader.read(best.base_offset, 1, end_offset=end)[0]  # its payload checksum too
+    stored = decode_frame(PayloadCodec(), checked, frozenset({"timestamp"}))
+    timestamps = record_timestamps(stored)
+    index = int(timestamps.argmax())
+    return TimestampOffset(stored.base_offset + index, int(timestamps[index]))
 
 
 def _scan(reader: LogReader, isolation: Isolation, offset: int, end: int, timestamp_ms: int
