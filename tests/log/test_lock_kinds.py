@@ -1,7 +1,9 @@
 """The partition lock excludes every other writer: Python (this kstream, in this process or
 another), an older kstream that takes only ``flock``, and Java's ``FileChannel.lock`` (the
 JVM writer's lock kind; jvm/src/test/java/io/kstream/spark/log/LockProbe.java, run as a child
-JVM in source-file mode, skipped with one line without ``java``)."""
+JVM in source-file mode, skipped with one line without ``java``), also as the Java writer
+takes it (io.kstream.spark.log.PartitionLock, through PartitionLockProbe.java; skipped with one
+line without a built jar)."""
 
 from __future__ import annotations
 
@@ -14,11 +16,14 @@ import threading
 
 import pytest
 
+from kstream.jars import jar_path
 from kstream.log.storage import file_lock
 from kstream.log.storage.lock import PartitionLock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROBE = os.path.join(ROOT, "jvm", "src", "test", "java", "io", "kstream", "spark", "log", "LockProbe.java")
+PROBES = os.path.join(ROOT, "jvm", "src", "test", "java", "io", "kstream", "spark", "log")
+PROBE = os.path.join(PROBES, "LockProbe.java")
+HELPER_PROBE = os.path.join(PROBES, "PartitionLockProbe.java")
 CHILD_TIMEOUT_S = 60
 STILL_WAITING_S = 0.5  # a locker that got through within this would have failed the exclusion
 # An old kstream: flock only, then holds it until stdin closes.
@@ -41,6 +46,10 @@ NEW_TRIER = ("import os, sys\n"
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None,
                                 reason="no java on PATH (scripts/ensure-java.sh installs it): Java lock tests not run")
+
+
+needs_jar = pytest.mark.skipif(shutil.which("java") is None or jar_path() is None,
+                               reason="no java or no kstream jar (jvm/build.sh): Java PartitionLock tests not run")
 
 
 def _holder(command: list[str]) -> subprocess.Popen[str]:
@@ -144,4 +153,23 @@ def test_the_partition_lock_excludes_a_java_filechannel_locker(tmp_path):
     with lock:
         assert _try(["java", PROBE, "try", path]) == "busy"
     assert _try(["java", PROBE, "try", path]) == "acquired"
+    lock.close()
+
+
+@needs_jar
+def test_a_java_partition_lock_holder_excludes_the_partition_lock(tmp_path):
+    path = str(tmp_path / "p.lock")
+    java = _holder(["java", "-cp", jar_path(), HELPER_PROBE, "hold", path])
+    _waits_for_release(path, lambda: _release(java))
+
+
+@needs_jar
+def test_the_java_partition_lock_times_out_naming_the_python_holder(tmp_path):
+    path = str(tmp_path / "p.lock")
+    lock = PartitionLock(path)
+    with lock:
+        said = _try(["java", "-cp", jar_path(), HELPER_PROBE, "try", path, "200"])
+        assert said.startswith("busy: KStreamError: the partition lock " + path), said
+        assert f"FLOCK by pid {os.getpid()}" in said and "OFDLCK" in said, said
+    assert _try(["java", "-cp", jar_path(), HELPER_PROBE, "try", path, "0"]) == "acquired"
     lock.close()
