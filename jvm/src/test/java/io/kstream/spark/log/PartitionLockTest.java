@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kstream.spark.error.KStreamException;
 import io.kstream.spark.format.Format;
@@ -132,6 +133,28 @@ class PartitionLockTest {
             assertEquals("busy", probeTry());
         }
         assertEquals("acquired", probeTry());
+    }
+
+    @Test
+    void anInterruptedReaderDoesNotCloseTheSharedChannel() throws Exception {
+        assumeTrue(LockFiles.uninterruptible(), "no --add-opens java.base/sun.nio.ch: channels stay interruptible");
+        try (PartitionLock lock = PartitionLock.acquire(lockPath(), 1000)) {
+            lock.writeHighWatermark(9);
+            CompletableFuture<Long> read = new CompletableFuture<>();
+            Thread reader = new Thread(() -> {
+                Thread.currentThread().interrupt();  // as Spark interrupts a cancelled task's thread
+                try {
+                    read.complete(HighWatermark.stored(lockPath()));
+                } catch (Throwable e) {
+                    read.completeExceptionally(e);
+                }
+            });
+            reader.start();
+            assertEquals(9L, read.get(WAIT_S, TimeUnit.SECONDS));
+            reader.join();
+            lock.writeHighWatermark(10);  // the channel is open and the lock ours
+            assertEquals("busy", probeTry());
+        }
     }
 
     @Test
