@@ -21,8 +21,9 @@ which first record (:func:`before_sync`) what the call makes durable: for a file
 that moment; for a directory, its entries (name -> inode). Records are keyed
 by (device, inode, inode generation), so a reused inode number is not taken
 for the old file, and each is written as its own file (tmp, then rename)
-under the journal's lock (:mod:`kstream.log.storage.file_lock`), so any number of processes and threads can
-record into one journal and the last record of an inode is the newest state.
+under the journal's lock (:mod:`kstream.log.storage.file_lock`), so any
+number of processes and threads can record into one journal and the last
+record of an inode is the newest state.
 ``tests/chaos/power_cut.py`` then builds the tree a power loss could leave.
 The record is made before the real fsync: a process killed during an fsync
 counts it as done, which a power loss at that instant also allows.
