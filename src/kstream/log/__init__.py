@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from kstream.log.storage.log_config import LogConfig
     from kstream.log.storage.log_reader import LogReader
     from kstream.log.storage.partition_log import PartitionLog
-    from kstream.log.timestamps import TimestampOffset, offset_for_timestamp
+    from kstream.log.timestamps import TimestampOffset, max_timestamp_offset, offset_for_timestamp
     from kstream.log.visible_reads import read_visible, visible_batches
 
 # Public name -> the module that defines it (imported on first use).
@@ -39,6 +39,7 @@ _LAZY = {
     "PartitionLog": "kstream.log.storage.partition_log",
     "TimestampOffset": "kstream.log.timestamps",
     "TopicInfo": "kstream.log.cluster.metadata",
+    "max_timestamp_offset": "kstream.log.timestamps",
     "offset_for_timestamp": "kstream.log.timestamps",
     "bounds": "kstream.log.partition_bounds",
     "read_visible": "kstream.log.visible_reads",
@@ -57,6 +58,7 @@ __all__ = [
     "PartitionLog",
     "TimestampOffset",
     "TopicInfo",
+    "max_timestamp_offset",
     "offset_for_timestamp",
     "bounds",
     "read_visible",

@@ -88,6 +88,33 @@ def offset_for_timestamp(partition: Partition, timestamp_ms: int,
             reader.close()
 
 
+def max_timestamp_offset(reader: LogReader, end: int) -> TimestampOffset | None:
+    """Kafka's ``MAX_TIMESTAMP`` (``list_offsets``, ``kafka-get-offsets --time -3``): the first
+    record in [log start, ``end``) carrying the largest timestamp; None if there is none.
+    Read uncommitted, and control frames never answer (the module's rule): in a LogAppendTime
+    topic a COMMIT marker is appended after its data, so it would otherwise win. The scan
+    reads frame headers only, then decodes the one frame that holds the answer."""
+    best = None
+    offset = reader.log_start_offset()
+    while offset < end:
+        frames = reader.read(offset, SCAN_BYTES, end_offset=end, verify=False)
+        if not frames:
+            break
+        for frame in frames:
+            header = frame.header
+            if header.holds_records and (  # (not a marker, nor a cleaner's filler)
+                    best is None or header.max_timestamp > best.max_timestamp):
+                best = header
+        offset = frames[-1].header.next_offset
+    if best is None:
+        return None
+    checked = reader.read(best.base_offset, 1, end_offset=end)[0]  # its payload checksum too
+    stored = decode_frame(PayloadCodec(), checked, frozenset({"timestamp"}))
+    timestamps = record_timestamps(stored)
+    index = int(timestamps.argmax())
+    return TimestampOffset(stored.offset_of(index), int(timestamps[index]))
+
+
 def _scan(reader: LogReader, isolation: Isolation, offset: int, end: int, timestamp_ms: int
           ) -> TimestampOffset | None:
     """Walk frame headers from ``offset`` below ``end``; decode the first visible frame that

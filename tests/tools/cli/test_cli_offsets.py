@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -156,3 +157,19 @@ def test_dump_log_prints_and_checks_transaction_index_entries(cluster_path, make
     assert result.exit_code != 0
     assert "offset: 7 producer_id: 5 kind: COMMIT INVALID: the segment has no such transactional frame" in result.output
     assert "position: 72 INVALID: a torn or bad entry" in result.output
+
+
+def test_get_offsets_max_timestamp_skips_transaction_markers(cluster_path, make_topic):
+    """-3 answers a record a consumer is handed, as list_offsets(MAX_TIMESTAMP) does: in a
+    LogAppendTime topic the COMMIT marker is appended after the data, so it carries the
+    largest time, but it is not a record."""
+    make_topic("lat", config={"message.timestamp.type": "LogAppendTime"})
+    with Producer({"cluster": cluster_path, "transactional.id": "tx", "linger.ms": 0}) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.produce("lat", b"a", partition=0)
+        producer.flush()
+        time.sleep(0.01)  # the marker's append time is later than the record's
+        producer.commit_transaction()
+    assert offsets(cluster_path, "--topic", "lat") == ["lat:0:2"]  # the record and its marker
+    assert offsets(cluster_path, "--topic", "lat", "--time", "-3") == ["lat:0:0"]

@@ -23,19 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 from kstream._model import IsolationLevel
 from kstream.client.admin._futures import check_name
-from kstream.log import offset_for_timestamp
+from kstream.log import max_timestamp_offset, offset_for_timestamp
 from kstream.log.cluster import record_deletion
 from kstream.log.partition_bounds import bounds
 from kstream.log.storage.log_reader import LogReader
-from kstream.log.storage.output import decode_frame, record_timestamps
-from kstream.log.storage.records import PayloadCodec
 from kstream.log.transactions.store import TransactionStore
 from kstream.message import TopicPartition
 
 if TYPE_CHECKING:
     from kstream.log.cluster.cluster import Cluster
 
-_SCAN_BYTES = 64 << 20  # bytes of frames one read of the MAX_TIMESTAMP header scan maps at a time
 
 
 class OffsetSpec:
@@ -154,33 +151,15 @@ def list_offset(cluster: Cluster, tp: TopicPartition, spec: OffsetSpec,
                       else found.last_stable_offset)
             return ListOffsetsResultInfo(latest, -1)
         if spec._value == OffsetSpec.MAX_TIMESTAMP:
-            return _max_timestamp(reader, found.high_watermark)
+            newest = max_timestamp_offset(reader, found.high_watermark)
+            return (ListOffsetsResultInfo(-1, -1) if newest is None
+                    else ListOffsetsResultInfo(newest.offset, newest.timestamp_ms))
         store = TransactionStore.for_cluster(cluster) if isolation_level is IsolationLevel.READ_COMMITTED else None
         hit = offset_for_timestamp(handle, spec._value, isolation_level, store, reader)
         return ListOffsetsResultInfo(-1, -1) if hit is None else ListOffsetsResultInfo(hit.offset, hit.timestamp_ms)
     finally:
         reader.close()
         handle.close()
-
-
-def _max_timestamp(reader: LogReader, high_watermark: int) -> ListOffsetsResultInfo:
-    best = None
-    offset = reader.log_start_offset()
-    while offset < high_watermark:
-        frames = reader.read(offset, _SCAN_BYTES, end_offset=high_watermark, verify=False)
-        if not frames:
-            break
-        for frame in frames:
-            if frame.header.holds_records and (
-                    best is None or frame.header.max_timestamp > best.header.max_timestamp):
-                best = frame
-        offset = frames[-1].header.next_offset
-    if best is None:
-        return ListOffsetsResultInfo(-1, -1)
-    stored = decode_frame(PayloadCodec(), reader.read(best.header.base_offset, 1)[0])
-    timestamps = record_timestamps(stored)
-    index = int(timestamps.argmax())
-    return ListOffsetsResultInfo(stored.offset_of(index), int(timestamps[index]))
 
 
 def delete_records(cluster: Cluster, tp: TopicPartition) -> DeletedRecords:

@@ -21,8 +21,9 @@ which first record (:func:`before_sync`) what the call makes durable: for a file
 that moment; for a directory, its entries (name -> inode). Records are keyed
 by (device, inode, inode generation), so a reused inode number is not taken
 for the old file, and each is written as its own file (tmp, then rename)
-under a flock of the journal, so any number of processes and threads can
-record into one journal and the last record of an inode is the newest state.
+under the journal's lock (:mod:`kstream.log.storage.file_lock`), so any
+number of processes and threads can record into one journal and the last
+record of an inode is the newest state.
 ``tests/chaos/power_cut.py`` then builds the tree a power loss could leave.
 The record is made before the real fsync: a process killed during an fsync
 counts it as done, which a power loss at that instant also allows.
@@ -43,6 +44,8 @@ import json
 import os
 import signal
 import struct
+
+from kstream.log.storage import file_lock
 
 FAULT_FILE = ".kstream-fault"
 ENABLED = os.environ.get("KSTREAM_FAULT_INJECTION") == "1"
@@ -141,7 +144,7 @@ def record(journal: str, path: str) -> None:
         lock = os.open(os.path.join(journal, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             # Read under the lock, so records of one inode land in the order of the reads.
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            file_lock.lock_exclusive(lock)  # the lock kind a Java recorder takes too
             data = _listing(path) if is_dir else _content(fd)
             target = os.path.join(journal, "dirs" if is_dir else "files", key)
             tmp = f"{target}.{os.getpid()}.tmp"

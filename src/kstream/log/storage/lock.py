@@ -9,22 +9,24 @@ lock can tell a torn read and retry. The file is never fsynced: after a power
 loss it may be empty, zeroed or old, and the high watermark is then rebuilt
 from the replicas' logs (see ``Partition.high_watermark``).
 
-``flock`` excludes other processes (and is released by the kernel when a
-holder dies, even by SIGKILL); a ``threading.Lock`` excludes other threads of
-this process, which share the open file description and so the flock.
+Other processes are excluded by the lock kind every kstream writer takes
+(:mod:`kstream.log.storage.file_lock`: ``flock`` and an open-file-description
+lock, which Java's ``FileChannel.lock`` conflicts with; released by the kernel
+when a holder dies, even by SIGKILL); a ``threading.Lock`` excludes other
+threads of this process, which share the open file description and so its locks.
 Re-opened after ``fork`` (the pid is checked), because a forked child must not
 share its parent's lock.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 import weakref
 from types import TracebackType
 
 from kstream.errors import TopicNotFoundError
+from kstream.log.storage import file_lock
 from kstream.log.storage import format as fmt
 
 # Every lock of this process, so a forked child can close the inherited descriptors
@@ -48,7 +50,7 @@ class PartitionLock:
 
     def _after_fork(self) -> None:
         """In a forked child: drop the inherited descriptor (closing, never unlocking:
-        the flock belongs to the parent's open file description, and a child that
+        the locks belong to the parent's open file description, and a child that
         kept it open would hold a dead parent's lock for as long as it lives)."""
         if self._fd is not None and self._pid != os.getpid():
             try:
@@ -83,7 +85,7 @@ class PartitionLock:
         self._thread_lock.acquire()
         try:
             fd = self._file()
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            file_lock.lock_exclusive(fd)
         except BaseException:
             self._thread_lock.release()
             raise
@@ -118,7 +120,7 @@ class PartitionLock:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         try:
-            fcntl.flock(self._file(), fcntl.LOCK_UN)
+            file_lock.unlock(self._file())
         finally:
             self._thread_lock.release()
 

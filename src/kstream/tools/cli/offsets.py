@@ -25,15 +25,12 @@ from contextlib import contextmanager
 import click
 
 from kstream.errors import ConfigError, KStreamError
-from kstream.log import offset_for_timestamp
+from kstream.log import max_timestamp_offset, offset_for_timestamp
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.partition import Partition
 from kstream.log.cluster.record_deletion import delete_records as delete_records_before
 from kstream.log.partition_bounds import bounds
-from kstream.log.storage.output import decode_frame, first_offset_at_or_after
-from kstream.log.storage.records import PayloadCodec
 
-_SCAN_BYTES = 16 << 20  # how much of a log one read holds while looking for the max timestamp
 _NAMED_TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3}
 
 
@@ -77,29 +74,6 @@ def _parse_partitions(text: str | None) -> set[int] | None:
     return chosen
 
 
-def _max_timestamp_offset(handle: Partition, end: int) -> int | None:
-    """Offset of the first record carrying the largest timestamp below ``end``; None if empty."""
-    codec = PayloadCodec()
-    reader = handle.reader()
-    try:
-        best = None
-        offset = reader.log_start_offset()
-        while offset < end:
-            frames = reader.read(offset, _SCAN_BYTES, end_offset=end)
-            if not frames:
-                break
-            for frame in frames:
-                if frame.header.holds_records and (
-                        best is None or frame.header.max_timestamp > best.header.max_timestamp):
-                    best = frame
-            offset = frames[-1].header.next_offset
-        if best is None:
-            return None
-        return first_offset_at_or_after(decode_frame(codec, best), best.header.max_timestamp)
-    finally:
-        reader.close()
-
-
 def offset_for(cluster: Cluster, handle: Partition, time: int) -> int | None:
     """The offset kafka-get-offsets prints for ``time`` (see the module doc); None: no line.
     The log start and the HW are the engine's :func:`kstream.log.partition_bounds.bounds`."""
@@ -110,7 +84,12 @@ def offset_for(cluster: Cluster, handle: Partition, time: int) -> int | None:
     if time == -2:
         return found.log_start_offset
     if time == -3:
-        return _max_timestamp_offset(handle, high_watermark)
+        reader = handle.reader()
+        try:
+            newest = max_timestamp_offset(reader, high_watermark)
+        finally:
+            reader.close()
+        return None if newest is None else newest.offset
     hit = offset_for_timestamp(handle, time)  # read_uncommitted, as kafka-get-offsets asks
     return None if hit is None else hit.offset
 

@@ -81,6 +81,12 @@ public final class Format {
     // -- lock file: high watermark i64 and its bitwise complement at position 16 --
     public static final int LOCK_HIGH_WATERMARK_POSITION = 16;
     public static final int LOCK_HIGH_WATERMARK_SIZE = 16;
+    /** Byte 0 holds this once the topic is deleted: a writer that takes the lock is fenced. */
+    public static final String LOCK_DELETED_MARK = "X";
+    public static final int LOCK_DELETED_POSITION = 0;
+    /** u64, bumped whenever segment files or the partition's metadata change other than by appending. */
+    public static final int LOCK_GENERATION_POSITION = 8;
+    public static final int LOCK_GENERATION_SIZE = 8;
 
     // -- .txnindex: 24-byte entries (kind u8, 3 reserved, producer id i64, offset i64, crc u32) --
     public static final int TXN_DATA = 1;

@@ -30,13 +30,12 @@ public final class HighWatermark {
 
     /** The published value, or null when none is stored (never written, lost, or zeroed). */
     public static Long stored(String lockPath) throws IOException {
-        FileChannel channel;
+        // Through the JVM's one channel of the lock file (LockFiles): closing a channel of our own
+        // would release a Java writer's POSIX lock on it, held by another thread of this JVM.
+        LockFiles.Entry entry = LockFiles.open(Path.of(lockPath), false);
+        if (entry == null) return null;
         try {
-            channel = FileChannel.open(Path.of(lockPath), StandardOpenOption.READ);
-        } catch (NoSuchFileException e) {
-            return null;
-        }
-        try (channel) {
+            FileChannel channel = entry.channel();
             ByteBuffer last = null;
             int sameBad = 0;
             for (int i = 0; i < TORN_READS; i++) {
@@ -53,6 +52,8 @@ public final class HighWatermark {
                 if (sameBad >= SAME_BAD_READS) return null;
             }
             throw new IOException("high watermark in " + lockPath + " keeps changing under a reader");
+        } finally {
+            entry.release();
         }
     }
 
