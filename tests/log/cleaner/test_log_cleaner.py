@@ -288,3 +288,21 @@ def test_compact_delete_applies_retention_and_cleaning_together(cluster_path):
     assert clean(cluster_path, force=True).cleaned  # the checkpoint below the new log start is fine
     seen = polled(cluster_path)
     assert [v for _, k, v in seen if k == b"k0"] == [b"last"] and seen[0][0] > 0
+
+
+def test_list_offsets_max_timestamp_answers_with_a_record_the_cleaner_kept(cluster_path):
+    from kstream.admin import AdminClient, OffsetSpec
+
+    make_compacted(cluster_path)
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        for key, value, timestamp in [(b"a", b"1", 1000), (b"b", b"2", 9000), (b"b", b"3", 5000),
+                                      (b"c", b"4", 7000), (b"z", b"5", 2000)]:
+            producer.produce("t", value, key=key, timestamp=timestamp)
+            producer.flush()
+    clean(cluster_path, force=True, now_ms=int(time.time() * 1000))  # b's 9000 record goes
+    tp = TopicPartition("t", 0)
+    with AdminClient({"cluster": cluster_path}) as admin:
+        newest = admin.list_offsets({tp: OffsetSpec.max_timestamp()})[tp].result()
+        assert (newest.offset, newest.timestamp) == (3, 7000)
+        found = admin.list_offsets({tp: OffsetSpec.for_timestamp(8000)})[tp].result()
+        assert (found.offset, found.timestamp) == (-1, -1)  # the only record that late was cleaned
