@@ -87,6 +87,28 @@ def test_a_failed_background_send_is_raised_by_the_next_poll(cluster_path, make_
     producer.close()
 
 
+def test_an_unexpected_error_of_a_background_send_is_raised_too(cluster_path, make_topic, monkeypatch):
+    """Not only a KStreamError: whatever a send raises on the sender's thread reaches the
+    application (it would otherwise end that thread with the batch gone and nothing said)."""
+    from kstream.client.producer_sender import BatchSender
+
+    make_topic("t", 1)
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("the disk layer broke")
+
+    monkeypatch.setattr(BatchSender, "append", broken)
+    producer = Producer({"cluster": cluster_path, "linger.ms": 20})
+    producer.produce("t", b"a")
+    deadline = time.monotonic() + 10
+    while producer._background_error is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with pytest.raises(RuntimeError, match="the disk layer broke"):
+        producer.poll(0)
+    monkeypatch.undo()
+    producer.close()
+
+
 def test_a_producer_dropped_without_close_is_freed_and_its_sender_thread_ends(cluster_path, make_topic):
     make_topic("t", 1)
     producer = Producer({"cluster": cluster_path, "linger.ms": 5})

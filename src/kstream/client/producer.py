@@ -230,7 +230,7 @@ class Producer:
         # Sends what comes due while the application makes no call (a linger.ms deadline, a held
         # batch whose partition's fsync finished); holds the producer weakly (no cycle either).
         self._send_thread = SendThread(weakref.WeakMethod(self._send_pass))
-        self._background_error: KStreamError | None = None  # raised by the next poll()/flush()
+        self._background_error: Exception | None = None  # raised by the next poll()/flush()
         # Over everything above that changes (see the module docstring). Reentrant so that a
         # locked method may call another; user callbacks are never called while it is held.
         self._lock = threading.RLock()
@@ -608,7 +608,7 @@ class Producer:
             try:
                 self._send_expired(time.time(), hold_when_full=True)
                 self._pipeline.settle(wait=False)
-            except KStreamError as err:
+            except Exception as err:  # (any: on this thread it would only end the thread, unseen)
                 if self._background_error is None:
                     self._background_error = err
             return self._held_recheck if self._held_finished >= 0 else self._next_deadline
