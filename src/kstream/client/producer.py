@@ -600,8 +600,9 @@ class Producer:
         """The background sender's pass (:mod:`~kstream.client.producer_send_thread`): what
         poll(0) does, without its callbacks: send the batches due (holding those whose
         partition is still being fsynced) and settle the batches fsynced; returns when to look
-        again (None: closed). A batch without delivery callbacks that fails has nowhere to be
-        reported: its error is raised by the application's next poll() or flush() (or close())."""
+        again (None: closed). An error with nowhere to be reported (a batch without delivery
+        callbacks that fails, or anything unexpected) is raised by the application's next poll()
+        or flush() (or close())."""
         with self._lock:
             if self._closed:
                 return None
