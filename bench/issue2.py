@@ -308,19 +308,38 @@ def stored_volume(root: str, records: int, value_size: int, repeats: int, stored
     return [dict(median(runs), name=name, stored_bytes=written) for name, runs in rows.items()]
 
 
-def latency(root: str, repeats: int, num_records: int) -> list[Row]:
-    rows = []
+def latency(root: str, repeats: int, num_records: int, before: str | None = None) -> list[Row]:
+    """End-to-end latency at 1,000 records/s, acks=all (:func:`kstream.tools.perf.end_to_end`).
+    ``before``: another checkout's kstream runs too, alternating with this one in each repeat
+    (each side then in a ``kstream perf end-to-end`` process of its own), for before/after rows
+    and the after ÷ before ratios of the medians."""
+    sides = [("", None)] if before is None else [("before: ", before), ("", THIS_CHECKOUT)]
+    runs: dict[str, list[Row]] = {prefix: [] for prefix, _ in sides}
     for _ in range(repeats):
-        cluster = new_cluster(root, "latency", {"lat": 1})
-        result = perf.end_to_end("lat", num_records, 100, {"cluster": cluster, "acks": "all"},
-                                 {"cluster": cluster}, throughput=1000)
-        # The rate the producer kept (the records over produce() to the consumer's last record):
-        # below 1,000/s the latencies are of a slower stream than the row's name says.
-        rows.append({**result.latency_ms, "kept_records_per_s": round(num_records / result.seconds)})
-        shutil.rmtree(cluster, ignore_errors=True)
-    summary = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
-    return [{"name": "end-to-end latency ms, acks=all (fsync), 1,000 records/s", **summary,
-             "runs": rows}]
+        for prefix, tree in sides:
+            cluster = new_cluster(root, "latency", {"lat": 1})
+            if tree is None:
+                result = perf.end_to_end("lat", num_records, 100, {"cluster": cluster, "acks": "all"},
+                                         {"cluster": cluster}, throughput=1000)
+                latency_ms, seconds = result.latency_ms, result.seconds
+            else:
+                run = _kstream_cli(tree, ["perf", "end-to-end", "--cluster", cluster, "--topic", "lat",
+                                          "--num-records", str(num_records), "--acks", "all"])
+                latency_ms, seconds = run["latency_ms"], run["seconds"]
+            # The rate the producer kept (the records over produce() to the consumer's last record):
+            # below 1,000/s the latencies are of a slower stream than the row's name says.
+            runs[prefix].append({**latency_ms, "kept_records_per_s": round(num_records / seconds)})
+            shutil.rmtree(cluster, ignore_errors=True)
+    rows: list[Row] = []
+    for prefix, _ in sides:
+        summary = {key: statistics.median(r[key] for r in runs[prefix]) for key in runs[prefix][0]}
+        rows.append({"name": f"{prefix}end-to-end latency ms, acks=all (fsync), 1,000 records/s", **summary,
+                     "runs": runs[prefix]})
+    if before is not None:
+        after, earlier = rows[1], rows[0]
+        rows.append({"name": "end-to-end latency, after ÷ before (medians)",
+                     **{key: round(after[key] / earlier[key], 3) for key in ("p50", "p99")}})
+    return rows
 
 
 def record_sizes(root: str, repeats: int, out: str) -> list[Row]:
@@ -370,8 +389,9 @@ def main() -> None:
                         help="sections to run; 'kafka' (not in the default set: it starts two Apache Kafka "
                              "brokers, `make kafka`) is per record against Kafka")
     parser.add_argument("--before", metavar="CHECKOUT",
-                        help="--only kafka: also run this older checkout's kstream (its src/), alternating with "
-                             "this one, for before/after figures (e.g. `git worktree add --detach ../before main`)")
+                        help="--only kafka or latency: also run this older checkout's kstream (its src/), "
+                             "alternating with this one, for before/after figures (e.g. `git worktree add --detach "
+                             "../before main`)")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args()
     run_sections("issue2", args.out, args.only, {
@@ -380,7 +400,7 @@ def main() -> None:
                                             before=args.before),
         "batches": lambda root: arrow_batches(root, args.records, args.value_size, args.repeats),
         "volume": lambda root: stored_volume(root, args.records, args.value_size, args.repeats, args.stored_gb),
-        "latency": lambda root: latency(root, args.repeats, args.latency_records),
+        "latency": lambda root: latency(root, args.repeats, args.latency_records, before=args.before),
         "sizes": lambda root: record_sizes(root, args.repeats, args.out),
     })
 

@@ -1,15 +1,18 @@
 """The Producer: confluent-kafka's produce()/poll()/flush(), plus Arrow-native produce_batch().
 
 Records collect per partition in an open batch; a batch goes to the log when
-it reaches ``batch.size`` bytes, when ``linger.ms`` has passed (noticed by the
-next produce(), poll() or flush()), or on flush(). With ``acks=all`` a batch
-whose linger.ms passed still waits while its partition's previous batch is
-being fsynced (a second fsync could not finish first): records produced
-meanwhile join it (group commit). Unkeyed records stick to one partition
-until ``batch.size`` bytes went to it (KIP-794). Batches are written in the
-calling thread; as with confluent-kafka, call poll() regularly and flush()
-before exit. Delivery reports (``on_delivery(err, msg)``) are served by poll()
-and flush(). With ``acks=all`` a record is reported delivered only after its
+it reaches ``batch.size`` bytes, when ``linger.ms`` has passed, or on flush().
+With ``acks=all`` a batch whose linger.ms passed still waits while its
+partition's previous batch is being fsynced (a second fsync could not finish
+first): records produced meanwhile join it (group commit). Unkeyed records
+stick to one partition until ``batch.size`` bytes went to it (KIP-794).
+Batches are written by the calling thread (produce(), poll(), flush()), and a
+batch that comes due while the application makes no call (its linger.ms
+passed, or the fsync it was held for finished) by the producer's background
+sender (:mod:`~kstream.client.producer_send_thread`, like librdkafka's broker
+thread). As with confluent-kafka, call poll() regularly and flush() before
+exit: delivery reports (``on_delivery(err, msg)``) are served by poll() and
+flush() only, on the thread that calls them. With ``acks=all`` a record is reported delivered only after its
 batch is fsynced on the partition's in-sync replicas (at least
 ``min.insync.replicas`` of them). Those fsyncs run on background threads
 while produce() goes on, up to ``max.in.flight.requests.per.connection``
@@ -38,6 +41,10 @@ close() while other threads produce: records produce() accepted before it are
 written, later calls raise the closed error. Any number of producers in any
 number of processes may write to the same partitions at once.
 
+The background sender takes the same lock for each of its passes and calls no
+user callback; a batch without delivery callbacks that fails there is raised
+by the application's next poll() or flush() (or close()).
+
 This module is the public face and the per-record path (produce() touches only
 the Producer's own attributes and its topics' open batches). The parts it
 delegates to, each made once in ``__init__``: batch assembly and encoding
@@ -45,8 +52,9 @@ delegates to, each made once in ``__init__``: batch assembly and encoding
 routing (:mod:`~kstream.client.producer_routing`), the partition-handle cache
 (:mod:`~kstream.client.partition_handles`), appends with idempotence,
 transactions and retries (:mod:`~kstream.client.producer_sender`), the acks=all
-fsync pipeline (:mod:`~kstream.client.producer_pipeline`) and the delivery
-reports and other callbacks (:mod:`~kstream.client.delivery_reports`).
+fsync pipeline (:mod:`~kstream.client.producer_pipeline`), the background
+sender (:mod:`~kstream.client.producer_send_thread`) and the delivery reports
+and other callbacks (:mod:`~kstream.client.delivery_reports`).
 """
 
 from __future__ import annotations
@@ -81,6 +89,7 @@ from kstream.client.producer_batches import (
 )
 from kstream.client.producer_pipeline import AckPipeline
 from kstream.client.producer_routing import TopicRouter, checked_partition, plan_table
+from kstream.client.producer_send_thread import SendThread
 from kstream.client.producer_sender import BatchResult, BatchSender
 from kstream.client.producer_transactions import ProducerTransactions
 from kstream.config.librdkafka import normalize
@@ -219,6 +228,10 @@ class Producer:
         # reference: the parts form no cycle (handles -> pipeline -> sender -> handles), so a
         # Producer dropped without close() is freed at once, its fsync threads with it.
         self._handles.before_close = _settle_all(weakref.ref(self._pipeline))
+        # Sends what comes due while the application makes no call (a linger.ms deadline, a held
+        # batch whose partition's fsync finished); holds the producer weakly (no cycle either).
+        self._send_thread = SendThread(weakref.WeakMethod(self._send_pass))
+        self._background_error: Exception | None = None  # raised by the next poll()/flush()
         # Over everything above that changes (see the module docstring). Reentrant so that a
         # locked method may call another; user callbacks are never called while it is held.
         self._lock = threading.RLock()
@@ -290,8 +303,12 @@ class Producer:
                 self._lingering[(topic, partition)] = state
                 if batch.deadline < self._next_deadline:
                     self._next_deadline = batch.deadline
+                    if self._linger_s:  # (linger.ms=0: due now, this call sends or holds it)
+                        self._send_thread.wake_at(batch.deadline)
                 elif batch.deadline < self._held_recheck:
                     self._held_recheck = batch.deadline  # (while batches are held)
+                    if self._linger_s:
+                        self._send_thread.wake_at(batch.deadline)
             batch.values.append(value)
             batch.timestamps.append(now if timestamp == 0 else timestamp / 1000.0)
             if key is not None or headers is not None or batch.keys is not None or batch.headers is not None:
@@ -323,6 +340,7 @@ class Producer:
             # Held as produce() holds it: `produce(); poll(0)` per record, confluent-kafka's own
             # loop, otherwise wrote every record alone at acks=all (one fsync each, then a wait
             # for a free slot: about 700 records/s here, whatever the rate asked).
+            self._raise_background_error()
             self._send_expired(now, hold_when_full=True)
             self._pipeline.settle(wait=False)
             waiting = not self._reports.pending and timeout
@@ -353,6 +371,7 @@ class Producer:
             with self._lock:
                 if self._closed:  # another thread's close() flushed everything
                     return 0
+                self._raise_background_error()
                 self._flush_locked()
             self._serve_reports()
             left = len(self)
@@ -367,6 +386,7 @@ class Producer:
             self._send(state, partition)
         self._next_deadline = float("inf")
         self._held_finished = -1
+        self._pipeline.finished.wake = None  # (nothing held)
         self._pipeline.settle(wait=True)
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
@@ -396,6 +416,7 @@ class Producer:
             self._lingering.clear()
             self._next_deadline = float("inf")
             self._held_finished = -1
+            self._pipeline.finished.wake = None  # (nothing held)
         if in_flight:
             self._pipeline.settle(wait=blocking)
 
@@ -542,7 +563,9 @@ class Producer:
 
         While batches are held, every produce() comes here; it returns at once unless an fsync
         finished or another batch came due since it last looked (nothing else can free a held
-        batch), rather than asking the pipeline again on every record."""
+        batch), rather than asking the pipeline again on every record. While a batch is held,
+        the fsync that finishes next wakes the background sender, which sends it then, whether
+        or not the application calls again."""
         if now < self._next_deadline:
             return
         finished = self._pipeline.finished.count  # (read before looking: a later fsync is seen next time)
@@ -560,12 +583,45 @@ class Producer:
         held = False
         for state, partition in due:
             if hold_when_full and self._pipeline.must_hold(state.info.name, partition):
-                held = True  # (due still: the next produce() looks again)
+                held = True  # (due still: the next produce() or the background sender looks again)
                 continue
             self._send(state, partition)
+        finished_syncs = self._pipeline.finished
+        if held:
+            # The next fsync to finish wakes the background sender, which sends what is held then;
+            # one that finished since ``finished`` was read (maybe before this line) wakes it now.
+            finished_syncs.wake = self._send_thread.wake
+            if finished_syncs.count != finished:
+                self._send_thread.wake()
+        else:
+            finished_syncs.wake = None  # (nothing held: an fsync wakes nobody)
         self._next_deadline = now if held else next_deadline
         self._held_finished = finished if held else -1
         self._held_recheck = next_deadline
+
+    def _send_pass(self) -> float | None:
+        """The background sender's pass (:mod:`~kstream.client.producer_send_thread`): what
+        poll(0) does, without its callbacks: send the batches due (holding those whose
+        partition is still being fsynced) and settle the batches fsynced; returns when to look
+        again (None: closed). An error with nowhere to be reported (a batch without delivery
+        callbacks that fails, or anything unexpected) is raised by the application's next poll()
+        or flush() (or close())."""
+        with self._lock:
+            if self._closed:
+                return None
+            try:
+                self._send_expired(time.time(), hold_when_full=True)
+                self._pipeline.settle(wait=False)
+            except Exception as err:  # (any: on this thread it would only end the thread, unseen)
+                if self._background_error is None:
+                    self._background_error = err
+            return self._held_recheck if self._held_finished >= 0 else self._next_deadline
+
+    def _raise_background_error(self) -> None:
+        """Raise (once) the error of a batch the background sender sent and that failed."""
+        error, self._background_error = self._background_error, None
+        if error is not None:
+            raise error
 
     def _serve_reports(self) -> int:
         """Serve what is queued for the callbacks (:meth:`DeliveryReports.serve`), without the lock."""
@@ -613,6 +669,7 @@ class Producer:
             self._lingering.clear()
             self._next_deadline = float("inf")
             self._held_finished = -1
+            self._pipeline.finished.wake = None  # (nothing held)
             transactions.end(commit=False)
 
     def bind_sink_transaction(self, writer: Any) -> None:
@@ -656,11 +713,13 @@ class Producer:
                 state.batches = CLOSED  # for produce() calls already past their first check
             self._handles.close_all(self._topics.values())
             self._topics.clear()
+            self._send_thread.stop()
             self._pipeline.shutdown()
             if self._transactions is not None:
                 self._transactions.close()
             self._cluster.close()
         self._serve_reports()
+        self._raise_background_error()  # (closed all the same)
         return True
 
     def __enter__(self) -> Producer:

@@ -12,8 +12,10 @@ too few fsynced replicas make the batch's error NotEnoughReplicas, and an
 idempotent batch is then sent again (the same frames, fsynced this time). Its
 delivery reports are queued in batch order.
 
-Thread safety: every method runs under the producer's lock; only the fsyncs and
-the high-watermark publication in :func:`_publish_when_synced` run on the
+Thread safety: every method runs under the producer's lock (on the application's
+threads or the producer's background sender); only the fsyncs, the
+high-watermark publication in :func:`_publish_when_synced` and
+:meth:`FinishedSyncs.add` (which may wake the background sender) run on the
 pool's threads.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -63,15 +66,20 @@ class FinishedSyncs:
     without looking again (a batch held on every produce() call would otherwise ask, per record).
     Bumped on the fsync threads; holds no reference back to the pipeline (no cycle)."""
 
-    __slots__ = ("_lock", "count")
+    __slots__ = ("_lock", "count", "wake")
 
     def __init__(self) -> None:
         self.count = 0
         self._lock = threading.Lock()
+        # Called after each count while the producer holds a batch (its background sender).
+        self.wake: Callable[[], None] | None = None
 
     def add(self, _: Future[bool]) -> None:
         with self._lock:
             self.count += 1
+        wake = self.wake
+        if wake is not None:
+            wake()
 
 
 class AckPipeline:
