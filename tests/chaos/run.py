@@ -63,6 +63,11 @@ def run_round(name: str, seed: int, keep: bool = False) -> tuple[Verdict, float,
         kill_all(ctx)
         faults.ENABLED, faults.JOURNAL = saved
     seconds = time.monotonic() - started
+    if not verdict.ok:  # the kept directory says why, even when the printed table is all that was kept
+        with open(os.path.join(work, "verdict.txt"), "w") as out:
+            out.write(f"{name} seed {seed}: lost {verdict.lost} duplicated {verdict.duplicated} "
+                      f"phantom {verdict.phantom} stuck_lso {verdict.stuck_lso}\n")
+            out.writelines(f"{problem}\n" for problem in verdict.problems)
     if not keep and verdict.ok:
         shutil.rmtree(work, ignore_errors=True)
     return verdict, seconds, work
