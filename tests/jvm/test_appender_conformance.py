@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 import zlib
 
 import pyspark
@@ -306,3 +307,31 @@ def test_java_appender_cuts_a_torn_tail_it_finds(cluster_path, encoded, tmp_path
     finally:
         log.close()
     assert os.path.getsize(segment) > whole
+
+
+def test_log_append_time_topics_get_the_append_time(cluster_path, encoded):
+    config = {**TOPIC_CONFIG, "message.timestamp.type": "LogAppendTime"}
+    topic = _Topic(cluster_path, "lat", config)
+    before = int(time.time() * 1000)
+    topic.java_append(encoded, per_call=50, acks="1", config=config)
+    after = int(time.time() * 1000)
+    consumer = Consumer({"cluster": cluster_path})
+    consumer.assign([TopicPartition("lat", 0, OFFSET_BEGINNING)])
+    seen = 0
+    try:
+        while (message := consumer.poll(0.5)) is not None:
+            kind, timestamp = message.timestamp()
+            assert kind == 2 and before <= timestamp <= after, (kind, timestamp, before, after)  # LogAppendTime
+            seen += 1
+    finally:
+        consumer.close()
+    assert seen == 2100
+    for name in os.listdir(topic.dir):
+        if name.endswith(fmt.LOG_SUFFIX):
+            fd = os.open(os.path.join(topic.dir, name), os.O_RDONLY)
+            try:
+                for _, header in FrameWalk(pread_from(fd), os.fstat(fd).st_size, verify_payload=True):
+                    assert header.attributes & fmt.LOG_APPEND_TIME
+                    assert header.min_timestamp == header.max_timestamp
+            finally:
+                os.close(fd)
