@@ -69,6 +69,20 @@ def _frames(path: str) -> list[bytes]:
     return out
 
 
+def _frame_count(directory: str) -> int:
+    count = 0
+    for name in os.listdir(directory):
+        if name.endswith(fmt.LOG_SUFFIX):
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY)
+            try:
+                walk = FrameWalk(pread_from(fd), os.fstat(fd).st_size, verify_payload=True)
+                count += sum(1 for _ in walk)
+                assert walk.problem is None, walk.problem
+            finally:
+                os.close(fd)
+    return count
+
+
 class _Topic:
     def __init__(self, cluster_path: str, name: str, config: dict[str, str]):
         with Admin({"cluster": cluster_path}) as admin:
@@ -234,11 +248,10 @@ def test_python_producer_and_java_appender_at_once(cluster_path, tmp_path):
     assert started.wait(JAVA_TIMEOUT_S)
     produced = 0
     with Producer({"cluster": cluster_path, "acks": "1", "linger.ms": 0}) as producer:
-        while java.poll() is None or produced < 1000:
+        while java.poll() is None or produced < 2000:
             producer.produce("both", f"p-{produced}".encode(), key=b"k")
             produced += 1
-            if produced % 20 == 0:
-                producer.flush()
+            producer.flush()  # one record, one frame
         producer.flush()
     reader.join(JAVA_TIMEOUT_S)
     assert java.wait(JAVA_TIMEOUT_S) == 0, java.stderr.read()[-5000:]
@@ -250,6 +263,8 @@ def test_python_producer_and_java_appender_at_once(cluster_path, tmp_path):
     assert sorted(v for v in values if v.startswith(b"p-")) == sorted(f"p-{i}".encode() for i in range(produced))
     assert [v for v in values if v.startswith(b"p-")] == [f"p-{i}".encode() for i in range(produced)]  # in order
     switches = sum(1 for a, b in itertools.pairwise(values) if a[:2] != b[:2])
+    frames = _frame_count(topic.dir)
+    assert frames == 3000 + produced, "every record its own frame: thousands of frames from each writer"
     assert switches >= 4, "the writers never appended between each other's frames: no concurrency was tested"
     log = topic.open_with_python()
     try:
