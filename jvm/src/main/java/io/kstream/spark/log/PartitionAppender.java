@@ -39,8 +39,9 @@ import java.util.zip.CRC32C;
  * before its first frame; patch base offset, leader epoch (and for LogAppendTime topics the
  * timestamps and attribute) and seal the header; write it with positional writes; add the
  * .index/.timeindex entries of Python's rule ({@code index.interval.bytes}). Then, as acks asks:
- * acks=all fdatasyncs the segment (the dir first when the segment is new), moves the recovery
- * point (fdatasynced) and only then publishes the high watermark; acks=1/0 publishes at once
+ * acks=all fdatasyncs the segment after releasing the lock (the dir first, under it, when the
+ * segment is new), then under the lock again moves the recovery point (fdatasynced) and only
+ * then publishes the high watermark; acks=1/0 publishes at once
  * when everything below is published already, else flushes first (another writer's acks=all
  * frames below may still await their fsync). flush.messages / flush.ms apply as in Python.
  *
@@ -167,30 +168,47 @@ public final class PartitionAppender implements AutoCloseable {
         long[] bases = new long[frames.size()];
         long end;
         boolean publishAfterSync = false;
-        try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
-            Segment segment = ensureOpen(lock);
-            long nowMs = System.currentTimeMillis();
-            for (int i = 0; i < checked.size(); i++) {
-                ByteBuffer frame = checked.get(i);
-                FrameHeader header = FrameHeader.read(frame, 0);
-                segment = maybeRoll(lock, segment, frame.capacity(), header.recordCount, nowMs);
-                bases[i] = segment.nextOffset;
-                writeFrame(segment, frame, header, bases[i], nowMs);
+        Segment toSync = null;  // fsynced after the lock is released, then the HW published
+        long[] point = null;
+        try {
+            try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
+                Segment segment = ensureOpen(lock);
+                long nowMs = System.currentTimeMillis();
+                for (int i = 0; i < checked.size(); i++) {
+                    ByteBuffer frame = checked.get(i);
+                    FrameHeader header = FrameHeader.read(frame, 0);
+                    segment = maybeRoll(lock, segment, frame.capacity(), header.recordCount, nowMs);
+                    bases[i] = segment.nextOffset;
+                    writeFrame(segment, frame, header, bases[i], nowMs);
+                }
+                end = segment.nextOffset;
+                if (!config.acks.equals("all")) {
+                    Long published = HighWatermark.stored(lockPath);
+                    if (published != null && published >= bases[0]) lock.writeHighWatermark(end);
+                    else publishAfterSync = true;  // frames below await their writers' fsync
+                }
+                if (config.acks.equals("all") || publishAfterSync) {
+                    syncDirIfNeeded();
+                    toSync = segment;
+                    point = new long[] {segment.base, segment.size, segment.nextOffset};
+                } else if (dueForFlush()) {
+                    flushLocked(segment);
+                }
+                seenGeneration = lock.generation();
             }
-            end = segment.nextOffset;
-            if (!config.acks.equals("all")) {
-                Long published = HighWatermark.stored(lockPath);
-                if (published != null && published >= bases[0]) lock.writeHighWatermark(end);
-                else publishAfterSync = true;
+            if (toSync != null) {
+                // As Python's PartitionLog.flush: the fdatasync runs outside the lock, so concurrent
+                // writers' fsyncs overlap (the kernel coalesces them); the segment's frames up to
+                // `point` are durable when it returns, whoever rolled or appended since.
+                toSync.channel.force(false);
+                unflushedMessages = 0;
+                firstUnflushedMs = -1;
+                try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
+                    RecoveryPoints.advance(dir, point[0], point[1], point[2]);  // only forward
+                    Long current = HighWatermark.stored(lockPath);
+                    if (current == null || current < end) lock.writeHighWatermark(end);
+                }
             }
-            if (config.acks.equals("all") || publishAfterSync) {
-                flushLocked(lock, segment);
-                Long current = HighWatermark.stored(lockPath);
-                if (current == null || current < end) lock.writeHighWatermark(end);
-            } else if (dueForFlush()) {
-                flushLocked(lock, segment);
-            }
-            seenGeneration = lock.generation();
         } catch (IOException | RuntimeException e) {
             forget();  // re-learn the log from its files next time
             throw e;
@@ -201,7 +219,7 @@ public final class PartitionAppender implements AutoCloseable {
     /** Make everything appended so far durable now (fdatasync, recovery point); a clean shutdown. */
     public void flush() throws IOException {
         try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
-            flushLocked(lock, ensureOpen(lock));
+            flushLocked(ensureOpen(lock));
             seenGeneration = lock.generation();
         }
     }
@@ -689,15 +707,20 @@ public final class PartitionAppender implements AutoCloseable {
     }
 
     /** Python's PartitionLog.flush_locked: the dir (a new first segment), the segment, then the recovery point. */
-    private void flushLocked(PartitionLock lock, Segment segment) throws IOException {
-        if (dirUnsynced) {
-            fsyncDir(dir);
-            dirUnsynced = false;
-        }
+    private void flushLocked(Segment segment) throws IOException {
+        syncDirIfNeeded();
         segment.channel.force(false);
         RecoveryPoints.advance(dir, segment.base, segment.size, segment.nextOffset);
         unflushedMessages = 0;
         firstUnflushedMs = -1;
+    }
+
+    /** Make a lazily created first segment's name durable (once), before data in it is acknowledged. */
+    private void syncDirIfNeeded() throws IOException {
+        if (dirUnsynced) {
+            fsyncDir(dir);
+            dirUnsynced = false;
+        }
     }
 
     static void fsyncDir(String directory) throws IOException {
