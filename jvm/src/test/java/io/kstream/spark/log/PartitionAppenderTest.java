@@ -11,6 +11,7 @@ import io.kstream.spark.format.FrameEncoder;
 import io.kstream.spark.format.HighWatermark;
 import io.kstream.spark.format.LockFiles;
 import io.kstream.spark.format.LogReader;
+import io.kstream.spark.format.SegmentFiles;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -137,5 +138,24 @@ class PartitionAppenderTest {
         try (LogReader reader = new LogReader(replicaDir(), true)) {
             assertEquals(300, reader.logEndOffset());
         }
+    }
+
+    @Test
+    void rollsASegmentOlderThanSegmentMsAndMovesTheRecoveryPoint() throws Exception {
+        PartitionAppender.Config config = PartitionAppender.Config.of(Map.of("segment.ms", "50"), "all");
+        try (PartitionAppender appender = new PartitionAppender(replicaDir(), lockPath(), 1, 0, config)) {
+            appender.append(List.of(frame(2, 0, Format.NO_PRODUCER_ID), frame(2, 0, Format.NO_PRODUCER_ID)));
+            assertArrayEquals(new long[] {0}, SegmentFiles.bases(replicaDir()));
+            Thread.sleep(120);
+            PartitionAppender.Result result = appender.append(List.of(frame(3, 0, Format.NO_PRODUCER_ID)));
+            assertEquals(4, result.baseOffsets[0]);
+            assertArrayEquals(new long[] {0, 4}, SegmentFiles.bases(replicaDir()));
+        }
+        RecoveryPoints.Point point = RecoveryPoints.read(replicaDir());
+        assertEquals(4, point.segmentBase);
+        assertEquals(7, point.nextOffset);
+        assertEquals(Files.size(Path.of(SegmentFiles.path(replicaDir(), 4, Format.LOG_SUFFIX))),
+            point.position);
+        assertTrue(Files.exists(Path.of(SegmentFiles.path(replicaDir(), 4, Format.TXN_INDEX_SUFFIX))));
     }
 }
