@@ -275,6 +275,10 @@ public final class PartitionAppender implements AutoCloseable {
         long lastTimeEntry = NO_TIMESTAMP;
         final List<long[]> offsetEntries = new ArrayList<>(); // (offset, position) the rule gives
         final List<long[]> timeEntries = new ArrayList<>();   // (timestamp, offset)
+        // The .index / .timeindex opened for appending (O_APPEND: a truncation by another writer's
+        // recovery is followed), kept open while this segment is the one we write, as Python does.
+        FileChannel offsetIndex;
+        FileChannel timeIndex;
 
         Segment(String dir, long base) throws IOException {
             this.base = base;
@@ -317,7 +321,14 @@ public final class PartitionAppender implements AutoCloseable {
 
         @Override
         public void close() throws IOException {
-            channel.close();
+            try {
+                channel.close();
+            } finally {
+                if (offsetIndex != null) offsetIndex.close();
+                if (timeIndex != null) timeIndex.close();
+                offsetIndex = null;
+                timeIndex = null;
+            }
         }
     }
 
@@ -555,19 +566,29 @@ public final class PartitionAppender implements AutoCloseable {
     private void appendOffsetEntry(Segment segment, long offset, long position) throws IOException {
         ByteBuffer raw = ByteBuffer.allocate(Format.OFFSET_INDEX_ENTRY_SIZE).order(ByteOrder.LITTLE_ENDIAN);
         raw.putInt(0, (int) (offset - segment.base)).putInt(4, (int) position);
-        appendRaw(Path.of(SegmentFiles.path(dir, segment.base, Format.OFFSET_INDEX_SUFFIX)), raw);
+        if (segment.offsetIndex == null) {
+            segment.offsetIndex = openForAppend(Path.of(SegmentFiles.path(dir, segment.base, Format.OFFSET_INDEX_SUFFIX)));
+        }
+        appendRaw(segment.offsetIndex, raw);
     }
 
     private void appendTimeEntry(Segment segment, long timestamp, long offset) throws IOException {
         ByteBuffer raw = ByteBuffer.allocate(Format.TIME_INDEX_ENTRY_SIZE).order(ByteOrder.LITTLE_ENDIAN);
         raw.putLong(0, timestamp).putInt(8, (int) (offset - segment.base));
-        appendRaw(Path.of(SegmentFiles.path(dir, segment.base, Format.TIME_INDEX_SUFFIX)), raw);
+        if (segment.timeIndex == null) {
+            segment.timeIndex = openForAppend(Path.of(SegmentFiles.path(dir, segment.base, Format.TIME_INDEX_SUFFIX)));
+        }
+        appendRaw(segment.timeIndex, raw);
     }
 
-    private static void appendRaw(Path path, ByteBuffer raw) throws IOException {
-        try (FileChannel c = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.APPEND)) {
-            while (raw.hasRemaining()) c.write(raw);
+    private static FileChannel openForAppend(Path path) throws IOException {
+        return FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+    }
+
+    private static void appendRaw(FileChannel channel, ByteBuffer raw) throws IOException {
+        int written = channel.write(raw);
+        if (raw.hasRemaining()) {  // a partial entry would misalign every later one
+            throw new IOException("short write to an index: " + written + " of " + raw.capacity() + " bytes");
         }
     }
 

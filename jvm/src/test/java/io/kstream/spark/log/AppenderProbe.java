@@ -38,7 +38,8 @@ import org.apache.arrow.vector.types.pojo.Schema;
  *                                timestamps now + i), concatenated into OUT, offsets unassigned
  * append DIR LOCK FRAMES PER_CALL ACKS EPOCH [key=value ...]
  *                                append FRAMES' frames through PartitionAppender, PER_CALL frames per
- *                                call; after each call prints "BASE END" (flushed: what acks acknowledged)
+ *                                call; after each call prints "BASE END" (flushed: what acks acknowledged);
+ *                                at the end "appended N frames in MS ms" on stderr
  * read DIR                       every record of DIR through the JVM reader's LogReader (checksums
  *                                on) and PayloadDecoder: "OFFSET VALUE" per record
  * </pre>
@@ -133,6 +134,7 @@ public final class AppenderProbe {
             at += size;
         }
         PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+        long started = System.nanoTime();
         try (PartitionAppender appender = new PartitionAppender(dir, lock, 1, epoch, config)) {
             for (int i = 0; i < frames.size(); i += perCall) {
                 PartitionAppender.Result result = appender.append(frames.subList(i, Math.min(frames.size(), i + perCall)));
@@ -140,5 +142,6 @@ public final class AppenderProbe {
                 out.flush();
             }
         }
+        System.err.println("appended " + frames.size() + " frames in " + (System.nanoTime() - started) / 1_000_000 + " ms");
     }
 }
