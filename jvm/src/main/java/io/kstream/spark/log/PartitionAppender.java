@@ -1,0 +1,766 @@
+package io.kstream.spark.log;
+
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.Format;
+import io.kstream.spark.format.FrameEncoder;
+import io.kstream.spark.format.FrameHeader;
+import io.kstream.spark.format.HighWatermark;
+import io.kstream.spark.format.SegmentFiles;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.zip.CRC32C;
+
+/**
+ * The Java writer's append path of one partition (leader replica, RF=1, non-transactional):
+ * Python's {@code PartitionLog.append} + {@code Partition.append} (src/kstream/log/storage/partition_log.py,
+ * segment.py, src/kstream/log/cluster/partition.py) on the same files, under the same
+ * {@link PartitionLock}, so Python and Java writers may append to one partition at once.
+ * docs/FORMAT.md is the one description both follow; docs/JVM_WRITER.md describes this class.
+ *
+ * <p>Under the lock, per {@link #append} call: learn the log end (a first use, or another
+ * writer's roll or cut (the lock generation moved), re-reads the active segment from its start;
+ * otherwise the frames others appended since are read by header), cut a torn tail a killed
+ * writer left (never below the recovery point), then per frame: roll when the segment is full
+ * ({@code segment.bytes}), old ({@code segment.ms}) or the frame's offsets or position would
+ * not fit an index entry (u32); record a new leader epoch in {@code leader-epoch-checkpoint}
+ * before its first frame; patch base offset, leader epoch (and for LogAppendTime topics the
+ * timestamps and attribute) and seal the header; write it with positional writes; add the
+ * .index/.timeindex entries of Python's rule ({@code index.interval.bytes}). Then, as acks asks:
+ * acks=all fdatasyncs the segment after releasing the lock (the dir first, under it, when the
+ * segment is new), then under the lock again moves the recovery point (fdatasynced) and only
+ * then publishes the high watermark; acks=1/0 publishes at once
+ * when everything below is published already, else flushes first (another writer's acks=all
+ * frames below may still await their fsync). flush.messages / flush.ms apply as in Python.
+ *
+ * <p>Refused with a clear error: RF &gt; 1 (followers are not written yet, and writing only the
+ * leader would break the ISR), transactional or control frames, producer ids (idempotence),
+ * frames larger than message.max.bytes. Not done here (Python's next writer or open does it):
+ * retention, transaction-index recovery of other writers' frames, disk fault injection.
+ *
+ * <p>One appender per thread; it keeps what it learnt of the log between calls and re-checks it
+ * under the lock each time. {@link IOException}s are raised as they are: the caller must stop
+ * writing to that log dir (Python takes it offline).
+ */
+public final class PartitionAppender implements AutoCloseable {
+    public static final long MAX_RELATIVE_OFFSET = (1L << 32) - 1;
+    public static final long MAX_INDEX_POSITION = (1L << 32) - 1;
+    public static final String LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint";
+    static final String TMP_SUFFIX = ".tmp";
+    private static final long NO_TIMESTAMP = -1;
+
+    /** The topic settings the append path obeys (Kafka names; defaults as Python's LogConfig). */
+    public static final class Config {
+        public long segmentBytes = 1L << 30;
+        public long segmentMs = 7L * 24 * 3600 * 1000;
+        public long indexIntervalBytes = 4096;
+        public long messageMaxBytes = 8L * 1024 * 1024;
+        public boolean logAppendTime = false;
+        public int minInsyncReplicas = 1;
+        public long flushMessages = Long.MAX_VALUE;
+        public long flushMs = Long.MAX_VALUE;
+        public String acks = "all";
+        public long lockTimeoutMs = 60_000;
+
+        /** Defaults overridden by a topic's config (as in metadata-snapshot.json) and {@code acks}. */
+        public static Config of(Map<String, String> topicConfig, String acks) {
+            Config c = new Config();
+            c.segmentBytes = positive(topicConfig, "segment.bytes", c.segmentBytes);
+            c.segmentMs = positive(topicConfig, "segment.ms", c.segmentMs);
+            c.indexIntervalBytes = positive(topicConfig, "index.interval.bytes", c.indexIntervalBytes);
+            c.messageMaxBytes = positive(topicConfig, "message.max.bytes", c.messageMaxBytes);
+            c.flushMessages = positive(topicConfig, "flush.messages", c.flushMessages);
+            c.flushMs = positive(topicConfig, "flush.ms", c.flushMs);
+            c.minInsyncReplicas = (int) positive(topicConfig, "min.insync.replicas", c.minInsyncReplicas);
+            String type = topicConfig.getOrDefault("message.timestamp.type", "CreateTime");
+            if (!type.equals("CreateTime") && !type.equals("LogAppendTime")) {
+                throw KStreamException.config("message.timestamp.type=" + type + " is not CreateTime or LogAppendTime");
+            }
+            c.logAppendTime = type.equals("LogAppendTime");
+            if (!acks.equals("all") && !acks.equals("-1") && !acks.equals("1") && !acks.equals("0")) {
+                throw KStreamException.config("acks=" + acks + " is not one of all, -1, 1, 0");
+            }
+            c.acks = acks.equals("-1") ? "all" : acks;
+            return c;
+        }
+
+        private static long positive(Map<String, String> config, String name, long fallback) {
+            String raw = config.get(name);
+            if (raw == null) return fallback;
+            long value;
+            try {
+                value = Long.parseLong(raw.trim());
+            } catch (NumberFormatException e) {
+                throw KStreamException.config(name + "=" + raw + " is not an integer");
+            }
+            if (value < 1) throw KStreamException.config(name + "=" + raw + " must be >= 1");
+            return value;
+        }
+    }
+
+    /** Where one call's frames landed: the base offset of each, and the log end after them. */
+    public static final class Result {
+        public final long[] baseOffsets;
+        public final long endOffset;
+
+        Result(long[] baseOffsets, long endOffset) {
+            this.baseOffsets = baseOffsets;
+            this.endOffset = endOffset;
+        }
+    }
+
+    private final String dir;
+    private final String lockPath;
+    private final int leaderEpoch;
+    private final Config config;
+    private Segment active;
+    private long seenGeneration = -1;
+    private Integer latestEpoch;
+    private boolean dirUnsynced;
+    private long unflushedMessages;
+    private long firstUnflushedMs = -1;
+
+    /**
+     * @param replicaDir the leader replica's dir ({@code <log dir>/<topic>-<partition>}), made with the topic
+     * @param lockPath the partition's lock file (metadata-snapshot's lock path)
+     * @param replicationFactor the topic's replication factor: only 1 is written by this class
+     */
+    public PartitionAppender(String replicaDir, String lockPath, int replicationFactor, int leaderEpoch, Config config) {
+        if (replicationFactor != 1) {
+            throw new KStreamException(KStreamException.Kind.KStreamError, "the Java appender writes topics of"
+                + " replication factor 1 only, not " + replicationFactor + " (" + replicaDir + "): it does not write"
+                + " followers yet, and writing only the leader would leave the ISR behind. Use writer=python"
+                + " for this topic");
+        }
+        if (config.minInsyncReplicas > 1 && config.acks.equals("all")) {
+            throw new KStreamException(KStreamException.Kind.KStreamError, "min.insync.replicas="
+                + config.minInsyncReplicas + " cannot be met by a replication factor 1 topic with acks=all ("
+                + replicaDir + "); lower min.insync.replicas or use acks=1");
+        }
+        if (leaderEpoch < 0) throw new IllegalArgumentException("leader epoch must be >= 0, not " + leaderEpoch);
+        this.dir = replicaDir;
+        this.lockPath = lockPath;
+        this.leaderEpoch = leaderEpoch;
+        this.config = config;
+    }
+
+    /**
+     * Append whole frames (as {@link FrameEncoder#frame} makes them; base offset and leader epoch
+     * are assigned here) as one run under the partition lock; returns where they landed once the
+     * acks are met.
+     */
+    public Result append(List<byte[]> frames) throws IOException {
+        if (frames.isEmpty()) throw new IllegalArgumentException("nothing to append: frames is empty");
+        List<ByteBuffer> checked = new ArrayList<>(frames.size());
+        for (byte[] frame : frames) checked.add(check(frame));
+        long[] bases = new long[frames.size()];
+        long end;
+        boolean publishAfterSync = false;
+        Segment toSync = null;  // fsynced after the lock is released, then the HW published
+        long[] point = null;
+        try {
+            try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
+                Segment segment = ensureOpen(lock);
+                long nowMs = System.currentTimeMillis();
+                for (int i = 0; i < checked.size(); i++) {
+                    ByteBuffer frame = checked.get(i);
+                    FrameHeader header = FrameHeader.read(frame, 0);
+                    segment = maybeRoll(lock, segment, frame.capacity(), header.recordCount, nowMs);
+                    bases[i] = segment.nextOffset;
+                    writeFrame(segment, frame, header, bases[i], nowMs);
+                }
+                end = segment.nextOffset;
+                if (!config.acks.equals("all")) {
+                    Long published = HighWatermark.stored(lockPath);
+                    if (published != null && published >= bases[0]) lock.writeHighWatermark(end);
+                    else publishAfterSync = true;  // frames below await their writers' fsync
+                }
+                if (config.acks.equals("all") || publishAfterSync) {
+                    syncDirIfNeeded();
+                    toSync = segment;
+                    point = new long[] {segment.base, segment.size, segment.nextOffset};
+                } else if (dueForFlush()) {
+                    flushLocked(segment);
+                }
+                seenGeneration = lock.generation();
+            }
+            if (toSync != null) {
+                // As Python's PartitionLog.flush: the fdatasync runs outside the lock, so concurrent
+                // writers' fsyncs overlap (the kernel coalesces them); the segment's frames up to
+                // `point` are durable when it returns, whoever rolled or appended since.
+                toSync.channel.force(false);
+                unflushedMessages = 0;
+                firstUnflushedMs = -1;
+                try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
+                    RecoveryPoints.advance(dir, point[0], point[1], point[2]);  // only forward
+                    Long current = HighWatermark.stored(lockPath);
+                    if (current == null || current < end) lock.writeHighWatermark(end);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            forget();  // re-learn the log from its files next time
+            throw e;
+        }
+        return new Result(bases, end);
+    }
+
+    /** Make everything appended so far durable now (fdatasync, recovery point); a clean shutdown. */
+    public void flush() throws IOException {
+        try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
+            flushLocked(ensureOpen(lock));
+            seenGeneration = lock.generation();
+        }
+    }
+
+    /** The next offset to be assigned, as of now (takes the lock). */
+    public long logEndOffset() throws IOException {
+        try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
+            long end = ensureOpen(lock).nextOffset;
+            seenGeneration = lock.generation();
+            return end;
+        }
+    }
+
+    private ByteBuffer check(byte[] raw) {
+        ByteBuffer frame = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN);
+        if (raw.length < Format.HEADER_SIZE) {
+            throw new IllegalArgumentException("a frame is >= " + Format.HEADER_SIZE + " bytes, not " + raw.length);
+        }
+        FrameHeader header = FrameHeader.read(frame, 0);
+        String problem = header.problem(frame, 0);
+        if (problem != null) throw new IllegalArgumentException("not a valid frame: " + problem);
+        if (header.frameSize() != raw.length) {
+            throw new IllegalArgumentException("frame length field says " + header.frameSize() + " bytes, the array holds "
+                + raw.length);
+        }
+        if ((header.attributes & (Format.TRANSACTIONAL | Format.CONTROL)) != 0 || header.producerId != Format.NO_PRODUCER_ID) {
+            throw new KStreamException(KStreamException.Kind.KStreamError, "the Java appender writes"
+                + " non-transactional frames without a producer id only (this one has attributes 0x"
+                + Integer.toHexString(header.attributes) + ", producer id " + header.producerId + "): transactions,"
+                + " markers and idempotence are not built in Java yet; use writer=python");
+        }
+        if (raw.length > config.messageMaxBytes) {
+            throw new KStreamException(KStreamException.Kind.KStreamError, "RecordTooLargeError: batch of "
+                + raw.length + " bytes exceeds the topic's message.max.bytes (" + config.messageMaxBytes
+                + "); send smaller batches or raise message.max.bytes on the topic");
+        }
+        return frame;
+    }
+
+    // -- the active segment ------------------------------------------------------------------
+
+    /** What this appender knows of the active segment (valid prefix), as Python's Segment. */
+    private static final class Segment implements AutoCloseable {
+        final long base;
+        final Path path;
+        final FileChannel channel;
+        final Object fileKey;
+        long size;
+        long nextOffset;
+        long maxTimestamp = NO_TIMESTAMP;
+        long firstBatchTimestamp = NO_TIMESTAMP;
+        long lastIndexPosition;
+        long lastTimeEntry = NO_TIMESTAMP;
+        final List<long[]> offsetEntries = new ArrayList<>(); // (offset, position) the rule gives
+        final List<long[]> timeEntries = new ArrayList<>();   // (timestamp, offset)
+        // The .index / .timeindex opened for appending (O_APPEND: a truncation by another writer's
+        // recovery is followed), kept open while this segment is the one we write, as Python does.
+        FileChannel offsetIndex;
+        FileChannel timeIndex;
+
+        Segment(String dir, long base) throws IOException {
+            this.base = base;
+            this.path = Path.of(SegmentFiles.path(dir, base, Format.LOG_SUFFIX));
+            this.channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            this.fileKey = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+            this.nextOffset = base;
+        }
+
+        boolean replaced() {
+            try {
+                Object now = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+                return now == null || !now.equals(fileKey);
+            } catch (IOException e) {
+                return true;
+            }
+        }
+
+        /** Python's Segment._after_frame: the shared index rule; returns the entries due (or none). */
+        boolean[] afterFrame(long position, long frameSize, long baseOffset, int recordCount, long maxTs,
+                             long indexInterval) {
+            boolean offsetEntry = false;
+            boolean timeEntry = false;
+            if (position > 0 && position / indexInterval > lastIndexPosition / indexInterval) {
+                lastIndexPosition = position;
+                offsetEntry = true;
+                offsetEntries.add(new long[] {baseOffset, position});
+                if (maxTimestamp > lastTimeEntry) {
+                    timeEntry = true;
+                    timeEntries.add(new long[] {maxTimestamp, baseOffset});
+                    lastTimeEntry = maxTimestamp;
+                }
+            }
+            if (firstBatchTimestamp == NO_TIMESTAMP) firstBatchTimestamp = maxTs;
+            maxTimestamp = Math.max(maxTimestamp, maxTs);
+            size = position + frameSize;
+            nextOffset = baseOffset + recordCount;
+            return new boolean[] {offsetEntry, timeEntry};
+        }
+
+        @Override
+        public void close() throws IOException {
+            try {
+                channel.close();
+            } finally {
+                if (offsetIndex != null) offsetIndex.close();
+                if (timeIndex != null) timeIndex.close();
+                offsetIndex = null;
+                timeIndex = null;
+            }
+        }
+    }
+
+    private void forget() {
+        if (active != null) {
+            try {
+                active.close();
+            } catch (IOException ignored) {
+                // closing a read/write channel we no longer use: nothing to do about it
+            }
+        }
+        active = null;
+        latestEpoch = null;
+    }
+
+    /** Under the lock: open the active segment (re-read whole) or catch up with other writers. */
+    private Segment ensureOpen(PartitionLock lock) throws IOException {
+        if (active != null) {
+            boolean changed = lock.generation() != seenGeneration;
+            if (!changed && !active.replaced()) {
+                catchUp(lock, active);
+                return active;
+            }
+            forget();  // another writer rolled, cut or replaced files: learn them again
+        }
+        if (!Files.isDirectory(Path.of(dir))) {
+            throw new KStreamException(KStreamException.Kind.KStreamError, "replica dir " + dir + " is missing:"
+                + " its log dir failed or the topic is gone; a missing dir is never a reason to start an empty log");
+        }
+        long[] bases = SegmentFiles.bases(dir);
+        if (bases.length == 0) {
+            lock.bumpGeneration();
+            active = create(0, false);
+            dirUnsynced = true;  // fsynced before the first flush acknowledges data in it
+            return active;
+        }
+        active = new Segment(dir, bases[bases.length - 1]);
+        RecoveryPoints.Point point = RecoveryPoints.read(dir);
+        long verifyFrom = point != null && point.segmentBase == active.base ? point.position : 0;
+        scan(lock, active, verifyFrom, true);
+        reconcileIndexes(active);
+        return active;
+    }
+
+    private void catchUp(PartitionLock lock, Segment segment) throws IOException {
+        if (segment.channel.size() != segment.size) scan(lock, segment, Long.MAX_VALUE, false);
+    }
+
+    /**
+     * Walk frames from what we know to the file's end; a bad frame ends the valid prefix and the
+     * rest is a torn tail, cut (never below the recovery point). Payload checksums are checked
+     * from {@code verifyFrom} on (the recovery point on open; headers only when catching up).
+     */
+    private void scan(PartitionLock lock, Segment segment, long verifyFrom, boolean opening) throws IOException {
+        long fileSize = segment.channel.size();
+        ByteBuffer head = ByteBuffer.allocate(Format.HEADER_SIZE).order(ByteOrder.LITTLE_ENDIAN);
+        String problem = null;
+        while (segment.size < fileSize) {
+            long position = segment.size;
+            if (fileSize - position < Format.HEADER_SIZE) {
+                problem = "partial header";
+                break;
+            }
+            readFully(segment.channel, head.clear(), position);
+            FrameHeader header = FrameHeader.read(head, 0);
+            problem = header.problem(head, 0);
+            if (problem == null && header.baseOffset != segment.nextOffset) {
+                problem = "base offset " + header.baseOffset + " where " + segment.nextOffset + " was next";
+            }
+            if (problem == null && position + header.frameSize() > fileSize) problem = "partial frame";
+            if (problem == null && position >= verifyFrom && !payloadMatches(segment.channel, position, header)) {
+                problem = "payload checksum mismatch";
+            }
+            if (problem != null) break;
+            segment.afterFrame(position, header.frameSize(), header.baseOffset, header.recordCount,
+                header.maxTimestamp, config.indexIntervalBytes);
+        }
+        if (segment.size < fileSize) cutTornTail(lock, segment, fileSize, problem);
+    }
+
+    private static boolean payloadMatches(FileChannel channel, long position, FrameHeader header) throws IOException {
+        CRC32C crc = new CRC32C();
+        ByteBuffer chunk = ByteBuffer.allocate(1 << 16);
+        long at = position + Format.HEADER_SIZE;
+        long left = header.payloadSize();
+        while (left > 0) {
+            chunk.clear().limit((int) Math.min(chunk.capacity(), left));
+            readFully(channel, chunk, at);
+            crc.update(chunk);
+            at += chunk.position();
+            left -= chunk.position();
+        }
+        return (int) crc.getValue() == header.payloadCrc;
+    }
+
+    private void cutTornTail(PartitionLock lock, Segment segment, long fileSize, String problem) throws IOException {
+        RecoveryPoints.Point point = RecoveryPoints.read(dir);
+        if (point == RecoveryPoints.UNREADABLE) {
+            throw new KStreamException(KStreamException.Kind.CorruptBatchError, "bad frame (" + problem + ") at position "
+                + segment.size + " of " + segment.path + " and the recovery point is unreadable: the Java appender does"
+                + " not cut what may be fsynced data. Open the partition with a Python writer (it decides), or repair"
+                + " the replica");
+        }
+        long durable = point == null || point.segmentBase < segment.base ? 0
+            : point.segmentBase == segment.base ? point.position : Long.MAX_VALUE;
+        if (segment.size < durable && durable <= fileSize) {
+            throw new KStreamException(KStreamException.Kind.CorruptBatchError, "bad frame (" + problem + ") at position "
+                + segment.size + " of " + segment.path + " below the recovery point (fsynced data follows it); not"
+                + " truncating. Repair the replica from a copy");
+        }
+        if (segment.replaced()) {
+            throw new IOException(segment.path + " was replaced while this appender cut its torn tail; retry the append");
+        }
+        Path txnIndex = Path.of(SegmentFiles.path(dir, segment.base, Format.TXN_INDEX_SUFFIX));
+        if (Files.exists(txnIndex) && Files.size(txnIndex) > 0 && lastTxnOffset(txnIndex) >= segment.nextOffset) {
+            throw new KStreamException(KStreamException.Kind.KStreamError, "the torn tail of " + segment.path
+                + " holds transactional frames: the Java appender does not cut transaction indexes yet; open the"
+                + " partition with a Python writer first (it recovers the tail)");
+        }
+        // As Python's Segment._replace_with_prefix: never shrink in place (readers map segments).
+        lock.bumpGeneration();
+        Path tmp = Path.of(segment.path + TMP_SUFFIX);
+        try (FileChannel out = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            long copied = 0;
+            while (copied < segment.size) {
+                long sent = segment.channel.transferTo(copied, segment.size - copied, out);
+                if (sent <= 0) throw new IOException("short copy of " + segment.path + ": " + copied + " of " + segment.size);
+                copied += sent;
+            }
+            out.force(true);
+        }
+        Files.move(tmp, segment.path, StandardCopyOption.ATOMIC_MOVE);
+        fsyncDir(dir);
+        System.err.println("kstream: recovered " + segment.path + ": truncated " + (fileSize - segment.size)
+            + " bytes of torn tail (" + problem + ") after offset " + segment.nextOffset);
+        // The segment's channel now names the old inode: re-open, keeping what we learnt.
+        Segment fresh = new Segment(dir, segment.base);
+        copyState(segment, fresh);
+        segment.close();
+        if (active == segment) active = fresh;
+        truncateIndexes(fresh);
+        seenGeneration = lock.generation();
+    }
+
+    private static long lastTxnOffset(Path txnIndex) throws IOException {
+        byte[] raw = Files.readAllBytes(txnIndex);
+        int whole = raw.length - raw.length % Format.TXN_INDEX_ENTRY_SIZE;
+        if (whole == 0) return -1;
+        return ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN)
+            .getLong(whole - Format.TXN_INDEX_ENTRY_SIZE + Format.TXN_POS_OFFSET);
+    }
+
+    private static void copyState(Segment from, Segment to) {
+        to.size = from.size;
+        to.nextOffset = from.nextOffset;
+        to.maxTimestamp = from.maxTimestamp;
+        to.firstBatchTimestamp = from.firstBatchTimestamp;
+        to.lastIndexPosition = from.lastIndexPosition;
+        to.lastTimeEntry = from.lastTimeEntry;
+        to.offsetEntries.addAll(from.offsetEntries);
+        to.timeEntries.addAll(from.timeEntries);
+    }
+
+    private Segment create(long base, boolean syncDir) throws IOException {
+        Path log = Path.of(SegmentFiles.path(dir, base, Format.LOG_SUFFIX));
+        try {
+            Files.createFile(log);
+            // with the segment: a missing transaction index is lost (or older), never "none yet"
+            Files.createFile(Path.of(SegmentFiles.path(dir, base, Format.TXN_INDEX_SUFFIX)));
+        } catch (FileAlreadyExistsException e) {
+            throw new IOException("segment " + e.getFile() + " exists already: another writer made it outside the"
+                + " partition lock", e);
+        }
+        if (syncDir) fsyncDir(dir);
+        return new Segment(dir, base);
+    }
+
+    // -- appending -----------------------------------------------------------------------------
+
+    private Segment maybeRoll(PartitionLock lock, Segment segment, long frameSize, int recordCount, long nowMs)
+            throws IOException {
+        if (segment.size == 0) return segment;
+        boolean tooBig = segment.size + frameSize > config.segmentBytes;
+        boolean tooOld = segment.firstBatchTimestamp != NO_TIMESTAMP && nowMs - segment.firstBatchTimestamp >= config.segmentMs;
+        boolean unindexable = segment.nextOffset + recordCount - 1 - segment.base > MAX_RELATIVE_OFFSET
+            || segment.size > MAX_INDEX_POSITION;
+        if (!(tooBig || tooOld || unindexable)) return segment;
+        // Seal: the old segment and its indexes are durable before the new name exists.
+        segment.channel.force(false);
+        for (String suffix : new String[] {Format.OFFSET_INDEX_SUFFIX, Format.TIME_INDEX_SUFFIX, Format.TXN_INDEX_SUFFIX}) {
+            Path index = Path.of(SegmentFiles.path(dir, segment.base, suffix));
+            if (Files.exists(index)) {
+                try (FileChannel c = FileChannel.open(index, StandardOpenOption.READ)) {
+                    c.force(true);
+                }
+            }
+        }
+        lock.bumpGeneration();  // before the new name exists: others must re-check
+        Segment successor = create(segment.nextOffset, true);
+        if (dirUnsynced) dirUnsynced = false;  // the dir was fsynced with the successor's name
+        RecoveryPoints.advance(dir, successor.base, 0, successor.base);
+        segment.close();
+        active = successor;
+        return successor;
+    }
+
+    private void writeFrame(Segment segment, ByteBuffer frame, FrameHeader header, long baseOffset, long nowMs)
+            throws IOException {
+        if (latestEpoch == null || leaderEpoch > latestEpoch) recordEpoch(baseOffset);
+        long minTs = header.minTimestamp;
+        long maxTs = header.maxTimestamp;
+        int attributes = header.attributes;
+        if (config.logAppendTime) {
+            minTs = maxTs = nowMs;
+            attributes |= Format.LOG_APPEND_TIME;
+        }
+        frame.put(Format.POS_ATTRIBUTES, (byte) attributes);
+        frame.putLong(Format.POS_BASE_OFFSET, baseOffset);
+        frame.putInt(Format.POS_LEADER_EPOCH, leaderEpoch);
+        frame.putLong(Format.POS_MIN_TIMESTAMP, minTs);
+        frame.putLong(Format.POS_MAX_TIMESTAMP, maxTs);
+        FrameEncoder.seal(frame, 0);
+        long position = segment.size;
+        ByteBuffer out = frame.duplicate().clear();
+        while (out.hasRemaining()) segment.channel.write(out, position + out.position());
+        boolean[] entries = segment.afterFrame(position, frame.capacity(), baseOffset, header.recordCount, maxTs,
+            config.indexIntervalBytes);
+        if (entries[0]) appendOffsetEntry(segment, baseOffset, position);
+        if (entries[1]) appendTimeEntry(segment, segment.timeEntries.get(segment.timeEntries.size() - 1)[0], baseOffset);
+        unflushedMessages += header.recordCount;
+        if (firstUnflushedMs < 0) firstUnflushedMs = nowMs;
+    }
+
+    private void appendOffsetEntry(Segment segment, long offset, long position) throws IOException {
+        ByteBuffer raw = ByteBuffer.allocate(Format.OFFSET_INDEX_ENTRY_SIZE).order(ByteOrder.LITTLE_ENDIAN);
+        raw.putInt(0, (int) (offset - segment.base)).putInt(4, (int) position);
+        if (segment.offsetIndex == null) {
+            segment.offsetIndex = openForAppend(Path.of(SegmentFiles.path(dir, segment.base, Format.OFFSET_INDEX_SUFFIX)));
+        }
+        appendRaw(segment.offsetIndex, raw);
+    }
+
+    private void appendTimeEntry(Segment segment, long timestamp, long offset) throws IOException {
+        ByteBuffer raw = ByteBuffer.allocate(Format.TIME_INDEX_ENTRY_SIZE).order(ByteOrder.LITTLE_ENDIAN);
+        raw.putLong(0, timestamp).putInt(8, (int) (offset - segment.base));
+        if (segment.timeIndex == null) {
+            segment.timeIndex = openForAppend(Path.of(SegmentFiles.path(dir, segment.base, Format.TIME_INDEX_SUFFIX)));
+        }
+        appendRaw(segment.timeIndex, raw);
+    }
+
+    private static FileChannel openForAppend(Path path) throws IOException {
+        return FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+    }
+
+    private static void appendRaw(FileChannel channel, ByteBuffer raw) throws IOException {
+        int written = channel.write(raw);
+        if (raw.hasRemaining()) {  // a partial entry would misalign every later one
+            throw new IOException("short write to an index: " + written + " of " + raw.capacity() + " bytes");
+        }
+    }
+
+    /**
+     * On open: the index files hold what the rule gives for the valid frames, as Python's
+     * Segment.open_existing leaves them: entries past the valid prefix dropped, missing ones
+     * appended; an index that is not a prefix of the rule's (a lying or foreign one) is rewritten.
+     */
+    private void reconcileIndexes(Segment segment) throws IOException {
+        reconcile(Path.of(SegmentFiles.path(dir, segment.base, Format.OFFSET_INDEX_SUFFIX)),
+            Format.OFFSET_INDEX_ENTRY_SIZE, encodeOffsetEntries(segment));
+        reconcile(Path.of(SegmentFiles.path(dir, segment.base, Format.TIME_INDEX_SUFFIX)),
+            Format.TIME_INDEX_ENTRY_SIZE, encodeTimeEntries(segment));
+    }
+
+    private void truncateIndexes(Segment segment) throws IOException {
+        reconcileIndexes(segment);
+    }
+
+    private static byte[] encodeOffsetEntries(Segment segment) {
+        ByteBuffer b = ByteBuffer.allocate(segment.offsetEntries.size() * Format.OFFSET_INDEX_ENTRY_SIZE)
+            .order(ByteOrder.LITTLE_ENDIAN);
+        for (long[] e : segment.offsetEntries) b.putInt((int) (e[0] - segment.base)).putInt((int) e[1]);
+        return b.array();
+    }
+
+    private static byte[] encodeTimeEntries(Segment segment) {
+        ByteBuffer b = ByteBuffer.allocate(segment.timeEntries.size() * Format.TIME_INDEX_ENTRY_SIZE)
+            .order(ByteOrder.LITTLE_ENDIAN);
+        for (long[] e : segment.timeEntries) b.putLong(e[0]).putInt((int) (e[1] - segment.base));
+        return b.array();
+    }
+
+    private static void reconcile(Path path, int entrySize, byte[] expected) throws IOException {
+        byte[] existing;
+        try {
+            existing = Files.readAllBytes(path);
+        } catch (NoSuchFileException e) {
+            existing = new byte[0];
+        }
+        int same = 0;
+        int limit = Math.min(existing.length, expected.length);
+        while (same < limit && existing[same] == expected[same]) same++;
+        int keep = same - same % entrySize;
+        if (keep == expected.length && existing.length == expected.length) return;
+        try (FileChannel c = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+            if (existing.length > keep) c.truncate(keep);
+            ByteBuffer rest = ByteBuffer.wrap(expected, keep, expected.length - keep);
+            long at = keep;
+            while (rest.hasRemaining()) at += c.write(rest, at);
+        }
+    }
+
+    // -- leader epochs -------------------------------------------------------------------------
+
+    /** Python's LeaderEpochCache.load + assign: the epoch is recorded before its first frame. */
+    private void recordEpoch(long baseOffset) throws IOException {
+        Path file = Path.of(dir, LEADER_EPOCH_CHECKPOINT);
+        List<long[]> entries = null;
+        boolean existed = Files.exists(file);
+        if (existed) entries = parseEpochs(Files.readAllBytes(file));
+        if (entries == null) {
+            entries = scanEpochs();
+            if (!entries.isEmpty()) saveEpochs(file, entries, true);
+        } else {
+            entries.removeIf(e -> e[1] >= baseOffset);  // epochs whose frames a crash took
+        }
+        long latest = entries.isEmpty() ? -1 : entries.get(entries.size() - 1)[0];
+        if (leaderEpoch > latest) {
+            while (!entries.isEmpty() && entries.get(entries.size() - 1)[1] >= baseOffset) entries.remove(entries.size() - 1);
+            entries.add(new long[] {leaderEpoch, baseOffset});
+            saveEpochs(file, entries, Files.exists(file));
+        }
+        latestEpoch = (int) Math.max(leaderEpoch, latest);
+    }
+
+    static List<long[]> parseEpochs(byte[] raw) {
+        String text = new String(raw, StandardCharsets.US_ASCII);
+        String[] lines = text.split("\n", -1);
+        try {
+            if (lines.length < 3 || !lines[0].equals("0") || !lines[lines.length - 1].isEmpty()) return null;
+            int count = Integer.parseInt(lines[1]);
+            if (lines.length != count + 3) return null;
+            List<long[]> entries = new ArrayList<>();
+            for (int i = 2; i < 2 + count; i++) {
+                String[] parts = lines[i].split(" ");
+                if (parts.length != 2) return null;
+                entries.add(new long[] {Long.parseLong(parts[0]), Long.parseLong(parts[1])});
+            }
+            return entries;
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    private List<long[]> scanEpochs() throws IOException {
+        List<long[]> entries = new ArrayList<>();
+        ByteBuffer head = ByteBuffer.allocate(Format.HEADER_SIZE).order(ByteOrder.LITTLE_ENDIAN);
+        for (long base : SegmentFiles.bases(dir)) {
+            try (FileChannel c = FileChannel.open(Path.of(SegmentFiles.path(dir, base, Format.LOG_SUFFIX)),
+                    StandardOpenOption.READ)) {
+                long position = 0;
+                long size = c.size();
+                while (size - position >= Format.HEADER_SIZE) {
+                    readFully(c, head.clear(), position);
+                    FrameHeader h = FrameHeader.read(head, 0);
+                    if (h.problem(head, 0) != null || position + h.frameSize() > size) break;
+                    if (entries.isEmpty() || h.leaderEpoch > entries.get(entries.size() - 1)[0]) {
+                        entries.add(new long[] {h.leaderEpoch, h.baseOffset});
+                    }
+                    position += h.frameSize();
+                }
+            }
+        }
+        return entries;
+    }
+
+    private void saveEpochs(Path file, List<long[]> entries, boolean durable) throws IOException {
+        StringBuilder text = new StringBuilder("0\n").append(entries.size()).append('\n');
+        for (long[] e : entries) text.append(e[0]).append(' ').append(e[1]).append('\n');
+        Path tmp = Path.of(file + TMP_SUFFIX);
+        try (FileChannel c = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            ByteBuffer raw = ByteBuffer.wrap(text.toString().getBytes(StandardCharsets.US_ASCII));
+            while (raw.hasRemaining()) c.write(raw);
+            if (durable) c.force(true);
+        }
+        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
+        if (durable) fsyncDir(dir);
+    }
+
+    // -- durability ----------------------------------------------------------------------------
+
+    private boolean dueForFlush() {
+        return unflushedMessages >= config.flushMessages
+            || (firstUnflushedMs >= 0 && System.currentTimeMillis() - firstUnflushedMs >= config.flushMs);
+    }
+
+    /** Python's PartitionLog.flush_locked: the dir (a new first segment), the segment, then the recovery point. */
+    private void flushLocked(Segment segment) throws IOException {
+        syncDirIfNeeded();
+        segment.channel.force(false);
+        RecoveryPoints.advance(dir, segment.base, segment.size, segment.nextOffset);
+        unflushedMessages = 0;
+        firstUnflushedMs = -1;
+    }
+
+    /** Make a lazily created first segment's name durable (once), before data in it is acknowledged. */
+    private void syncDirIfNeeded() throws IOException {
+        if (dirUnsynced) {
+            fsyncDir(dir);
+            dirUnsynced = false;
+        }
+    }
+
+    static void fsyncDir(String directory) throws IOException {
+        try (FileChannel c = FileChannel.open(Path.of(directory), StandardOpenOption.READ)) {
+            c.force(true);
+        }
+    }
+
+    static void readFully(FileChannel channel, ByteBuffer into, long position) throws IOException {
+        while (into.hasRemaining()) {
+            if (channel.read(into, position + into.position()) < 0) {
+                throw new IOException("unexpected end of file at " + (position + into.position()));
+            }
+        }
+        into.flip();
+    }
+
+    @Override
+    public void close() {
+        forget();
+    }
+}

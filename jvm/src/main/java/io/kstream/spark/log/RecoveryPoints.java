@@ -1,0 +1,110 @@
+package io.kstream.spark.log;
+
+import io.kstream.spark.format.Format;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * The recovery point file as the Java writer writes it: Python's RecoveryPointFile
+ * (src/kstream/log/storage/recovery_point.py; layout in docs/FORMAT.md "The recovery point").
+ * Two checksummed slots; a new point goes into the older slot in place and is fdatasynced, so a
+ * torn write leaves the previous point; a missing or damaged file is created whole (.tmp, fsync,
+ * rename, fsync the directory). It only moves forward. Caller holds the partition lock.
+ */
+final class RecoveryPoints {
+    /** A point: (segment base, position in it, next offset), and the slot sequence it was read from. */
+    static final class Point {
+        final long sequence;
+        final long segmentBase;
+        final long position;
+        final long nextOffset;
+
+        Point(long sequence, long segmentBase, long position, long nextOffset) {
+            this.sequence = sequence;
+            this.segmentBase = segmentBase;
+            this.position = position;
+            this.nextOffset = nextOffset;
+        }
+    }
+
+    /** A file that is there but has no valid slot. */
+    static final Point UNREADABLE = new Point(-1, -1, -1, -1);
+
+    private RecoveryPoints() {}
+
+    /** The point; null when there is no file (nothing flushed yet); {@link #UNREADABLE} when damaged. */
+    static Point read(String dir) throws IOException {
+        byte[] raw;
+        try {
+            raw = Files.readAllBytes(Path.of(dir, Format.RECOVERY_POINT_FILE));
+        } catch (NoSuchFileException e) {
+            return null;
+        }
+        if (raw.length != Format.RECOVERY_POINT_FILE_BYTES) return UNREADABLE;
+        ByteBuffer b = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN);
+        Point best = UNREADABLE;
+        for (int slot = 0; slot < Format.RECOVERY_POINT_FILE_BYTES; slot += Format.RECOVERY_POINT_SLOT_BYTES) {
+            if (Short.toUnsignedInt(b.getShort(slot + Format.RP_POS_MAGIC)) != Format.RECOVERY_POINT_MAGIC
+                    || Byte.toUnsignedInt(b.get(slot + Format.RP_POS_VERSION)) != Format.RECOVERY_POINT_VERSION
+                    || Format.crc32c(b, slot, slot + Format.RP_POS_CRC) != b.getInt(slot + Format.RP_POS_CRC)) {
+                continue;
+            }
+            long sequence = b.getLong(slot + Format.RP_POS_SEQUENCE);
+            long base = b.getLong(slot + Format.RP_POS_SEGMENT_BASE);
+            long position = b.getLong(slot + Format.RP_POS_POSITION);
+            long next = b.getLong(slot + Format.RP_POS_NEXT_OFFSET);
+            if (!(0 <= base && base <= next && position >= 0)) continue;
+            if (best == UNREADABLE || Long.compareUnsigned(sequence, best.sequence) > 0) {
+                best = new Point(sequence, base, position, next);
+            }
+        }
+        return best;
+    }
+
+    static byte[] slot(long sequence, long base, long position, long next) {
+        ByteBuffer b = ByteBuffer.allocate(Format.RECOVERY_POINT_SLOT_SIZE).order(ByteOrder.LITTLE_ENDIAN);
+        b.putShort(Format.RP_POS_MAGIC, (short) Format.RECOVERY_POINT_MAGIC);
+        b.put(Format.RP_POS_VERSION, (byte) Format.RECOVERY_POINT_VERSION);
+        b.putLong(Format.RP_POS_SEQUENCE, sequence);
+        b.putLong(Format.RP_POS_SEGMENT_BASE, base);
+        b.putLong(Format.RP_POS_POSITION, position);
+        b.putLong(Format.RP_POS_NEXT_OFFSET, next);
+        b.putInt(Format.RP_POS_CRC, Format.crc32c(b, 0, Format.RP_POS_CRC));
+        return b.array();
+    }
+
+    /** Make (base, position, next) the durable recovery point unless it is there already (or past it). */
+    static void advance(String dir, long base, long position, long next) throws IOException {
+        Path path = Path.of(dir, Format.RECOVERY_POINT_FILE);
+        Point current = read(dir);
+        if (current != null && current != UNREADABLE) {
+            if (current.segmentBase > base || (current.segmentBase == base && current.position >= position)) return;
+            long sequence = current.sequence + 1;
+            try (FileChannel c = FileChannel.open(path, StandardOpenOption.WRITE)) {
+                ByteBuffer raw = ByteBuffer.wrap(slot(sequence, base, position, next));
+                long at = Long.remainderUnsigned(sequence, 2) * Format.RECOVERY_POINT_SLOT_BYTES;
+                while (raw.hasRemaining()) c.write(raw, at + raw.position());
+                c.force(false);
+            }
+            return;
+        }
+        Path tmp = Path.of(path + PartitionAppender.TMP_SUFFIX);
+        byte[] file = new byte[Format.RECOVERY_POINT_FILE_BYTES];
+        System.arraycopy(slot(0, base, position, next), 0, file, 0, Format.RECOVERY_POINT_SLOT_SIZE);
+        try (FileChannel c = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            ByteBuffer raw = ByteBuffer.wrap(file);
+            while (raw.hasRemaining()) c.write(raw);
+            c.force(true);
+        }
+        Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE);
+        PartitionAppender.fsyncDir(dir);
+    }
+}
