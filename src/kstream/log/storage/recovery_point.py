@@ -83,9 +83,12 @@ class RecoveryPointFile:
         An intact file gets ``point`` in its older slot, written in place: the returned
         descriptor must then be fdatasynced (it may be, outside the lock) and closed
         before the point counts; should that write tear, the other slot keeps the
-        previous point. A missing or damaged file is replaced whole (.tmp, fsync,
-        rename over, fsync the directory) and None is returned, as is nothing needed
-        (``only_forward`` and the file is already at or past ``point``).
+        previous point. With ``only_forward`` and the file already at or past ``point``
+        nothing is written, but the descriptor is returned all the same: what the file
+        holds may be another writer's point not yet fdatasynced (it stages under the
+        lock and syncs outside it, and may die in between), so it must be synced before
+        ``point`` counts. A missing or damaged file is replaced whole (.tmp, fsync,
+        rename over, fsync the directory) and None is returned.
         """
         new = fmt.RecoveryPoint(*point)
         path = self.path
@@ -100,7 +103,12 @@ class RecoveryPointFile:
                 if found is not None:
                     sequence, current = found
                     if only_forward and current[:2] >= new[:2]:
-                        return None
+                        # Already at or past ``point``, but perhaps only in the page cache:
+                        # another writer stages under the lock and fdatasyncs outside it, and
+                        # may be killed in between. The caller syncs it before ``point`` counts
+                        # (nothing to write to the disk when that writer did sync it).
+                        keep_open = True
+                        return fd
                     sequence += 1
                     slot = fmt.pack_recovery_slot(sequence, new)
                     if os.pwrite(fd, slot, (sequence % 2) * fmt.RECOVERY_POINT_SLOT_BYTES) != len(slot):

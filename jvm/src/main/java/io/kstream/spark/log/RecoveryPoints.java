@@ -80,12 +80,23 @@ final class RecoveryPoints {
         return b.array();
     }
 
-    /** Make (base, position, next) the durable recovery point unless it is there already (or past it). */
+    /**
+     * Make (base, position, next) the durable recovery point. When the file is there already at or
+     * past it, nothing is written but the file is still fdatasynced: the point found may be another
+     * writer's, written and not yet synced (a Python writer stages it under the partition lock and
+     * syncs it outside; either may be killed in between), and a power cut would then leave a point
+     * below what this writer is about to acknowledge (docs/FORMAT.md, "The recovery point").
+     */
     static void advance(String dir, long base, long position, long next) throws IOException {
         Path path = Path.of(dir, Format.RECOVERY_POINT_FILE);
         Point current = read(dir);
         if (current != null && current != UNREADABLE) {
-            if (current.segmentBase > base || (current.segmentBase == base && current.position >= position)) return;
+            if (current.segmentBase > base || (current.segmentBase == base && current.position >= position)) {
+                try (FileChannel c = FileChannel.open(path, StandardOpenOption.READ)) {
+                    c.force(false);
+                }
+                return;
+            }
             long sequence = current.sequence + 1;
             try (FileChannel c = FileChannel.open(path, StandardOpenOption.WRITE)) {
                 ByteBuffer raw = ByteBuffer.wrap(slot(sequence, base, position, next));
