@@ -3,6 +3,7 @@ package io.kstream.spark.read;
 import io.kstream.spark.error.KStreamException;
 import io.kstream.spark.format.Frame;
 import io.kstream.spark.format.FrameHeader;
+import io.kstream.spark.format.FrameRows;
 import io.kstream.spark.format.LogReader;
 import io.kstream.spark.format.PayloadDecoder;
 import io.kstream.spark.format.SharedAllocator;
@@ -17,8 +18,11 @@ import org.slf4j.LoggerFactory;
 /**
  * Reads one split's records, one ColumnarBatch per stored frame, as Python's
  * kstream.source.partition_reader.read_range: from the split's start to its end (never past
- * the HW or LSO planned on the driver), skipping control frames always and aborted
- * transactional frames under read_committed; offsets deleted by retention before they were read
+ * the HW or LSO planned on the driver), skipping control frames and the log cleaner's fillers
+ * always and aborted transactional frames under read_committed; each row's offset comes from its
+ * frame ({@link FrameRows}: a cleaned frame's rows have gaps between them, which are not data
+ * loss, and a start or end inside a frame or a gap keeps the rows at or after the start, below the
+ * end); offsets deleted by retention before they were read
  * are an OffsetOutOfRangeError (failOnDataLoss=true) or skipped with a warning. A batch is
  * valid until the next call to next(); the reader owns its Arrow memory and frees it on close.
  */
@@ -34,6 +38,8 @@ public final class ColumnarPartitionReader implements PartitionReader<ColumnarBa
     private long offset;
     private VectorSchemaRoot current;
     private ColumnarBatch batch;
+    private FrameRows currentRows;
+    private int currentFirstRow;
 
     public ColumnarPartitionReader(OffsetRange split, StructType schema, boolean failOnDataLoss, boolean verifyChecksums) {
         this.split = split;
@@ -69,24 +75,45 @@ public final class ColumnarPartitionReader implements PartitionReader<ColumnarBa
             }
             FrameHeader h = frame.header;
             boolean visible = split.transactions == null ? !h.isControl() : split.transactions.visibleCommitted(h);
-            if (!visible) {
-                offset = h.nextOffset();
+            if (!visible || h.isFiller()) { // a marker, an aborted transaction's frame, a cleaner's filler
+                offset = Math.min(h.nextOffset(), split.end);
                 continue;
             }
-            VectorSchemaRoot root = decoder.decode(frame, assembler.storedColumns());
-            long first = Math.max(offset, h.baseOffset);
-            long last = Math.min(h.nextOffset(), split.end);
-            if ((first != h.baseOffset || last != h.nextOffset()) && !root.getFieldVectors().isEmpty()) {
-                VectorSchemaRoot sliced = root.slice((int) (first - h.baseOffset), (int) (last - first));
+            VectorSchemaRoot root = decoder.decode(frame, FrameRows.columns(h, assembler.storedColumns()));
+            FrameRows rows;
+            try {
+                rows = FrameRows.of(frame, root);
+            } catch (RuntimeException e) {
+                root.close();
+                throw e;
+            }
+            // Rows by their offsets: a start or end inside the frame (or inside a cleaned frame's
+            // gap) keeps the rows in [offset, end); a cleaned frame may keep none of them.
+            int firstRow = rows.firstAtOrAfter(offset);
+            int endRow = rows.firstAtOrAfter(split.end);
+            offset = Math.min(h.nextOffset(), split.end);
+            if (endRow <= firstRow) {
+                root.close();
+                continue;
+            }
+            if ((firstRow != 0 || endRow != rows.count()) && !root.getFieldVectors().isEmpty()) {
+                VectorSchemaRoot sliced = root.slice(firstRow, endRow - firstRow);
                 root.close();
                 root = sliced;
+                rows = FrameRows.of(frame, root);
             }
             current = root;
-            batch = assembler.build(frame, first, (int) (last - first), root);
-            offset = last;
+            currentRows = rows;
+            currentFirstRow = root.getFieldVectors().isEmpty() ? firstRow : 0;
+            batch = assembler.build(frame, rows, currentFirstRow, endRow - firstRow, root);
             return true;
         }
         return false;
+    }
+
+    /** The offset of row {@code row} of the batch {@link #get} returns (cleaned frames have gaps). */
+    public long rowOffset(int row) {
+        return currentRows.offset(currentFirstRow + row);
     }
 
     @Override
@@ -97,6 +124,7 @@ public final class ColumnarPartitionReader implements PartitionReader<ColumnarBa
     private void release() {
         if (current != null) current.close();
         current = null;
+        currentRows = null;
         batch = null;
     }
 
