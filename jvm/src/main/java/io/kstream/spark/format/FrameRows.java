@@ -13,17 +13,18 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  * rewrote carries {@link Format#OFFSET_DELTA_COLUMN}: row {@code i} has offset
  * {@code baseOffset + delta[i]}, strictly increasing and below the frame's span end
  * ({@code nextOffset}); the offsets between are gaps, not data loss (docs/FORMAT.md, "Cleaned
- * frames"). Immutable view over the root's delta vector: valid while the root is open.
+ * frames"). Immutable; decode the frame whole (unsliced) for it: a slice's row 0 is not the
+ * frame's.
  */
 public final class FrameRows {
     private final long baseOffset;
     private final int count;
-    private final UInt4Vector deltas;
+    private final long[] offsets; // sparse frames only: each row's offset
 
-    private FrameRows(long baseOffset, int count, UInt4Vector deltas) {
+    private FrameRows(long baseOffset, int count, long[] offsets) {
         this.baseOffset = baseOffset;
         this.count = count;
-        this.deltas = deltas;
+        this.offsets = offsets;
     }
 
     /** The stored columns to decode from {@code header}'s frame: a sparse frame's deltas too. */
@@ -46,16 +47,18 @@ public final class FrameRows {
                 frame.path, frame.position, h.baseOffset);
         }
         UInt4Vector deltas = (UInt4Vector) root.getVector(Format.OFFSET_DELTA_COLUMN);
+        long[] offsets = new long[root.getRowCount()];
         long previous = -1;
-        for (int i = 0; i < root.getRowCount(); i++) {
+        for (int i = 0; i < offsets.length; i++) {
             long delta = deltas.isNull(i) ? -1 : deltas.getValueAsLong(i);
             if (delta <= previous || delta >= h.recordCount) {
                 throw KStreamException.corrupt("sparse frame row " + i + " has offset delta " + delta + " (deltas must "
                     + "increase, below the span of " + h.recordCount + ")", frame.path, frame.position, h.baseOffset);
             }
             previous = delta;
+            offsets[i] = h.baseOffset + delta;
         }
-        return new FrameRows(h.baseOffset, root.getRowCount(), deltas);
+        return new FrameRows(h.baseOffset, offsets.length, offsets);
     }
 
     public int count() {
@@ -64,12 +67,12 @@ public final class FrameRows {
 
     /** The offset of row {@code row} (0 <= row < count). */
     public long offset(int row) {
-        return deltas == null ? baseOffset + row : baseOffset + deltas.getValueAsLong(row);
+        return offsets == null ? baseOffset + row : offsets[row];
     }
 
     /** The first row whose offset is at or after {@code offset} ({@link #count} when none is). */
     public int firstAtOrAfter(long offset) {
-        if (deltas == null) return (int) Math.max(0, Math.min(count, offset - baseOffset));
+        if (offsets == null) return (int) Math.max(0, Math.min(count, offset - baseOffset));
         int low = 0;
         int high = count;
         while (low < high) {
