@@ -85,6 +85,11 @@ def test_both_readers_read_every_kind_of_cleaned_frame_as_the_oracle(spark, ever
                                      endingOffsets=f'{{"cleaned": {{"0": {stop}}}}}'))
                for reader in READERS}
         assert got["jvm"] == got["python"] == _oracle(manifest, "read_committed", start, stop), (start, stop)
+    # no stored column asked for: a dense frame's rows are counted, a sparse one's deltas decoded
+    for reader in READERS:
+        offsets = load(spark, cluster_path, reader, subscribe="cleaned", columns="offset",
+                       startingOffsets=f'{{"cleaned": {{"0": {gaps[1]}}}}}').collect()
+        assert sorted(r.offset for r in offsets) == [row[0] for row in _oracle(manifest, "read_committed", gaps[1])]
 
 
 @pytest.mark.skipif(JAR is None, reason=NO_JAR_REASON)
