@@ -22,6 +22,10 @@ from kstream.jars import jar_path
 from kstream.log import offset_for_timestamp
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage import format as fmt
+from kstream.log.storage.records import PayloadCodec
+from kstream.log.transactions.isolation import Isolation
+from kstream.log.transactions.store import TransactionStore
+from kstream.log.visible_reads import read_visible
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 POM = os.path.join(ROOT, "jvm", "pom.xml")
@@ -30,7 +34,7 @@ MAVEN_TIMEOUT_S = 600
 # Test classes that read the vectors: each must have run, none skipped.
 VECTOR_TESTS = ("FormatParityTest", "FrameVectorTest", "IndexVectorTest", "RecoveryPointVectorTest",
                 "HighWatermarkVectorTest", "TxnIndexVectorTest", "MetadataSnapshotVectorTest",
-                "OptionNamesParityTest", "OptionParseParityTest", "TimestampVectorTest")
+                "OptionNamesParityTest", "OptionParseParityTest", "TimestampVectorTest", "CleanedVectorTest")
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +119,75 @@ def test_python_answers_the_timestamp_lookups(vectors):
                 handle.close()
             got = (-1, -1) if found is None else (found.offset, found.timestamp_ms)
             assert got == (row["offset"], row["timestamp"]), row
+    finally:
+        cluster.close()
+
+
+def _row(message) -> list:
+    value = message.value()
+    return [message.offset(), message.key().decode(), None if value is None else value.decode(),
+            message.timestamp()[1]]
+
+
+def test_the_cleaned_partition_holds_every_kind_of_cleaned_frame(vectors):
+    _, manifest = vectors
+    frames = manifest["replicas"]["cleaned-0"]["frames"]
+    filler = fmt.HEADER_SIZE - fmt.LENGTH_SIZE
+    kinds = {(frame["attributes"] & ~fmt.CODEC_MASK, frame["attributes"] & fmt.CODEC_MASK) for frame in frames}
+    assert (fmt.SPARSE, fmt.CODECS["lz4"]) in kinds and (fmt.SPARSE, fmt.CODECS["zstd"]) in kinds
+    assert (fmt.SPARSE | fmt.TRANSACTIONAL, fmt.CODECS["none"]) in kinds  # a committed transaction, cleaned
+    assert (fmt.TRANSACTIONAL | fmt.CONTROL, fmt.CODECS["none"]) in kinds  # its marker, kept
+    assert 0 in {frame["attributes"] for frame in frames}  # frames the clean left as they were
+    fillers = [frame for frame in frames if frame["attributes"] == fmt.SPARSE and frame["length"] == filler]
+    assert len(fillers) >= 3  # frames emptied whole: an aborted transaction's data and marker among them
+    rows = manifest["cleaned"]["rows"]
+    assert any(row[2] is None for row in rows["read_committed"])  # tombstones kept
+    assert rows["read_uncommitted"] != rows["read_committed"]  # an aborted transaction after the clean's end
+
+
+def test_python_reads_the_cleaned_partition_as_the_oracle_says(vectors):
+    """The Consumer from the start, and the Spark reader's loop (read_visible) over every
+    [start, end) of the partition, starts and ends inside gaps and cleaned frames included."""
+    directory, manifest = vectors
+    cluster_path = os.path.join(directory, "cluster")
+    rows = manifest["cleaned"]["rows"]
+    for isolation, expected in rows.items():
+        assert [_row(m) for m in _read(cluster_path, "cleaned", 0, isolation)] == expected, isolation
+    cluster = Cluster.open(cluster_path)
+    handle = cluster.partition("cleaned", 0)
+    reader = handle.reader()
+    try:
+        high_watermark = handle.high_watermark()
+        assert high_watermark == manifest["replicas"]["cleaned-0"]["log_end_offset"]
+        for isolation, expected in rows.items():
+            offsets = [row[0] for row in expected]
+            isolation_view = Isolation(isolation, TransactionStore.for_cluster(cluster), "cleaned", 0,
+                                       handle.leader_dir)
+            end_of_read = isolation_view.end_offset(high_watermark)
+            for start in range(end_of_read + 1):
+                for end in range(start, end_of_read + 1):
+                    got = [int(o) for stored in read_visible(reader, isolation_view, start, end, high_watermark,
+                                                             PayloadCodec(), frozenset({"key"}))
+                           for o in stored.row_offsets()]
+                    assert got == [o for o in offsets if start <= o < end], (isolation, start, end)
+    finally:
+        reader.close()
+        handle.close()
+        cluster.close()
+
+
+def test_python_answers_the_cleaned_partition_timestamp_lookups(vectors):
+    directory, manifest = vectors
+    cluster = Cluster.open(os.path.join(directory, "cluster"))
+    try:
+        for row in manifest["cleaned"]["timestamps"]:
+            handle = cluster.partition("cleaned", 0)
+            try:
+                found = offset_for_timestamp(handle, row["target"], row["isolation"])
+            finally:
+                handle.close()
+            assert ((-1, -1) if found is None else (found.offset, found.timestamp_ms)) == \
+                (row["offset"], row["timestamp"]), row
     finally:
         cluster.close()
 

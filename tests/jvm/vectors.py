@@ -5,7 +5,8 @@ git-ignored, by ``python -m tests.jvm.vectors``):
 
 - ``cluster/``: a real cluster written by kstream's own Producer and Admin: topic ``codecs``
   (partition 0 none, 1 lz4, 2 zstd; small batches so each has many frames, every frame
-  indexed), topic ``txn`` (plain, a committed and an aborted transaction with their markers);
+  indexed), topic ``txn`` (plain, a committed and an aborted transaction with their markers),
+  topic ``cleaned`` (a compacted topic after the log cleaner ran: tests/jvm/cleaned_vectors.py);
   with its ``metadata-snapshot.json``, lock files (HW), recovery points and ``.txnindex`` files.
 - ``timestamps/``: a second cluster, with a topic ``ts-<case>`` per case of the
   offset-for-timestamp table (tests/log/timestamp_cases.py).
@@ -19,7 +20,8 @@ git-ignored, by ``python -m tests.jvm.vectors``):
   Java reader's OptionNames must equal, and option cases with what Python's ReaderOptions made
   of them (refused, or the parsed fields), which Java's ReaderOptions must make of them too;
   ``timestamps``: every lookup of the offset-for-timestamp table per isolation level, with the
-  offset and timestamp both readers must answer (-1 for none).
+  offset and timestamp both readers must answer (-1 for none); ``cleaned``: the cleaned topic's
+  records as written and what each isolation level must read of it (a dict oracle, not a reader).
 
 The Java tests (jvm/src/test/java, ``-Dkstream.vectors=DIR``) and tests/jvm/test_shared_vectors.py
 both read the files and compare with the manifest. The format's one owner is format.py: the
@@ -36,6 +38,7 @@ from typing import Any
 
 import numpy as np
 from tests.helpers import write_committed_and_aborted
+from tests.jvm import cleaned_vectors
 from tests.log import timestamp_cases
 
 from kstream import Admin, NewTopic, Producer
@@ -93,6 +96,10 @@ def constants() -> dict[str, int | str]:
         "CODEC_MASK": fmt.CODEC_MASK, "CODEC_NONE": fmt.CODECS["none"], "CODEC_LZ4": fmt.CODECS["lz4"],
         "CODEC_ZSTD": fmt.CODECS["zstd"], "LOG_APPEND_TIME": fmt.LOG_APPEND_TIME,
         "TRANSACTIONAL": fmt.TRANSACTIONAL, "CONTROL": fmt.CONTROL, "NO_PRODUCER_ID": fmt.NO_PRODUCER_ID,
+        "SPARSE_FRAME_VERSION": fmt.SPARSE_FRAME_VERSION, "SPARSE": fmt.SPARSE,
+        "KNOWN_ATTRIBUTES_V1": fmt.KNOWN_ATTRIBUTES[fmt.FORMAT_VERSION],
+        "KNOWN_ATTRIBUTES_V2": fmt.KNOWN_ATTRIBUTES[fmt.SPARSE_FRAME_VERSION],
+        "OFFSET_DELTA_COLUMN": fmt.OFFSET_DELTA_COLUMN,
         "OFFSET_INDEX_ENTRY_SIZE": fmt.OFFSET_INDEX_ENTRY.size,
         "TIME_INDEX_ENTRY_SIZE": fmt.TIME_INDEX_ENTRY.size,
         "LOG_SUFFIX": fmt.LOG_SUFFIX, "OFFSET_INDEX_SUFFIX": fmt.OFFSET_INDEX_SUFFIX,
@@ -241,6 +248,7 @@ def _frames(replica_dir: str) -> list[dict[str, Any]]:
             header = fmt.unpack_header(data[position:position + fmt.HEADER_SIZE])
             assert fmt.header_problem(data[position:position + fmt.HEADER_SIZE], header) is None
             frames.append({"segment_base": fmt.parse_segment_file_name(name), "position": position,
+                           "version": header.version, "length": header.length,
                            "base_offset": header.base_offset,
                            "record_count": header.record_count, "attributes": header.attributes,
                            "producer_id": header.producer_id, "leader_epoch": header.leader_epoch,
@@ -322,17 +330,19 @@ def write_vectors(directory: str) -> dict[str, Any]:
     """Write every vector into ``directory`` (made if missing, must not hold a cluster yet)."""
     cluster = os.path.join(directory, "cluster")
     records = _write_cluster(cluster)
+    cleaned = cleaned_vectors.write_cleaned(cluster)
     for case in timestamp_cases.CASES:
         timestamp_cases.build(os.path.join(directory, "timestamps"), case)
     with open(os.path.join(cluster, fmt.METADATA_SNAPSHOT), encoding="utf-8") as handle:
         snapshot = json.load(handle)
     replicas = {f"{topic}-{partition}": _replica(cluster, topic, partition)
-                for topic, count in (("codecs", len(CODECS)), ("txn", 1)) for partition in range(count)}
+                for topic, count in (("codecs", len(CODECS)), ("txn", 1), (cleaned_vectors.TOPIC, 1))
+                for partition in range(count)}
     topics = {name: {"topic_id": topic["topic_id"], "partitions": len(topic["partitions"])}
               for name, topic in snapshot["topics"].items()}
     manifest = {"constants": constants(), "options": reader_options(), "records": records, "replicas": replicas,
                 "codecs": list(CODECS), "topics": topics, "files": _write_files(os.path.join(directory, "files")),
-                "timestamps": timestamp_cases.vector_cases()}
+                "timestamps": timestamp_cases.vector_cases(), "cleaned": cleaned}
     with open(os.path.join(directory, "manifest.json"), "w", encoding="utf-8") as out:
         json.dump(manifest, out, indent=1, sort_keys=True)
     return manifest

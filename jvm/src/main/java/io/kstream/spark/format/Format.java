@@ -4,7 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
 
 /**
- * The on-disk format, version 1: every constant, byte layout and file name the JVM reader
+ * The on-disk format, version 1 (frames of version 1 and 2): every constant, byte layout and file name the JVM reader
  * uses, mirroring {@code src/kstream/log/storage/format.py} (the one Python owner) and docs/FORMAT.md.
  * Nothing else in the JVM code spells a position, size, magic number or suffix. All integers
  * on disk are little-endian. If format.py changes a layout, this class changes with it.
@@ -12,7 +12,10 @@ import java.util.zip.CRC32C;
 public final class Format {
     private Format() {}
 
+    /** Of every frame but the log cleaner's, and of the cluster. */
     public static final int FORMAT_VERSION = 1;
+    /** A frame the log cleaner rewrote: attribute SPARSE set (docs/FORMAT.md, "Cleaned frames"). */
+    public static final int SPARSE_FRAME_VERSION = 2;
     public static final int MAGIC = 0x4B53; // "KS"
 
     // -- frame header (68 bytes): field positions from the frame's first byte --
@@ -44,6 +47,14 @@ public final class Format {
     public static final int LOG_APPEND_TIME = 0x08;
     public static final int TRANSACTIONAL = 0x10;
     public static final int CONTROL = 0x20;
+    /** Frame version 2 only: the cleaner removed records; rows carry their offsets, some offsets have none. */
+    public static final int SPARSE = 0x40;
+    /** The attribute bits frame version 1 defines; a frame with any other bit set is refused. */
+    public static final int KNOWN_ATTRIBUTES_V1 = 0x3F;
+    /** The attribute bits frame version 2 defines. */
+    public static final int KNOWN_ATTRIBUTES_V2 = 0x7F;
+    /** A sparse frame's payload column (uint32, not null): each row's offset minus the frame's base offset. */
+    public static final String OFFSET_DELTA_COLUMN = "__kstream_offset_delta";
     public static final long NO_PRODUCER_ID = -1;
 
     // -- sparse indexes --

@@ -1,6 +1,7 @@
 package io.kstream.spark.read;
 
 import io.kstream.spark.format.Frame;
+import io.kstream.spark.format.FrameRows;
 import java.util.HashSet;
 import java.util.Set;
 import org.apache.arrow.vector.BigIntVector;
@@ -20,7 +21,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  * Builds one partition's output batches (as Python's kstream.log.storage.output.OutputBuilder): the
  * stored columns the read selects as ArrowColumnVectors over the frame's decoded vectors (no
  * copy), nulls for a column a frame lacks (no key or headers, an older schema version), and
- * the computed columns: topic, partition, offset (base offset + row), timestamp (the stored
+ * the computed columns: topic, partition, offset (the frame's: base offset + row, or + the row's delta in a
+ * frame the log cleaner rewrote), timestamp (the stored
  * column, or the frame's max timestamp for LogAppendTime and batches stored without one; Spark
  * microseconds) and timestampType (0 create time, 1 log-append time). Not thread-safe.
  */
@@ -48,10 +50,11 @@ public final class BatchAssembler implements AutoCloseable {
     }
 
     /**
-     * The output batch of {@code n} rows from {@code firstOffset} on: {@code root} holds the
-     * frame's stored columns already sliced to those rows (it may hold no column at all).
+     * The output batch of {@code n} rows: {@code root} holds the frame's stored columns already
+     * sliced to those rows (it may hold no column at all); row {@code r}'s offset is
+     * {@code rows.offset(firstRow + r)}.
      */
-    public ColumnarBatch build(Frame frame, long firstOffset, int n, VectorSchemaRoot root) {
+    public ColumnarBatch build(Frame frame, FrameRows rows, int firstRow, int n, VectorSchemaRoot root) {
         if (n > capacity) {
             close();
             capacity = Math.max(n, Math.max(1024, 2 * capacity));
@@ -77,7 +80,7 @@ public final class BatchAssembler implements AutoCloseable {
                     columns[i] = constantInt(n, appendTime ? LOG_APPEND_TIME : CREATE_TIME);
                     break;
                 case "offset":
-                    for (int r = 0; r < n; r++) offsets.putLong(r, firstOffset + r);
+                    for (int r = 0; r < n; r++) offsets.putLong(r, rows.offset(firstRow + r));
                     columns[i] = offsets;
                     break;
                 case "timestamp":

@@ -4,6 +4,7 @@ import io.kstream.spark.error.KStreamException;
 import io.kstream.spark.format.Format;
 import io.kstream.spark.format.Frame;
 import io.kstream.spark.format.FrameHeader;
+import io.kstream.spark.format.FrameRows;
 import io.kstream.spark.format.LogReader;
 import io.kstream.spark.format.PayloadDecoder;
 import io.kstream.spark.format.SharedAllocator;
@@ -14,13 +15,15 @@ import java.io.UncheckedIOException;
 import java.util.Set;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 
 /**
  * Offset for a timestamp, with the rule of Python's {@code kstream.log.offset_for_timestamp}
  * (src/kstream/log/timestamps.py): the earliest offset in [log start, end) whose record a reader
  * at the isolation level is handed and whose timestamp is at or after the target. End is the HW
- * (read_uncommitted) or the LSO (read_committed); control frames (markers) never answer; under
+ * (read_uncommitted) or the LSO (read_committed); control frames (markers) and the log cleaner's
+ * fillers never answer, and a cleaned frame's record answers with its own offset; under
  * read_committed the records of aborted transactions do not either; a LogAppendTime frame's
  * records take the frame's time. Both readers pass the one table of cases
  * (tests/log/timestamp_cases.py, TimestampVectorTest). Reads only; one call, one reader.
@@ -65,7 +68,7 @@ public final class TimestampLookup {
             Frame frame;
             while ((frame = reader.next(end)) != null) {
                 FrameHeader h = frame.header;
-                if (h.maxTimestamp < timestampMs || !visible(h, transactions)) continue;
+                if (h.maxTimestamp < timestampMs || !visible(h, transactions) || h.isFiller()) continue;
                 if (verifyChecksums && Format.crc32c(frame.payload, 0, frame.payload.capacity()) != h.payloadCrc) {
                     throw KStreamException.corrupt("payload checksum mismatch", frame.path, frame.position, h.baseOffset);
                 }
@@ -105,12 +108,21 @@ public final class TimestampLookup {
 
     private static Found firstAtOrAfter(PayloadDecoder decoder, Frame frame, long timestampMs) {
         FrameHeader h = frame.header;
-        if (h.logAppendTime()) return h.maxTimestamp >= timestampMs ? new Found(h.baseOffset, h.maxTimestamp) : null;
-        try (VectorSchemaRoot root = decoder.decode(frame, Set.of("timestamp"))) {
-            BigIntVector ts = (BigIntVector) root.getVector("timestamp");
-            if (ts == null) return h.maxTimestamp >= timestampMs ? new Found(h.baseOffset, h.maxTimestamp) : null;
-            for (int i = 0; i < root.getRowCount(); i++) {
-                if (!ts.isNull(i) && ts.get(i) >= timestampMs) return new Found(h.baseOffset + i, ts.get(i));
+        if (h.maxTimestamp < timestampMs) return null;
+        boolean appendTime = h.logAppendTime();
+        if (appendTime && !h.isSparse()) return new Found(h.baseOffset, h.maxTimestamp);
+        // A cleaned (sparse) frame's first record need not be at its base offset: decode its deltas.
+        Set<String> columns = FrameRows.columns(h, appendTime ? Set.of() : Set.of("timestamp"));
+        try (VectorSchemaRoot root = decoder.decode(frame, columns)) {
+            FrameRows rows = FrameRows.of(frame, root);
+            FieldVector stored = root.getVector("timestamp");
+            if (appendTime || !(stored instanceof BigIntVector)) {
+                // every record has the frame's time
+                return rows.count() == 0 ? null : new Found(rows.offset(0), h.maxTimestamp);
+            }
+            BigIntVector ts = (BigIntVector) stored;
+            for (int i = 0; i < rows.count(); i++) {
+                if (!ts.isNull(i) && ts.get(i) >= timestampMs) return new Found(rows.offset(i), ts.get(i));
             }
             return null;
         }

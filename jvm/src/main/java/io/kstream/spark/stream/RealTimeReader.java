@@ -31,6 +31,7 @@ public final class RealTimeReader implements SupportsRealTimeRead<InternalRow> {
     private final ReaderOptions options;
     private ColumnarPartitionReader batches;
     private Iterator<InternalRow> rows;
+    private int rowIndex;
     private InternalRow row;
     private long readableEnd;
     private long nextOffset;
@@ -65,12 +66,12 @@ public final class RealTimeReader implements SupportsRealTimeRead<InternalRow> {
         while (true) {
             if (rows != null && rows.hasNext()) {
                 row = rows.next().copy();
-                nextOffset++;
+                nextOffset = batches.rowOffset(rowIndex++) + 1; // a cleaned frame's rows have gaps between them
                 return RecordStatus.newStatusWithoutArrivalTime(true);
             }
             if (batches != null && batches.next()) {
                 rows = batches.get().rowIterator();
-                nextOffset = batches.position() - batches.get().numRows();
+                rowIndex = 0;
                 continue;
             }
             if (batches != null) nextOffset = batches.position(); // skipped control or aborted frames
