@@ -16,12 +16,15 @@ public final class RecoveryPoint {
     public enum State { PRESENT, MISSING, UNREADABLE }
 
     public final State state;
+    /** The slot's sequence (the higher valid slot wins; a writer puts the next point in the other). */
+    public final long sequence;
     public final long segmentBase;
     public final long position;
     public final long nextOffset;
 
-    private RecoveryPoint(State state, long segmentBase, long position, long nextOffset) {
+    private RecoveryPoint(State state, long sequence, long segmentBase, long position, long nextOffset) {
         this.state = state;
+        this.sequence = sequence;
         this.segmentBase = segmentBase;
         this.position = position;
         this.nextOffset = nextOffset;
@@ -32,11 +35,10 @@ public final class RecoveryPoint {
         try {
             raw = Files.readAllBytes(Path.of(replicaDir, Format.RECOVERY_POINT_FILE));
         } catch (NoSuchFileException e) {
-            return new RecoveryPoint(State.MISSING, 0, 0, 0);
+            return new RecoveryPoint(State.MISSING, -1, 0, 0, 0);
         }
-        RecoveryPoint best = new RecoveryPoint(State.UNREADABLE, 0, 0, 0);
+        RecoveryPoint best = new RecoveryPoint(State.UNREADABLE, -1, 0, 0, 0);
         if (raw.length != Format.RECOVERY_POINT_FILE_BYTES) return best;
-        long bestSequence = -1;
         ByteBuffer b = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN);
         for (int slot = 0; slot < Format.RECOVERY_POINT_FILE_BYTES; slot += Format.RECOVERY_POINT_SLOT_BYTES) {
             if (Short.toUnsignedInt(b.getShort(slot + Format.RP_POS_MAGIC)) != Format.RECOVERY_POINT_MAGIC
@@ -49,9 +51,8 @@ public final class RecoveryPoint {
             long position = b.getLong(slot + Format.RP_POS_POSITION);
             long next = b.getLong(slot + Format.RP_POS_NEXT_OFFSET);
             if (!(0 <= base && base <= next && position >= 0)) continue;
-            if (Long.compareUnsigned(sequence, bestSequence) > 0 || best.state != State.PRESENT) {
-                bestSequence = sequence;
-                best = new RecoveryPoint(State.PRESENT, base, position, next);
+            if (best.state != State.PRESENT || Long.compareUnsigned(sequence, best.sequence) > 0) {
+                best = new RecoveryPoint(State.PRESENT, sequence, base, position, next);
             }
         }
         return best;

@@ -5,6 +5,7 @@ import io.kstream.spark.format.Format;
 import io.kstream.spark.format.FrameEncoder;
 import io.kstream.spark.format.FrameHeader;
 import io.kstream.spark.format.HighWatermark;
+import io.kstream.spark.format.RecoveryPoint;
 import io.kstream.spark.format.SegmentFiles;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -366,8 +367,9 @@ public final class PartitionAppender implements AutoCloseable {
             return active;
         }
         active = new Segment(dir, bases[bases.length - 1]);
-        RecoveryPoints.Point point = RecoveryPoints.read(dir);
-        long verifyFrom = point != null && point.segmentBase == active.base ? point.position : 0;
+        RecoveryPoint point = RecoveryPoint.read(dir);
+        long verifyFrom = point.state == RecoveryPoint.State.PRESENT && point.segmentBase == active.base
+            ? point.position : 0;
         scan(lock, active, verifyFrom, true);
         reconcileIndexes(active);
         return active;
@@ -425,14 +427,14 @@ public final class PartitionAppender implements AutoCloseable {
     }
 
     private void cutTornTail(PartitionLock lock, Segment segment, long fileSize, String problem) throws IOException {
-        RecoveryPoints.Point point = RecoveryPoints.read(dir);
-        if (point == RecoveryPoints.UNREADABLE) {
+        RecoveryPoint point = RecoveryPoint.read(dir);
+        if (point.state == RecoveryPoint.State.UNREADABLE) {
             throw new KStreamException(KStreamException.Kind.CorruptBatchError, "bad frame (" + problem + ") at position "
                 + segment.size + " of " + segment.path + " and the recovery point is unreadable: the Java appender does"
                 + " not cut what may be fsynced data. Open the partition with a Python writer (it decides), or repair"
                 + " the replica");
         }
-        long durable = point == null || point.segmentBase < segment.base ? 0
+        long durable = point.state == RecoveryPoint.State.MISSING || point.segmentBase < segment.base ? 0
             : point.segmentBase == segment.base ? point.position : Long.MAX_VALUE;
         if (segment.size < durable && durable <= fileSize) {
             throw new KStreamException(KStreamException.Kind.CorruptBatchError, "bad frame (" + problem + ") at position "

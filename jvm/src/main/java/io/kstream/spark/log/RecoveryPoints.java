@@ -1,12 +1,12 @@
 package io.kstream.spark.log;
 
 import io.kstream.spark.format.Format;
+import io.kstream.spark.format.RecoveryPoint;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
@@ -19,54 +19,7 @@ import java.nio.file.StandardOpenOption;
  * rename, fsync the directory). It only moves forward. Caller holds the partition lock.
  */
 final class RecoveryPoints {
-    /** A point: (segment base, position in it, next offset), and the slot sequence it was read from. */
-    static final class Point {
-        final long sequence;
-        final long segmentBase;
-        final long position;
-        final long nextOffset;
-
-        Point(long sequence, long segmentBase, long position, long nextOffset) {
-            this.sequence = sequence;
-            this.segmentBase = segmentBase;
-            this.position = position;
-            this.nextOffset = nextOffset;
-        }
-    }
-
-    /** A file that is there but has no valid slot. */
-    static final Point UNREADABLE = new Point(-1, -1, -1, -1);
-
     private RecoveryPoints() {}
-
-    /** The point; null when there is no file (nothing flushed yet); {@link #UNREADABLE} when damaged. */
-    static Point read(String dir) throws IOException {
-        byte[] raw;
-        try {
-            raw = Files.readAllBytes(Path.of(dir, Format.RECOVERY_POINT_FILE));
-        } catch (NoSuchFileException e) {
-            return null;
-        }
-        if (raw.length != Format.RECOVERY_POINT_FILE_BYTES) return UNREADABLE;
-        ByteBuffer b = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN);
-        Point best = UNREADABLE;
-        for (int slot = 0; slot < Format.RECOVERY_POINT_FILE_BYTES; slot += Format.RECOVERY_POINT_SLOT_BYTES) {
-            if (Short.toUnsignedInt(b.getShort(slot + Format.RP_POS_MAGIC)) != Format.RECOVERY_POINT_MAGIC
-                    || Byte.toUnsignedInt(b.get(slot + Format.RP_POS_VERSION)) != Format.RECOVERY_POINT_VERSION
-                    || Format.crc32c(b, slot, slot + Format.RP_POS_CRC) != b.getInt(slot + Format.RP_POS_CRC)) {
-                continue;
-            }
-            long sequence = b.getLong(slot + Format.RP_POS_SEQUENCE);
-            long base = b.getLong(slot + Format.RP_POS_SEGMENT_BASE);
-            long position = b.getLong(slot + Format.RP_POS_POSITION);
-            long next = b.getLong(slot + Format.RP_POS_NEXT_OFFSET);
-            if (!(0 <= base && base <= next && position >= 0)) continue;
-            if (best == UNREADABLE || Long.compareUnsigned(sequence, best.sequence) > 0) {
-                best = new Point(sequence, base, position, next);
-            }
-        }
-        return best;
-    }
 
     static byte[] slot(long sequence, long base, long position, long next) {
         ByteBuffer b = ByteBuffer.allocate(Format.RECOVERY_POINT_SLOT_SIZE).order(ByteOrder.LITTLE_ENDIAN);
@@ -89,8 +42,8 @@ final class RecoveryPoints {
      */
     static void advance(String dir, long base, long position, long next) throws IOException {
         Path path = Path.of(dir, Format.RECOVERY_POINT_FILE);
-        Point current = read(dir);
-        if (current != null && current != UNREADABLE) {
+        RecoveryPoint current = RecoveryPoint.read(dir);
+        if (current.state == RecoveryPoint.State.PRESENT) {
             if (current.segmentBase > base || (current.segmentBase == base && current.position >= position)) {
                 try (FileChannel c = FileChannel.open(path, StandardOpenOption.READ)) {
                     c.force(false);

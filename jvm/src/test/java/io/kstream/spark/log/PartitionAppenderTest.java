@@ -11,6 +11,7 @@ import io.kstream.spark.format.FrameEncoder;
 import io.kstream.spark.format.HighWatermark;
 import io.kstream.spark.format.LockFiles;
 import io.kstream.spark.format.LogReader;
+import io.kstream.spark.format.RecoveryPoint;
 import io.kstream.spark.format.SegmentFiles;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -151,7 +152,7 @@ class PartitionAppenderTest {
             assertEquals(4, result.baseOffsets[0]);
             assertArrayEquals(new long[] {0, 4}, SegmentFiles.bases(replicaDir()));
         }
-        RecoveryPoints.Point point = RecoveryPoints.read(replicaDir());
+        RecoveryPoint point = RecoveryPoint.read(replicaDir());
         assertEquals(4, point.segmentBase);
         assertEquals(7, point.nextOffset);
         assertEquals(Files.size(Path.of(SegmentFiles.path(replicaDir(), 4, Format.LOG_SUFFIX))),
