@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import pytest
@@ -11,6 +12,16 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from kstream.admin import Admin, NewTopic
 from kstream.tools.perf.kafka_peer import KafkaPeer
+
+
+def pytest_configure(config):
+    """Tests stop example programs and jobs with SIGINT, as a user's Ctrl-C does. A shell that
+    starts `make test` in the background without job control ignores SIGINT, and a child
+    inherits an ignored signal across exec, so it would never see it and such a test would hang.
+    A handler instead is reset to the default in each child, whose Python then raises
+    KeyboardInterrupt as it should."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
