@@ -140,7 +140,7 @@ class KStreamBatchWriter(DataSourceArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         with _store(self.options) as store:
-            store.abort(self.sink_id, _writes(messages))
+            store.abort(self.sink_id, _writes(messages), batch_id=0)
 
 
 class KStreamStreamWriter(DataSourceStreamArrowWriter):

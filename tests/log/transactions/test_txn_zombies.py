@@ -223,10 +223,14 @@ def test_another_writers_begin_expires_a_timed_out_transaction(tmp_path):
 # -- defect 2: zombie Spark task attempts (the sink's classes driven as Spark would) ----------------
 
 
-def task_attempt(path: str, sink_id: str) -> tuple[Producer, SinkTaskWriter]:
+def task_attempt(path: str, sink_id: str, batch_id: int | None = None) -> tuple[Producer, SinkTaskWriter]:
     """What sink/writer.py's write_task sets up for one task attempt."""
     producer = Producer({"cluster": path, "acks": "1", "enable.idempotence": False, "linger.ms": 0})
-    writer = SinkTaskWriter(SinkStore(producer.cluster), sink_id)
+    try:
+        writer = SinkTaskWriter(SinkStore(producer.cluster), sink_id, batch_id)
+    except BaseException:
+        producer.close()
+        raise
     producer.bind_sink_transaction(writer)
     return producer, writer
 
@@ -300,6 +304,40 @@ def test_a_zombie_writing_right_after_its_abort_marker_is_refused(cluster_path, 
     a.close()
     b.close()
     driver.close()
+
+
+def test_a_task_attempt_that_starts_after_its_batch_jobs_abort_writes_nothing(cluster_path, make_topic):
+    """Spark aborts a failed batch job while another of its tasks is still starting (it stops
+    that task only later): the late attempt is refused before it writes, so nothing of the
+    job stays open holding the LSO until the timeout (what tests/spark/test_sink.py saw at random)."""
+    make_topic("out", 1)
+    sink = "batch:job-1"
+    early, _ = task_attempt(cluster_path, sink, batch_id=0)
+    driver = Cluster.open(cluster_path)
+    SinkStore(driver).abort(sink, [], batch_id=0)  # the failed task sent no commit message
+    with pytest.raises(FencedError, match="zombie"):
+        early.produce("out", b"early", partition=0)
+        early.flush()
+    with pytest.raises(FencedError, match="already Aborted"):
+        task_attempt(cluster_path, sink, batch_id=0)
+    assert open_rows(cluster_path, "out") == []
+    assert log_end(cluster_path, 0, "out") == 0
+    driver.close()
+    early.close()
+
+
+def test_a_micro_batchs_abort_lets_its_restart_run_the_batch_again(cluster_path, make_topic):
+    make_topic("out", 1)
+    sink = "stream:/checkpoints/q"
+    driver = Cluster.open(cluster_path)
+    SinkStore(driver).abort(sink, [])  # the query failed in batch 3 and is restarted
+    again, writer = task_attempt(cluster_path, sink, batch_id=3)
+    again.produce("out", b"again", partition=0)
+    again.flush()
+    assert SinkStore(driver).commit(sink, 3, [writes(writer, 1)])
+    assert consume_values(cluster_path, "out", 1, "read_committed") == [b"again"]
+    driver.close()
+    again.close()
 
 
 def test_an_orphaned_open_partition_row_reads_as_aborted_and_is_aborted_by_the_next_writer(cluster_path,

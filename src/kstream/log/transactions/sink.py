@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from kstream.log.cluster.cluster import Cluster
     from kstream.log.cluster.partition import Partition
 
-COMMITTING, COMMITTED = SINK_COMMITTING, "Committed"
+COMMITTING, COMMITTED, ABORTED = SINK_COMMITTING, "Committed", "Aborted"
 _SINK_EPOCH = 0
 
 
@@ -184,9 +184,16 @@ class SinkStore:
         self._abort_orphans(sink_id)
         return True
 
-    def abort(self, sink_id: str, writes: list[TaskWrites]) -> None:
+    def abort(self, sink_id: str, writes: list[TaskWrites], batch_id: int | None = None) -> None:
         """Spark aborts the batch or job: everything the sink has open goes, including the
-        writes of failed tasks that sent no commit message."""
+        writes of failed tasks that sent no commit message. With ``batch_id`` (a batch job's,
+        which nothing runs again) the decision is kept, so a task attempt Spark has not stopped
+        yet is refused when it starts after the abort instead of leaving its rows open (holding
+        the LSO) until the timeout; a micro-batch's abort keeps none (a restart runs it again)."""
+        if batch_id is not None:
+            with self._write() as tx:
+                tx.execute("INSERT OR IGNORE INTO sink_batches VALUES (?, ?, ?, '[]', ?)",
+                           (sink_id, batch_id, ABORTED, _now()))
         self._abort(sink_id, {w.producer_id for w in writes})
         self._abort_orphans(sink_id)
 
@@ -198,11 +205,16 @@ class SinkStore:
         if timeout_ms is None:
             return []
         query = "SELECT sink_id, producer_id FROM sink_producers WHERE created_ms <= ?"
+        aborted = "SELECT 1 FROM sink_batches WHERE state = ? AND updated_ms <= ? LIMIT 1"
         cutoff = (_now() - timeout_ms,)
-        if not self.cluster.metadata.read_rows(query, cutoff):
+        if not (self.cluster.metadata.read_rows(query, cutoff)
+                or self.cluster.metadata.read_rows(aborted, (ABORTED, *cutoff))):
             return []  # the usual case: no write lock taken
         recover = set()
         with self._write() as tx:
+            # A batch job's abort decision outlives the task attempts it refuses: one that would
+            # start later still could not outlive its own timeout (its writes read as aborted).
+            tx.execute("DELETE FROM sink_batches WHERE state = ? AND updated_ms <= ?", (ABORTED, *cutoff))
             for sink_id, producer_id in tx.execute(query, cutoff).fetchall():
                 if producer_id in _decided(tx, sink_id):
                     recover.add(sink_id)
