@@ -4,7 +4,7 @@ kstream's modules are stacked in layers, each importing only the layers below it
 
     ground (errors, config/, confluent shapes) < log.storage < log.cluster < log.transactions
     < log (the engine's face) < groups < client (and kstream.admin) < source | sink
-    < data_source < tools (monitor < perf < web < cli) < kstream/__init__, pyspark_kstream
+    < data_source < mirror < tools (monitor < perf < web < cli) < kstream/__init__, pyspark_kstream
 
 This script reads every module under the given source roots (default: ``src``) with ``ast``
 and fails (exit 1, one line per violation: ``file:line: import: rule``) on
@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, float, str], ...] = (
     ("kstream.source", 7, "source"),
     ("kstream.sink", 7, "sink"),
     ("kstream.data_source", 8, ""),
+    ("kstream.mirror", 8.5, ""),  # kstream <-> Apache Kafka (issue 23): the client API and confluent-kafka
     ("kstream.tools", 9, ""),
     ("kstream.tools.monitor", 9.1, ""),
     ("kstream.tools.perf", 9.2, ""),
@@ -59,7 +60,7 @@ LAYERS: tuple[tuple[str, float, str], ...] = (
 )
 LAYER_NAMES = {
     0: "ground", 1: "log.storage", 2: "log.cluster", 3: "log.transactions", 4: "log (face)",
-    5: "groups", 6: "client", 7: "source/sink", 8: "data_source", 9: "tools", 9.1: "tools.monitor",
+    5: "groups", 6: "client", 7: "source/sink", 8: "data_source", 8.5: "mirror", 9: "tools", 9.1: "tools.monitor",
     9.2: "tools.perf", 9.3: "tools.web", 9.4: "tools.cli", 10: "kstream (face)",
 }
 OURS = ("kstream", "pyspark_kstream")

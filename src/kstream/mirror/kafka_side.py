@@ -1,0 +1,133 @@
+"""The Apache Kafka side of a mirror, through confluent-kafka (imported here only, lazily).
+
+:class:`KafkaSide` answers what the mirror asks of a Kafka cluster: its topics and their
+partition counts, a topic's explicitly set configs, each partition's end (the last stable
+offset, as a read_committed consumer sees it), and makes the consumer and producer the
+mirror copies with. Every call that talks to the broker is bounded by the mirror's
+``timeout_s``; a broker that does not answer is a :class:`MirrorError` naming the
+address, never a hang. Not thread-safe.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
+
+from kstream.mirror.errors import MirrorError
+from kstream.mirror.options import MirrorOptions
+
+
+def confluent() -> ModuleType:
+    """confluent_kafka, or a MirrorError saying how to install it."""
+    try:
+        module = importlib.import_module("confluent_kafka")
+        importlib.import_module("confluent_kafka.admin")  # sets module.admin
+        return module
+    except ImportError as err:
+        raise MirrorError("mirroring to or from Apache Kafka needs confluent-kafka: "
+                          "pip install 'kstream[bench]' (or pip install confluent-kafka)") from err
+
+
+class KafkaSide:
+    """One Kafka cluster, as a mirror's source or target."""
+
+    def __init__(self, bootstrap: str, timeout_s: float):
+        self.bootstrap = bootstrap
+        self.timeout_s = timeout_s
+        self.ck = confluent()
+        self._admin = self.ck.admin.AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000,
+                                                 "log_level": 0})
+
+    def _unreachable(self, err: BaseException) -> MirrorError:
+        return MirrorError(f"Apache Kafka at {self.bootstrap} did not answer within {self.timeout_s:g}s ({err}); "
+                           "check the address and that the broker runs")
+
+    def partition_counts(self) -> dict[str, int]:
+        """Every topic's partition count (internal ``__`` topics too)."""
+        try:
+            metadata = self._admin.list_topics(timeout=self.timeout_s)
+        except self.ck.KafkaException as err:
+            raise self._unreachable(err) from err
+        return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
+
+    def selected(self, options: MirrorOptions) -> dict[str, int]:
+        """The source topics the mirror copies, with their partition counts; a MirrorError for a
+        named topic Kafka does not have, or a pattern nothing matches."""
+        return select_topics(self.partition_counts(), options, f"Apache Kafka at {self.bootstrap}")
+
+    def explicit_configs(self, topic: str) -> dict[str, str]:
+        """The configs set on ``topic`` itself (not the broker's defaults)."""
+        resource = self.ck.admin.ConfigResource(self.ck.admin.ResourceType.TOPIC, topic)
+        try:
+            entries = self._admin.describe_configs([resource], request_timeout=self.timeout_s)[resource].result(
+                timeout=self.timeout_s)
+        except self.ck.KafkaException as err:
+            raise MirrorError(f"describe_configs of Kafka topic {topic!r} at {self.bootstrap} failed: {err}") from err
+        return {name: entry.value for name, entry in entries.items()
+                if not entry.is_default and entry.value is not None
+                and _source_value(entry.source) == self.ck.admin.ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+
+    def create_topic(self, topic: str, partitions: int, config: dict[str, str]) -> None:
+        new = self.ck.admin.NewTopic(topic, num_partitions=partitions, replication_factor=-1, config=config)
+        future = self._admin.create_topics([new], request_timeout=self.timeout_s)[topic]
+        try:
+            future.result(timeout=self.timeout_s)
+        except self.ck.KafkaException as err:
+            if err.args and err.args[0].code() == self.ck.KafkaError.TOPIC_ALREADY_EXISTS:
+                return  # another mirror made it meanwhile: the caller checks its partitions again
+            raise MirrorError(f"cannot create Kafka topic {topic!r} ({partitions} partitions, config {config}) "
+                              f"at {self.bootstrap}: {err}") from err
+
+    def end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Each partition's last stable offset (where a read_committed reader stops)."""
+        admin = self.ck.admin
+        requests = {self.ck.TopicPartition(t, p): admin.OffsetSpec.latest() for t, p in partitions}
+        if not requests:
+            return {}
+        try:
+            futures = self._admin.list_offsets(requests, isolation_level=self.ck.IsolationLevel.READ_COMMITTED,
+                                               request_timeout=self.timeout_s)
+            return {(tp.topic, tp.partition): future.result(timeout=self.timeout_s).offset
+                    for tp, future in futures.items()}
+        except self.ck.KafkaException as err:
+            raise self._unreachable(err) from err
+
+    def consumer(self, group: str, fetch_records: int) -> Any:
+        """A read_committed consumer that only assign()s: no group join, no commits on Kafka
+        (the mirror keeps its positions in kstream)."""
+        return self.ck.Consumer({
+            "bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,
+            "enable.auto.offset.store": False, "isolation.level": "read_committed",
+            "enable.partition.eof": True, "auto.offset.reset": "earliest",
+            "queued.min.messages": max(fetch_records, 10_000), "log_level": 0,
+        })
+
+    def producer(self, linger_ms: int = 5) -> Any:
+        """An idempotent acks=all producer (no reordering, no duplicates from its own retries)."""
+        return self.ck.Producer({
+            "bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
+            "linger.ms": linger_ms, "batch.size": 1 << 20, "queue.buffering.max.messages": 1_000_000,
+            "message.timeout.ms": max(int(self.timeout_s * 1000), 5000), "log_level": 0,
+        })
+
+
+def select_topics(counts: dict[str, int], options: MirrorOptions, side: str) -> dict[str, int]:
+    """``counts`` cut to the topics ``options`` selects; named topics must all exist."""
+    if options.topics:
+        missing = [t for t in options.topics if t not in counts]
+        if missing:
+            known = sorted(t for t in counts if not t.startswith("__"))
+            raise MirrorError(f"unknown topic(s) {', '.join(map(repr, missing))} on {side} (it has "
+                              f"{', '.join(known[:10]) or 'no topics'}{' ...' if len(known) > 10 else ''}); "
+                              "check --topics, or create them first")
+    chosen = {t: n for t, n in sorted(counts.items()) if options.selects(t)}
+    if not chosen:
+        raise MirrorError(f"no topic on {side} matches --pattern {options.pattern!r}")
+    return chosen
+
+
+def _source_value(source: Any) -> int:
+    """ConfigEntry.source as an int (confluent-kafka gives the enum or its value by version)."""
+    return int(getattr(source, "value", source))

@@ -1,0 +1,81 @@
+"""What one mirror run copies and how: the CLI's options as a frozen, checked dataclass."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kstream.errors import ConfigError
+from kstream.group_names import check_group_name
+from kstream.mirror.endpoints import Endpoint
+
+MIRROR_PREFIX = "__mirror."
+"""The mirror's own names: its kstream group and transactional id ``__mirror.<name>``, its
+offset-syncs topic ``__mirror.<name>.offset-syncs``. Topics starting with ``__`` are never mirrored."""
+
+MAX_CHUNK_RECORDS = 1_000_000
+
+
+@dataclass(frozen=True)
+class MirrorOptions:
+    """One mirror: from ``source`` to ``target``, the topics named in ``topics`` or matching
+    ``pattern`` (a full match, as Kafka's ``--include``), ``name`` naming its state.
+
+    ``chunk_records``: records per kstream transaction (into kstream) or per Kafka flush
+    and commit (into Kafka). ``until_end``: copy up to each source partition's end at start
+    (Kafka: the last stable offset), then stop. ``timeout_s``: how long a side may take to
+    answer before the mirror gives up (an unreachable broker)."""
+
+    source: Endpoint
+    target: Endpoint
+    name: str
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    until_end: bool = False
+    chunk_records: int = 10_000
+    poll_timeout_s: float = 0.5
+    timeout_s: float = 10.0
+    progress_interval_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.source.is_kafka == self.target.is_kafka:
+            raise ConfigError(f"--from {self.source} and --to {self.target}: a mirror copies between "
+                              "Apache Kafka and kstream, so one side is kafka:HOST:PORT and the other cluster:PATH")
+        if bool(self.topics) == (self.pattern is not None):
+            raise ConfigError("give the topics to mirror either by name (--topics A,B) or by --pattern REGEX, "
+                              "one of them")
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as err:
+                raise ConfigError(f"--pattern {self.pattern!r} is not a regular expression: {err}") from err
+        for topic in self.topics:
+            if not topic or topic.startswith("__"):
+                raise ConfigError(f"--topics: {topic!r} cannot be mirrored (empty, or an internal name starting '__')")
+        check_group_name(self.group, "--name")
+        if not 1 <= self.chunk_records <= MAX_CHUNK_RECORDS:
+            raise ConfigError(f"chunk records {self.chunk_records}: between 1 and {MAX_CHUNK_RECORDS}")
+        if self.timeout_s <= 0 or self.poll_timeout_s <= 0:
+            raise ConfigError("timeouts must be positive")
+
+    @property
+    def group(self) -> str:
+        """The kstream group whose committed offsets are the mirror's source positions (into
+        kstream: Kafka offsets, committed in the data's transaction; into Kafka: kstream offsets)."""
+        return MIRROR_PREFIX + self.name
+
+    @property
+    def transactional_id(self) -> str:
+        return MIRROR_PREFIX + self.name
+
+    @property
+    def offset_syncs_topic(self) -> str:
+        return f"{MIRROR_PREFIX}{self.name}.offset-syncs"
+
+    def selects(self, topic: str) -> bool:
+        """Whether the mirror copies ``topic`` (internal ``__`` topics never)."""
+        if topic.startswith("__"):
+            return False
+        if self.pattern is not None:
+            return re.fullmatch(self.pattern, topic) is not None
+        return topic in self.topics
