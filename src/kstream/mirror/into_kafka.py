@@ -1,0 +1,167 @@
+"""kstream -> Apache Kafka, at least once.
+
+The contract: every record committed in a kstream partition (read_committed) reaches the
+Kafka topic of the same name and partition, in order, with its key, value, headers and
+timestamp, at least once: a mirror killed between a Kafka write and its commit writes
+those records again when it restarts (Kafka's idempotent producer removes its own
+retries, not a restarted mirror's re-send).
+
+How: a kstream consumer of the group ``__mirror.<name>`` that only ``assign()``s reads
+Arrow batches (``poll_batch``); a confluent-kafka producer with ``acks=all`` and
+``enable.idempotence=true`` writes each record to the same partition. Every
+``chunk_records`` records (or when the source is idle) the mirror calls ``flush()``,
+checks that every delivery succeeded, and only then commits the consumer's positions as
+the group's offsets in kstream. A failed delivery stops the mirror before the commit.
+
+Not built yet: exactly once into Kafka (KIP-618: a Kafka transaction carrying the records
+and the positions), and typed kstream topics (their values have no Kafka encoding yet).
+Record timestamps are sent as CreateTime; a Kafka topic with
+``message.timestamp.type=LogAppendTime`` replaces them with its append time.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, TextIO
+
+import pyarrow as pa
+
+from kstream.message import OFFSET_BEGINNING, TopicPartition
+from kstream.mirror.errors import MirrorError
+from kstream.mirror.kafka_side import KafkaSide
+from kstream.mirror.kstream_side import KstreamSide, committed_positions
+from kstream.mirror.options import MirrorOptions
+from kstream.mirror.progress import Progress
+from kstream.mirror.topic_configs import kstream_to_kafka
+
+TopicPartitionKey = tuple[str, int]
+
+
+class IntoKafka:
+    """One mirror run from a kstream cluster (``options.source``) into Kafka (``options.target``)."""
+
+    def __init__(self, options: MirrorOptions, stream: TextIO | None = None):
+        assert not options.source.is_kafka and options.target.is_kafka
+        self.options = options
+        self.progress = Progress(options.name, stream, options.progress_interval_s)
+        self._failed: list[str] = []  # delivery errors since the last flush
+
+    def prepare(self, kstream: KstreamSide, kafka: KafkaSide) -> dict[str, int]:
+        """The topics to copy with their partition counts, made on Kafka where missing.
+        Everything is checked before anything is created: a bad input writes nothing."""
+        topics = kstream.selected(self.options)
+        details = {topic: kstream.describe(topic) for topic in topics}
+        typed = [topic for topic, d in details.items() if d.schema is not None]
+        if typed:
+            raise MirrorError(f"kstream topic(s) {', '.join(map(repr, typed))} are typed (they have a schema); "
+                              "the mirror copies bytes topics to Kafka only (typed topics are not built yet)")
+        existing = kafka.partition_counts()
+        for topic, count in topics.items():
+            if topic in existing and existing[topic] != count:
+                raise MirrorError(f"topic {topic!r} has {count} partitions in kstream cluster {kstream.path} but "
+                                  f"{existing[topic]} on Apache Kafka at {kafka.bootstrap}; a mirror keeps partition "
+                                  "numbers, so make the counts equal (or mirror into another topic)")
+        for topic, count in topics.items():
+            if topic not in existing:
+                config, _ = kstream_to_kafka(details[topic].config)
+                kafka.create_topic(topic, count, config)
+        return topics
+
+    def run(self, stop: threading.Event | None = None) -> Progress:
+        """Copy until ``stop`` is set (continuous) or, with ``until_end``, up to each partition's
+        last stable offset at start. What was sent is flushed and committed before returning."""
+        stop = stop or threading.Event()
+        options = self.options
+        kstream = KstreamSide(options.source.address)
+        kafka = KafkaSide(options.target.address, options.timeout_s)
+        try:
+            topics = self.prepare(kstream, kafka)
+            partitions = [(t, p) for t, n in topics.items() for p in range(n)]
+            consumer = kstream.group_consumer(options.group, **{"max.poll.records": options.chunk_records})
+            try:
+                self._copy(kstream, kafka, consumer, partitions, stop)
+            finally:
+                consumer.close()
+        finally:
+            kstream.close()
+        self.progress.maybe_print(None, force=True)
+        return self.progress
+
+    def _copy(self, kstream: KstreamSide, kafka: KafkaSide, consumer: Any, partitions: list[TopicPartitionKey],
+              stop: threading.Event) -> None:
+        options, progress = self.options, self.progress
+        positions = {tp: offset for tp, (offset, _) in committed_positions(consumer, partitions).items()}
+        progress.positions.update(positions)
+        progress.ends.update(kstream.end_offsets(partitions))
+        ends = dict(progress.ends) if options.until_end else None
+        todo = [tp for tp in partitions if ends is None or positions.get(tp, 0) < ends[tp]]
+        if not todo:
+            return
+        consumer.assign([TopicPartition(t, p, positions.get((t, p), OFFSET_BEGINNING)) for t, p in todo])
+        producer = kafka.producer()
+        remaining = set(todo)
+        pending: dict[TopicPartitionKey, int] = {}  # records sent since the last commit, per partition
+        try:
+            while remaining and not stop.is_set():
+                batch = consumer.poll_batch(options.chunk_records, options.poll_timeout_s)
+                if batch is not None:
+                    self._send(producer, batch, ends, pending)
+                if pending and (batch is None or sum(pending.values()) >= options.chunk_records):
+                    self._flush_and_commit(producer, consumer, pending)
+                if ends is not None:
+                    for tp in consumer.position([TopicPartition(t, p) for t, p in remaining]):
+                        if tp.offset >= ends[(tp.topic, tp.partition)]:
+                            remaining.discard((tp.topic, tp.partition))
+                progress.maybe_print(kstream.end_offsets)
+            if pending:
+                self._flush_and_commit(producer, consumer, pending)
+        finally:
+            producer.flush(options.timeout_s)
+
+    def _send(self, producer: Any, batch: Any, ends: dict[TopicPartitionKey, int] | None,
+              pending: dict[TopicPartitionKey, int]) -> None:
+        """Produce one Arrow batch (one partition) to Kafka, each record to its own partition.
+        With ``until_end``, records at or past the end at start are not this run's."""
+        columns = batch.to_pydict()
+        stamps = batch.column("timestamp")
+        columns["timestamp"] = (stamps.cast(pa.timestamp("ms", tz=getattr(stamps.type, "tz", None))).cast(pa.int64())
+                                if pa.types.is_timestamp(stamps.type) else stamps).to_pylist()
+        topic, partition = columns["topic"][0], columns["partition"][0]
+        end = ends[(topic, partition)] if ends is not None else None
+        produce, report = producer.produce, self._report
+        sent = 0
+        for key, value, offset, stamp, headers in zip(columns["key"], columns["value"], columns["offset"],
+                                                      columns["timestamp"], columns["headers"], strict=True):
+            if end is not None and offset >= end:
+                break
+            while True:
+                try:
+                    produce(topic, value=value, key=key, partition=partition,
+                            timestamp=stamp or 0, headers=[(h["key"], h["value"]) for h in headers] if headers
+                            else None, on_delivery=report)
+                    break
+                except BufferError:  # the producer's queue is full: let it send, then go on
+                    producer.poll(0.05)
+            sent += 1
+        if sent:
+            pending[(topic, partition)] = pending.get((topic, partition), 0) + sent
+            producer.poll(0)
+
+    def _report(self, err: Any, message: Any) -> None:
+        if err is not None and len(self._failed) < 10:
+            self._failed.append(f"{message.topic()}[{message.partition()}]: {err.str()}")
+
+    def _flush_and_commit(self, producer: Any, consumer: Any, pending: dict[TopicPartitionKey, int]) -> None:
+        """At least once: the kstream positions are committed only once Kafka confirmed every record."""
+        left = producer.flush(self.options.timeout_s)
+        if left or self._failed:
+            why = "; ".join(self._failed) or "flush timed out"
+            raise MirrorError(f"Apache Kafka at {self.options.target.address} did not confirm "
+                              f"{left or len(self._failed)} record(s) ({why}); "
+                              "nothing past the last commit is marked copied: run the mirror again")
+        positions = consumer.position([TopicPartition(t, p) for t, p in pending])
+        consumer.commit(offsets=positions, asynchronous=False)
+        for tp in positions:
+            self.progress.copied((tp.topic, tp.partition), pending[(tp.topic, tp.partition)], tp.offset)
+        pending.clear()
+
