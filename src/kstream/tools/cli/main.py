@@ -13,6 +13,7 @@ from kstream.tools.cli.console import consume, produce
 from kstream.tools.cli.dump_log import dump_log
 from kstream.tools.cli.groups import groups
 from kstream.tools.cli.jar_path import jar_path
+from kstream.tools.cli.mirror import mirror
 from kstream.tools.cli.offsets import delete_records, get_offsets
 from kstream.tools.cli.perf import perf
 from kstream.tools.cli.reassign import reassign
@@ -62,6 +63,7 @@ for command in (backup, topics, groups, produce, consume, get_offsets, delete_re
                 replicator, elect_leaders, reassign, verify_replicas, jar_path, console_command):
     _accept_cluster_anywhere(command)
     cli.add_command(command)
+cli.add_command(mirror)  # no --cluster: its two sides are --from and --to
 
 
 def main() -> None:

@@ -1,0 +1,84 @@
+"""`kstream mirror`: copy topics between Apache Kafka and kstream (MirrorMaker 2's job, issue 23).
+
+One direction per run: ``--from kafka:HOST:PORT --to cluster:PATH`` copies Kafka topics
+into kstream exactly once; ``--from cluster:PATH --to kafka:HOST:PORT`` copies kstream
+topics into Kafka at least once (docs/MIRROR.md). Topics by ``--topics A,B`` or
+``--pattern REGEX``. Without ``--until-end`` it runs until SIGINT or SIGTERM, which
+finish the chunk in flight (commit it) and exit 0; with it, it copies up to each source
+partition's end at start (its last stable offset) and exits 0. A progress line (records,
+rate, lag per partition) goes to stderr every ``--progress-interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import click
+
+from kstream.mirror import MirrorOptions, parse_endpoint
+from kstream.mirror.into_kafka import IntoKafka
+from kstream.mirror.into_kstream import IntoKstream
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[threading.Event]:
+    """An event set by SIGINT or SIGTERM (the loop finishes its chunk, then returns)."""
+    stop = threading.Event()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum: int, _frame: object) -> None:
+        print(f"mirror: {signal.Signals(signum).name}: finishing the chunk in flight, then stopping",
+              file=sys.stderr, flush=True)
+        stop.set()
+
+    for sig in previous:
+        signal.signal(sig, handler)
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@click.command("mirror")
+@click.option("--from", "source", required=True, metavar="kafka:HOST:PORT|cluster:PATH",
+              help="Where to copy from: Apache Kafka's bootstrap servers or a kstream cluster path.")
+@click.option("--to", "target", required=True, metavar="kafka:HOST:PORT|cluster:PATH",
+              help="Where to copy to (the other kind; a missing kstream cluster is created).")
+@click.option("--topics", metavar="NAME[,NAME]", help="The topics to copy, by name.")
+@click.option("--pattern", metavar="REGEX", help="The topics to copy: those whose whole name matches (no '__' ones).")
+@click.option("--until-end", is_flag=True,
+              help="Copy up to each source partition's end (last stable offset) at start, then exit 0.")
+@click.option("--name", default="mirror", show_default=True,
+              help="The mirror's name: its state is the kstream group (and transactional.id) __mirror.NAME.")
+@click.option("--chunk-records", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True,
+              help="Records per kstream transaction (into kstream) or per Kafka flush and commit (into Kafka).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              help="Seconds a Kafka broker may take to answer before the mirror gives up.")
+@click.option("--progress-interval", "progress_s", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
+              help="Seconds between progress lines on stderr.")
+def mirror(source: str, target: str, topics: str | None, pattern: str | None, until_end: bool, name: str,
+           chunk_records: int, timeout_s: float, progress_s: float) -> None:
+    """Copy topics between Apache Kafka and kstream, as MirrorMaker 2 does.
+
+    Kafka -> kstream is exactly once (each kstream transaction commits the records and the
+    Kafka positions they end at); kstream -> Kafka is at least once (positions committed
+    after the Kafka producer confirmed the records). Partitions, keys, values, headers and
+    timestamps are kept; a restarted mirror goes on from its committed positions.
+
+    \b
+    kstream mirror --from kafka:localhost:9092 --to cluster:./data --topics clicks --until-end
+    kstream mirror --from cluster:./data --to kafka:localhost:9092 --pattern 'orders.*'
+    """
+    options = MirrorOptions(
+        parse_endpoint(source, "--from"), parse_endpoint(target, "--to"), name,
+        topics=tuple(t for t in (topics or "").split(",") if t), pattern=pattern, until_end=until_end,
+        chunk_records=chunk_records, timeout_s=timeout_s, progress_interval_s=progress_s)
+    runner = IntoKstream(options, sys.stderr) if options.source.is_kafka else IntoKafka(options, sys.stderr)
+    with _stop_on_signals() as stop:
+        progress = runner.run(stop)
+    click.echo(f"mirrored {progress.records} records from {options.source} to {options.target}")
