@@ -11,7 +11,6 @@ import sys
 import time
 
 import pytest
-
 from tests.mirror.mirror_support import by_partition, create_kafka_topic, produce_kafka, read_kstream, sample
 
 pytestmark = pytest.mark.kafka
@@ -49,7 +48,7 @@ def test_a_mirror_into_kstream_killed_at_a_random_moment_and_rerun_copies_each_r
     copied_before = len(read_kstream(cluster, topic_name, 2))
     assert 0 < copied_before, "the kill should land after the first transaction"
     rerun = mirror_process(*args)
-    out, err = rerun.communicate(timeout=120)
+    _, err = rerun.communicate(timeout=120)
 
     assert rerun.returncode == 0, err
     print(f"seed {seed}: {copied_before} of {len(records)} records copied when killed")
