@@ -1,0 +1,56 @@
+"""The mirror's input, checked before anything runs (no broker needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from kstream.errors import ConfigError
+from kstream.mirror import MirrorOptions, parse_endpoint
+from kstream.mirror.topic_configs import kafka_to_kstream, kstream_to_kafka
+
+
+def test_endpoints_are_kafka_host_port_or_cluster_path():
+    assert parse_endpoint("kafka:a:9092,b:9093").address == "a:9092,b:9093"
+    assert parse_endpoint("cluster:./data").address == "./data"
+    for bad in ("kafka:nohost", "kafka:", "cluster:", "s3://x", "kafka:h:port"):
+        with pytest.raises(ConfigError, match="--from"):
+            parse_endpoint(bad, "--from")
+
+
+def test_options_need_one_kafka_side_and_topics_or_a_pattern():
+    kafka, cluster = parse_endpoint("kafka:h:1"), parse_endpoint("cluster:/x")
+    with pytest.raises(ConfigError, match="one side is kafka"):
+        MirrorOptions(cluster, cluster, "n", topics=("t",))
+    with pytest.raises(ConfigError, match="either by name"):
+        MirrorOptions(kafka, cluster, "n")
+    with pytest.raises(ConfigError, match="either by name"):
+        MirrorOptions(kafka, cluster, "n", topics=("t",), pattern="t.*")
+    with pytest.raises(ConfigError, match="not a regular expression"):
+        MirrorOptions(kafka, cluster, "n", pattern="(")
+    with pytest.raises(ConfigError, match="internal"):
+        MirrorOptions(kafka, cluster, "n", topics=("__consumer_offsets",))
+    options = MirrorOptions(kafka, cluster, "n", pattern="a.*")
+    assert options.group == "__mirror.n" and options.offset_syncs_topic == "__mirror.n.offset-syncs"
+    assert options.selects("abc") and not options.selects("xabc") and not options.selects("__abc")
+
+
+def test_configs_that_mean_the_same_translate_and_the_others_are_left_out():
+    copied, left_out = kafka_to_kstream({"retention.ms": "1000", "max.message.bytes": "2000000",
+                                         "min.insync.replicas": "2", "compression.type": "gzip",
+                                         "cleanup.policy": "compact", "flush.messages": "1"})
+    assert copied == {"retention.ms": "1000", "message.max.bytes": "2000000", "cleanup.policy": "compact"}
+    assert left_out == ["compression.type", "flush.messages", "min.insync.replicas"]
+    copied, left_out = kstream_to_kafka({"message.max.bytes": "2000000", "compression.type": "zstd",
+                                         "message.timestamp.type": "LogAppendTime"})
+    assert copied == {"max.message.bytes": "2000000", "compression.type": "zstd"}
+    assert left_out == ["message.timestamp.type"]
+
+
+def test_import_kstream_and_the_cli_never_load_confluent_kafka():
+    code = ("import sys, kstream, kstream.mirror, kstream.mirror.into_kstream, kstream.mirror.into_kafka, "
+            "kstream.tools.cli.main; print('confluent_kafka' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
