@@ -108,3 +108,21 @@ def test_a_typed_topic_is_refused_with_a_clear_error(kafka_broker, tmp_path, top
         admin.create_topics([NewTopic(topic_name, 1, schema=pa.schema([("x", pa.int64())]))])[topic_name].result()
     with pytest.raises(MirrorError, match="typed"):
         IntoKafka(options(cluster, kafka_broker, mirror_name, topics=(topic_name,))).run()
+
+
+def test_records_read_past_the_end_at_start_are_left_for_the_next_run(
+        kafka_broker, tmp_path, topic_name, mirror_name, monkeypatch):
+    from kstream.mirror.kstream_side import KstreamSide
+
+    cluster = str(tmp_path / "c")
+    make_kstream_topic(cluster, topic_name, 1)
+    records = sample(1, 20)
+    produce_kstream(cluster, topic_name, records)
+    real = KstreamSide.end_offsets
+    # as if the last 8 records were appended just after the mirror read the end: one batch holds them all
+    monkeypatch.setattr(KstreamSide, "end_offsets", lambda self, tps: {tp: 12 for tp in real(self, tps)})
+    assert IntoKafka(options(cluster, kafka_broker, mirror_name, topics=(topic_name,))).run().records == 12
+    monkeypatch.setattr(KstreamSide, "end_offsets", real)
+
+    assert IntoKafka(options(cluster, kafka_broker, mirror_name, topics=(topic_name,))).run().records == 8
+    assert read_kafka(kafka_broker, topic_name, 1) == records

@@ -98,7 +98,7 @@ class IntoKafka:
         if not todo:
             return
         consumer.assign([TopicPartition(t, p, positions.get((t, p), OFFSET_BEGINNING)) for t, p in todo])
-        producer = kafka.producer()
+        producer = kafka.producer(self._report)
         remaining = set(todo)
         pending: dict[TopicPartitionKey, int] = {}  # records sent since the last commit, per partition
         try:
@@ -107,14 +107,14 @@ class IntoKafka:
                 if batch is not None:
                     self._send(producer, batch, ends, pending)
                 if pending and (batch is None or sum(pending.values()) >= options.chunk_records):
-                    self._flush_and_commit(producer, consumer, pending)
+                    self._flush_and_commit(producer, consumer, pending, ends)
                 if ends is not None:
                     for tp in consumer.position([TopicPartition(t, p) for t, p in remaining]):
                         if tp.offset >= ends[(tp.topic, tp.partition)]:
                             remaining.discard((tp.topic, tp.partition))
                 progress.maybe_print(kstream.end_offsets)
             if pending:
-                self._flush_and_commit(producer, consumer, pending)
+                self._flush_and_commit(producer, consumer, pending, ends)
         finally:
             producer.flush(options.timeout_s)
 
@@ -122,36 +122,39 @@ class IntoKafka:
               pending: dict[TopicPartitionKey, int]) -> None:
         """Produce one Arrow batch (one partition) to Kafka, each record to its own partition.
         With ``until_end``, records at or past the end at start are not this run's."""
-        columns = batch.to_pydict()
+        n = batch.num_rows
+        topic, partition = batch.column("topic")[0].as_py(), batch.column("partition")[0].as_py()
+        offsets = batch.column("offset").to_numpy()
+        if ends is not None and n and offsets[-1] >= ends[(topic, partition)]:
+            n = int((offsets < ends[(topic, partition)]).sum())  # offsets ascend: a prefix is this run's
+        if n == 0:
+            return
         stamps = batch.column("timestamp")
-        columns["timestamp"] = (stamps.cast(pa.timestamp("ms", tz=getattr(stamps.type, "tz", None))).cast(pa.int64())
-                                if pa.types.is_timestamp(stamps.type) else stamps).to_pylist()
-        topic, partition = columns["topic"][0], columns["partition"][0]
-        end = ends[(topic, partition)] if ends is not None else None
-        produce, report = producer.produce, self._report
+        if pa.types.is_timestamp(stamps.type):
+            stamps = stamps.cast(pa.timestamp("ms", tz=stamps.type.tz)).cast(pa.int64())
+        keys = batch.column("key").slice(0, n).to_pylist()
+        values = batch.column("value").slice(0, n).to_pylist()
+        headers = _headers(batch.column("headers").slice(0, n))
+        produce = producer.produce
         sent = 0
-        for key, value, offset, stamp, headers in zip(columns["key"], columns["value"], columns["offset"],
-                                                      columns["timestamp"], columns["headers"], strict=True):
-            if end is not None and offset >= end:
-                break
+        for key, value, stamp, header in zip(keys, values, stamps.slice(0, n).to_pylist(), headers, strict=True):
             while True:
                 try:
-                    produce(topic, value=value, key=key, partition=partition,
-                            timestamp=stamp or 0, headers=[(h["key"], h["value"]) for h in headers] if headers
-                            else None, on_delivery=report)
+                    produce(topic, value, key, partition, timestamp=stamp or 0, headers=header)
                     break
                 except BufferError:  # the producer's queue is full: let it send, then go on
                     producer.poll(0.05)
             sent += 1
-        if sent:
-            pending[(topic, partition)] = pending.get((topic, partition), 0) + sent
-            producer.poll(0)
+        pending[(topic, partition)] = pending.get((topic, partition), 0) + sent
+        producer.poll(0)
 
     def _report(self, err: Any, message: Any) -> None:
+        """Delivery reports: failures only (the producer's delivery.report.only.error)."""
         if err is not None and len(self._failed) < 10:
             self._failed.append(f"{message.topic()}[{message.partition()}]: {err.str()}")
 
-    def _flush_and_commit(self, producer: Any, consumer: Any, pending: dict[TopicPartitionKey, int]) -> None:
+    def _flush_and_commit(self, producer: Any, consumer: Any, pending: dict[TopicPartitionKey, int],
+                          ends: dict[TopicPartitionKey, int] | None) -> None:
         """At least once: the kstream positions are committed only once Kafka confirmed every record."""
         left = producer.flush(self.options.timeout_s)
         if left or self._failed:
@@ -160,8 +163,23 @@ class IntoKafka:
                               f"{left or len(self._failed)} record(s) ({why}); "
                               "nothing past the last commit is marked copied: run the mirror again")
         positions = consumer.position([TopicPartition(t, p) for t, p in pending])
+        if ends is not None:  # records read past the end at start were not sent: the next run's
+            positions = [TopicPartition(tp.topic, tp.partition, min(tp.offset, ends[(tp.topic, tp.partition)]))
+                         for tp in positions]
         consumer.commit(offsets=positions, asynchronous=False)
         for tp in positions:
             self.progress.copied((tp.topic, tp.partition), pending[(tp.topic, tp.partition)], tp.offset)
         pending.clear()
 
+
+
+def _headers(column: pa.Array) -> list[list[tuple[str, bytes | None]] | None]:
+    """A headers column as produce()'s lists of (key, value), None where a record has none;
+    through the flat children (a struct per header to a dict would cost a dict per header)."""
+    if column.null_count == len(column):
+        return [None] * len(column)
+    flat = column.flatten()  # the headers of the (sliced) rows, in order
+    pairs = list(zip(flat.field("key").to_pylist(), flat.field("value").to_pylist(), strict=True))
+    bounds = column.offsets.to_numpy()
+    bounds = (bounds - bounds[0]).tolist()
+    return [pairs[bounds[i]:bounds[i + 1]] or None for i in range(len(column))]

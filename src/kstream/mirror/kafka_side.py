@@ -104,12 +104,15 @@ class KafkaSide:
             "queued.min.messages": max(fetch_records, 10_000), "log_level": 0,
         })
 
-    def producer(self, linger_ms: int = 5) -> Any:
-        """An idempotent acks=all producer (no reordering, no duplicates from its own retries)."""
+    def producer(self, on_failure: Any, linger_ms: int = 5) -> Any:
+        """An idempotent acks=all producer (no reordering, no duplicates from its own retries).
+        Only failed deliveries are reported, to ``on_failure(err, message)`` (a success costs no
+        Python call; ``flush()`` returning 0 with no failure reported means every record landed)."""
         return self.ck.Producer({
             "bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
             "linger.ms": linger_ms, "batch.size": 1 << 20, "queue.buffering.max.messages": 1_000_000,
             "message.timeout.ms": max(int(self.timeout_s * 1000), 5000), "log_level": 0,
+            "delivery.report.only.error": True, "on_delivery": on_failure,
         })
 
 
