@@ -80,7 +80,7 @@ def confluent_consume(bootstrap: str, topic: str, partitions: int, count: int) -
     from confluent_kafka import TopicPartition as KafkaTopicPartition
 
     consumer = KafkaConsumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                              "isolation.level": "read_committed", "queued.min.messages": 10_000})
+                              "isolation.level": "read_committed"})  # librdkafka's prefetch defaults: its best
     consumer.assign([KafkaTopicPartition(topic, p, -2) for p in range(partitions)])
     got = 0
     started = time.perf_counter()

@@ -126,7 +126,7 @@ class IntoKstream:
             return
         ck = kafka.ck
         producer = Producer({"cluster": kstream.path, "transactional.id": options.transactional_id})
-        consumer = kafka.consumer(options.group, options.chunk_records)
+        consumer = kafka.consumer(options.group)
         try:
             producer.init_transactions()  # fences a killed run's producer and aborts what it left open
             metadata = group_consumer.consumer_group_metadata()
