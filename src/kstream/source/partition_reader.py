@@ -61,7 +61,7 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
         # Aborted ranges as of the HW now (at least the one the end was planned with).
         for stored in read_visible(reader, isolation, offset, split.end,
                                    max(split.end, handle.high_watermark() or 0), codec, stored_columns,
-                                   _FETCH_BYTES):
+                                   _FETCH_BYTES, high_watermark_now=lambda: handle.high_watermark() or 0):
             batch = builder.build(stored)
             columns = {name: batch.column(name) for name in batch.schema.names}
             if len(avro_wanted):
