@@ -86,6 +86,7 @@ class KeyedHistory:
 
     def check(self, v) -> None:
         """Add what is wrong to the :class:`chaos.checker.Verdict` ``v``."""
+        v.acknowledged += sum(w.state in DEFINITE for w in self.writes.values())
         for read in self.reads:
             if read.error is not None:
                 v.note(f"{read.label}: partition {read.partition}: read failed: {read.error[:300]}")
