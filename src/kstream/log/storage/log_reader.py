@@ -241,16 +241,19 @@ class LogReader:
                 if not view.replaced():
                     raise
                 # A writer cut a torn tail and renamed a new file over this one:
-                # what looked bad is the old file's tail. Read the new file.
+                # what looked bad is the old file's tail. Read the new file, seeking
+                # again: positions of the old file mean nothing in the cleaner's.
                 view.close()
                 del self._views[base]
+                position = -1
                 continue
             if frame is not None:
                 return frame, (base, position + frame.header.frame_size)
             if not sealed:
-                if view.replaced():  # a writer cut a torn tail: read the new file
-                    view.close()
-                    del self._views[base]
+                if view.replaced():  # a writer cut a torn tail, or the cleaner swapped the segment
+                    view.close()   # after it rolled: read the new file, seeking again (a cleaned
+                    del self._views[base]  # file's frames lie elsewhere, its end may be further)
+                    position = -1
                     continue
                 # End of the active segment: has someone rolled a new one?
                 if index == len(self._bases) - 1:
