@@ -15,8 +15,9 @@ cleaner runs"). One run, the two sides alternating inside every repeat, medians.
     one IPC file per segment, fsync each file and the directory. MB/s of the sealed segments'
     bytes; the ratio is cleaner / raw.
 (b) Producer beside the cleaner. A producer process writes batches of 500 records (acks=1) to
-    the partition for ``--produce-seconds``, alone, and with another process cleaning the same
-    partition again and again (forced); records/s, alternating; the drop is 1 - with / alone.
+    the partition for ``--produce-seconds``, alone, and while another process, started first,
+    cleans the same partition again and again (forced, each clean over the whole log); records/s,
+    alternating; the drop is 1 - with / alone. On 2 cores the two processes also share the CPU.
 
 Prints markdown tables and writes OUT/clean_throughput.json. A timed measurement: run under
 ``flock /tmp/kstream-bench.lock``.
@@ -155,42 +156,60 @@ table = pa.table({"key": pa.array([b"p%d" % i for i in range(500)], pa.binary())
                   "value": pa.array([b"y" * 100] * 500, pa.binary())})
 with Producer({"cluster": cluster, "acks": "1", "linger.ms": 0}) as producer:
     producer.produce_batch("c", table, partition=0)  # warm
+    print("ready", flush=True)
+    sys.stdin.readline()
     n, started = 0, time.perf_counter()
     while time.perf_counter() - started < seconds:
         producer.produce_batch("c", table, partition=0)
         n += 500
-    print(n / (time.perf_counter() - started))
+    print(n / (time.perf_counter() - started), flush=True)
 """
 
 _CLEANER = """
-import sys, time
+import signal, sys
 from kstream.log.cluster.cluster import Cluster
-cluster, seconds = sys.argv[1], float(sys.argv[2])
-deadline = time.monotonic() + seconds
 cleans = 0
-while time.monotonic() < deadline:
-    opened = Cluster.open(cluster)
+def stop(*_):
+    print(cleans, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+print("ready", flush=True)
+sys.stdin.readline()
+while True:
+    opened = Cluster.open(sys.argv[1])
     try:
         cleans += sum(d.cleaned for d in opened.clean_topic("c", force=True))
     finally:
         opened.close()
-print(cleans)
 """
 
 
+def _child(code: str, *args: str) -> subprocess.Popen:
+    child = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    return child
+
+
 def produce_rate(cluster: str, seconds: float, with_cleaner: bool) -> tuple[float, int]:
-    env = dict(os.environ)
-    cleaner = None
-    if with_cleaner:
-        cleaner = subprocess.Popen([sys.executable, "-c", _CLEANER, cluster, str(seconds + 1)],
-                                   stdout=subprocess.PIPE, env=env, text=True)
-        time.sleep(0.3)  # the cleaner is under way when the producer starts
-    producer = subprocess.run([sys.executable, "-c", _PRODUCER, cluster, str(seconds)], capture_output=True,
-                              env=env, text=True, check=True)
+    """The producer's records/s over ``seconds``, alone or while a cleaner process cleans the
+    partition again and again (started first: it is cleaning when the producer starts)."""
+    producer = _child(_PRODUCER, cluster, str(seconds))
+    cleaner = _child(_CLEANER, cluster) if with_cleaner else None
+    if cleaner is not None:
+        assert cleaner.stdin is not None
+        cleaner.stdin.write("go\n")
+        cleaner.stdin.flush()
+        time.sleep(0.2)
+    assert producer.stdin is not None
+    producer.stdin.write("go\n")
+    producer.stdin.flush()
+    rate = float(producer.communicate(timeout=600)[0].strip())
     cleans = 0
     if cleaner is not None:
+        cleaner.terminate()  # (a clean under way is not counted; its build is dropped by the next)
         cleans = int(cleaner.communicate(timeout=600)[0].strip() or 0)
-    return float(producer.stdout.strip()), cleans
+    return rate, cleans
 
 
 def main(argv: list[str] | None = None) -> int:
