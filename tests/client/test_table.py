@@ -206,3 +206,17 @@ def test_max_keys_is_a_limit(cluster_path, make_topic):
     produce(cluster_path, [(b"k%d" % i, b"v") for i in range(5)])
     with Table(cluster_path, "t", max_keys=4) as table, pytest.raises(Exception, match="more than 4 keys"):
         table.get(b"k0")
+
+
+def test_the_frame_cache_keeps_to_its_bytes_and_answers_the_same(cluster_path, make_topic):
+    make_topic("t", config=COMPACT)
+    produce(cluster_path, [(b"k%d" % i, b"v%d" % i) for i in range(30)])
+    with Table(cluster_path, "t") as table:
+        table.refresh()
+        index = table._indexes[0]
+        index.frame_cache_bytes = 300  # room for a frame or two of these
+        for _ in range(2):
+            for i in range(30):
+                assert table.get(b"k%d" % i).value() == b"v%d" % i
+                assert 0 < index._frame_bytes <= 300
+                assert index._frame_bases == sorted(index._frames)

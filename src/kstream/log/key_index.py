@@ -31,7 +31,9 @@ Not thread-safe (one per Table, which locks around it). Takes no lock, writes no
 
 from __future__ import annotations
 
+import bisect
 import functools
+from collections import OrderedDict
 
 from kstream.errors import OffsetOutOfRangeError, ResourceExhaustedError
 from kstream.log.cluster.cluster import Cluster
@@ -48,6 +50,8 @@ from kstream.log.visible_reads import READ_BYTES, read_visible
 
 MAX_KEYS = 100_000_000
 """Most keys one partition's index holds (about 150 bytes of memory each)."""
+FRAME_CACHE_BYTES = 64 << 20
+"""Most payload bytes of decoded frames one index keeps for its lookups (checked once each)."""
 CATCH_UP_ROUNDS = 16
 """Most scans one :meth:`KeyIndex.catch_up` makes while cleans keep swapping segments under it."""
 _KEY_COLUMNS = frozenset({"key", "value"})
@@ -60,7 +64,8 @@ class KeyIndex:
     the partition's LSO on each :meth:`catch_up`. See the module for the contract."""
 
     def __init__(self, cluster: Cluster, info: TopicInfo, partition: int, *, typed: bool,
-                 until: int | None = None, max_keys: int = MAX_KEYS, read_bytes: int = READ_BYTES):
+                 until: int | None = None, max_keys: int = MAX_KEYS, read_bytes: int = READ_BYTES,
+                 frame_cache_bytes: int = FRAME_CACHE_BYTES):
         self.topic = info.name
         self.partition = partition
         self.typed = typed
@@ -76,6 +81,12 @@ class KeyIndex:
         self._latest: dict[bytes, int] = {}
         self.indexed_to: int | None = None  # the offset the next scan starts at (None: never scanned)
         self._files_generation = self._handle.lock.read_generation()
+        # Decoded frames lookups read, by base offset (sorted list beside it for the search),
+        # least recently used first; dropped whenever the reader is (the files changed).
+        self._frames: OrderedDict[int, tuple[StoredBatch, int]] = OrderedDict()  # (frame, payload bytes)
+        self._frame_bases: list[int] = []
+        self._frame_bytes = 0
+        self.frame_cache_bytes = frame_cache_bytes
 
     def __len__(self) -> int:
         """Keys that have a live (not deleted) latest record."""
@@ -109,9 +120,10 @@ class KeyIndex:
                         f"reader may read now (the LSO {end}, HW {high_watermark}): records below it are not "
                         f"written or not committed yet; ask for as_of <= {end}, or wait")
                 end = self.until
+            before = self.indexed_to
             self._scan(end, high_watermark)
             assert self.indexed_to is not None
-            if generation() == seen:
+            if self.indexed_to == before or generation() == seen:
                 return self.indexed_to  # no file replaced while reading: what was read is whole
             cleaned_to = read_checkpoint(self._handle.leader_dir) or 0
             if cleaned_to <= self.indexed_to:
@@ -136,11 +148,15 @@ class KeyIndex:
         moved), a new reader, so no old segment stays mapped (and its disk space held). Returns
         the partition lock's generation."""
         generation = self._handle.lock.read_generation()
-        moved = self._handle.refresh_metadata()
-        if generation != self._files_generation or moved:
+        # (A new leader or ISR bumps the generation too: the metadata is asked only then.)
+        if generation != self._files_generation:
+            self._handle.refresh_metadata()
             self._reader.close()
             self._reader = self._handle.reader()
             self._files_generation = generation
+            self._frames.clear()
+            self._frame_bases.clear()
+            self._frame_bytes = 0
         return generation
 
     def _cleaned_past(self, cleaned_to: int) -> OffsetOutOfRangeError:
@@ -196,23 +212,50 @@ class KeyIndex:
         """The one record at ``offset`` (a one-row batch), or None when the log no longer holds
         one there (the cleaner removed it for a newer one, or retention deleted it)."""
         self._follow_files()
-        try:
-            frames = self._reader.read(offset, 1, end_offset=offset + 1)
-        except OffsetOutOfRangeError:
-            return None
-        if not frames:
-            self._reader.refresh()
-            if offset < self._reader.log_start_offset():
+        frame = self._cached_frame(offset)
+        if frame is None:
+            try:
+                frames = self._reader.read(offset, 1, end_offset=offset + 1)
+            except OffsetOutOfRangeError:
                 return None
-            raise OffsetOutOfRangeError(f"{self.topic}-{self.partition} has no data at offset {offset}, which "
-                                        "its key index holds below the LSO")
-        header = frames[0].header
-        if not header.holds_records or header.filler or not header.base_offset <= offset < header.next_offset:
-            return None
-        stored = decode_frame(self._codec, frames[0]).slice_from(offset).until(offset + 1)
+            if not frames:
+                self._reader.refresh()
+                if offset < self._reader.log_start_offset():
+                    return None
+                raise OffsetOutOfRangeError(f"{self.topic}-{self.partition} has no data at offset {offset}, "
+                                            "which its key index holds below the LSO")
+            header = frames[0].header
+            if not header.holds_records or header.filler or not header.base_offset <= offset < header.next_offset:
+                return None  # a filler (cleaned away), or a marker
+            frame = decode_frame(self._codec, frames[0])
+            self._cache_frame(header.base_offset, frame, header.payload_size)
+        stored = frame.slice_from(offset).until(offset + 1)
         if stored.batch.num_rows != 1 or stored.offset_of(0) != offset:
-            return None
+            return None  # a sparse frame without that offset (cleaned away)
         return stored
+
+    def _cached_frame(self, offset: int) -> StoredBatch | None:
+        at = bisect.bisect_right(self._frame_bases, offset) - 1
+        if at < 0:
+            return None
+        base = self._frame_bases[at]
+        frame = self._frames[base][0]
+        if offset >= frame.next_offset:
+            return None
+        self._frames.move_to_end(base)
+        return frame
+
+    def _cache_frame(self, base: int, frame: StoredBatch, size: int) -> None:
+        """Keep ``frame`` (``size``: its stored payload bytes, what the cache counts)."""
+        if size > self.frame_cache_bytes:
+            return
+        while self._frame_bytes + size > self.frame_cache_bytes:
+            old, (_, dropped_size) = self._frames.popitem(last=False)
+            self._frame_bases.pop(bisect.bisect_left(self._frame_bases, old))
+            self._frame_bytes -= dropped_size
+        self._frames[base] = (frame, size)
+        bisect.insort(self._frame_bases, base)
+        self._frame_bytes += size
 
     def close(self) -> None:
         try:
