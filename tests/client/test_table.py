@@ -7,6 +7,7 @@ import pytest
 
 from helpers import file_tree, metadata_dump
 from kstream import ConfigError, OffsetOutOfRangeError, Producer, Table, TopicNotFoundError
+from kstream.errors import ValueTooLargeError
 from kstream.client.partitioner import partition_for_key
 from kstream.log.cluster.cluster import Cluster
 
@@ -220,3 +221,16 @@ def test_the_frame_cache_keeps_to_its_bytes_and_answers_the_same(cluster_path, m
                 assert table.get(b"k%d" % i).value() == b"v%d" % i
                 assert 0 < index._frame_bytes <= 2000 and 0 < len(index._frames) < 10
                 assert index._frame_bases == sorted(index._frames)
+
+
+def test_a_typed_value_past_decode_max_items_is_refused_with_what_to_do(cluster_path, make_topic):
+    schema = pa.schema([pa.field("items", pa.list_(pa.int64()))])
+    make_topic("typed", config=COMPACT, schema=schema)
+    with Producer({"cluster": cluster_path}) as producer:
+        producer.produce("typed", {"items": list(range(50))}, key=b"big")
+        producer.produce("typed", {"items": [1]}, key=b"small")
+        producer.flush()
+    with Table(cluster_path, "typed", decode_max_items=10) as table:
+        assert table.get(b"small").value() == {"items": [1]}
+        with pytest.raises(ValueTooLargeError, match="more than 10 values.*raise decode_max_items"):
+            table.get(b"big")

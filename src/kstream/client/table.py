@@ -38,14 +38,14 @@ from typing import Any
 
 from kstream.client.partitioner import partition_for_key
 from kstream.client.producer_batches import to_bytes
-from kstream.errors import ConfigError
+from kstream.errors import ConfigError, ValueTooLargeError
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.key_index import MAX_KEYS, KeyIndex
 from kstream.log.storage.output import StoredBatch, to_python_records
 from kstream.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, make_message
 
-MAX_TYPED_ITEMS = 100_000_000
-"""Most values one typed record converts to (the Consumer's decode.max.items, at its maximum)."""
+DECODE_MAX_ITEMS = 1_000_000
+"""Most values one typed record converts to by default (the Consumer's decode.max.items)."""
 _LOOKUP_ROUNDS = 4  # a record cleaned away between the catch-up and the read: catch up and look again
 
 
@@ -55,10 +55,13 @@ class Table:
     ``cluster_or_config``: an open :class:`Cluster` (left open by close()), a path to one, or
     a client config dict (``{"cluster": path}``; None or {}: $KSTREAM_CLUSTER or ./data).
     ``as_of``: {partition: offset}, every partition named, for a snapshot (default: follow the
-    LSO). ``max_keys``: most keys indexed per partition (ResourceExhaustedError past it)."""
+    LSO). ``max_keys``: most keys indexed per partition (ResourceExhaustedError past it).
+    ``decode_max_items``: most values a typed record's value converts to (the Consumer's
+    ``decode.max.items``; a get of a larger one raises ValueTooLargeError)."""
 
     def __init__(self, cluster_or_config: Cluster | str | Mapping[str, Any] | None, topic: str, *,
-                 as_of: Mapping[int, int] | None = None, max_keys: int = MAX_KEYS):
+                 as_of: Mapping[int, int] | None = None, max_keys: int = MAX_KEYS,
+                 decode_max_items: int = DECODE_MAX_ITEMS):
         self._own_cluster = not isinstance(cluster_or_config, Cluster)
         self._cluster = _open_cluster(cluster_or_config)
         try:
@@ -78,6 +81,7 @@ class Table:
             raise
         self.topic = topic
         self._max_keys = max_keys
+        self._decode_max_items = decode_max_items
         self._indexes: dict[int, KeyIndex] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -148,7 +152,13 @@ class Table:
         return None
 
     def _message(self, partition: int, offset: int, stored: StoredBatch) -> Message:
-        keys, values, timestamps, headers, _ = to_python_records(stored, self._typed, MAX_TYPED_ITEMS)
+        keys, values, timestamps, headers, too_large = to_python_records(stored, self._typed,
+                                                                         self._decode_max_items)
+        if too_large:
+            raise ValueTooLargeError(
+                f"{self.topic}-{partition} offset {offset}: the typed value holds more than {self._decode_max_items} "
+                f"values (counted {too_large[0]}; nested lists, maps, structs), more than decode_max_items lets a "
+                "Table convert to Python; raise decode_max_items, or read it as Arrow (Consumer.poll_batch)")
         kind = TIMESTAMP_LOG_APPEND_TIME if stored.log_append_time else TIMESTAMP_CREATE_TIME
         return make_message(self.topic, partition, offset, next(iter(keys)), next(iter(values)),
                             next(iter(headers)), kind, next(iter(timestamps)))
