@@ -7,8 +7,8 @@ import pytest
 
 from helpers import file_tree, metadata_dump
 from kstream import ConfigError, OffsetOutOfRangeError, Producer, Table, TopicNotFoundError
-from kstream.errors import ValueTooLargeError
 from kstream.client.partitioner import partition_for_key
+from kstream.errors import ValueTooLargeError
 from kstream.log.cluster.cluster import Cluster
 
 COMPACT = {"cleanup.policy": "compact", "segment.bytes": "1024", "min.cleanable.dirty.ratio": "0.01"}
