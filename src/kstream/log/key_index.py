@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import bisect
 import functools
+from array import array
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from kstream.errors import OffsetOutOfRangeError, ResourceExhaustedError
 from kstream.log.cluster.cluster import Cluster
@@ -44,6 +46,7 @@ from kstream.log.storage.cleaner.replica_cleaner import read_checkpoint
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.output import StoredBatch, decode_frame
 from kstream.log.storage.records import PayloadCodec
+from kstream.log.storage.segment import Frame
 from kstream.log.transactions.isolation import READ_COMMITTED, Isolation
 from kstream.log.transactions.store import TransactionStore
 from kstream.log.visible_reads import READ_BYTES, read_visible
@@ -87,6 +90,12 @@ class KeyIndex:
         self._frame_bases: list[int] = []
         self._frame_bytes = 0
         self.frame_cache_bytes = frame_cache_bytes
+        # Where each indexed frame that holds records is (noted by the scan): its base offset,
+        # its segment's base and its position there, so a lookup reads it without a seek.
+        # Valid while the files' generation holds (a clean moves frames): dropped with the reader.
+        self._noted_bases = array("q")
+        self._noted_segments = array("q")
+        self._noted_positions = array("q")
 
     def __len__(self) -> int:
         """Keys that have a live (not deleted) latest record."""
@@ -157,6 +166,8 @@ class KeyIndex:
             self._frames.clear()
             self._frame_bases.clear()
             self._frame_bytes = 0
+            for noted in (self._noted_bases, self._noted_segments, self._noted_positions):
+                del noted[:]
         return generation
 
     def _cleaned_past(self, cleaned_to: int) -> OffsetOutOfRangeError:
@@ -179,9 +190,27 @@ class KeyIndex:
         columns = None if self.typed else _KEY_COLUMNS
         latest = self._latest
         for stored in read_visible(self._reader, self._isolation, start, end, high_watermark, self._codec,
-                                   columns, self.read_bytes):
+                                   columns, self.read_bytes, self._note_frames):
             self._add(latest, stored)
         self.indexed_to = end
+
+    def _note_frames(self, frames: Sequence[Frame]) -> None:
+        """Note where each frame holding records is (what :meth:`record` reads without a seek)."""
+        bases = self._reader.refresh()
+        noted = self._noted_bases
+        for frame in frames:
+            header = frame.header
+            if not header.holds_records or header.filler or (noted and header.base_offset <= noted[-1]):
+                continue
+            noted.append(header.base_offset)
+            self._noted_segments.append(bases[bisect.bisect_right(bases, header.base_offset) - 1])
+            self._noted_positions.append(frame.position)
+
+    def _noted_frame(self, offset: int) -> Frame | None:
+        at = bisect.bisect_right(self._noted_bases, offset) - 1
+        if at < 0:
+            return None
+        return self._reader.read_noted(offset, self._noted_segments[at], self._noted_positions[at])
 
     def _add(self, latest: dict[bytes, int], stored: StoredBatch) -> None:
         batch = stored.batch
@@ -214,8 +243,9 @@ class KeyIndex:
         self._follow_files()
         frame = self._cached_frame(offset)
         if frame is None:
+            noted = self._noted_frame(offset)
             try:
-                frames = self._reader.read(offset, 1, end_offset=offset + 1)
+                frames = [noted] if noted is not None else self._reader.read(offset, 1, end_offset=offset + 1)
             except OffsetOutOfRangeError:
                 return None
             if not frames:
