@@ -53,7 +53,7 @@ def test_a_noted_frame_is_read_back_and_a_wrong_note_is_none(cluster_path):
 def test_a_bad_payload_at_a_note_is_none_and_read_reports_it(cluster_path):
     directory = replica(cluster_path)
     offset, base, position = notes(directory)[2]
-    path = os.path.join(directory, "%020d.log" % base)
+    path = os.path.join(directory, f"{base:020d}.log")
     with open(path, "r+b") as f:
         f.seek(position + 80)
         byte = f.read(1)
