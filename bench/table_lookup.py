@@ -9,7 +9,9 @@ topic cleaned once), then, in this process:
   resident memory it added (MB, and bytes a key);
 * **get**: ``--lookups`` ``Table.get`` calls on random keys that exist, each timed alone
   (ns), in ``--repeats`` rounds: p50, p99 and max of each round, and the median over rounds;
-  the same for keys that are absent, and ``get_many`` of 1,000 keys (per key).
+  the same for keys that are absent, and ``get_many`` of 1,000 keys (per key). Each get's
+  CPU time too (``time.thread_time_ns``: without the time the process was preempted), and
+  how often it was preempted: on a loaded machine the wall-time tail is the scheduler's.
 
 Goal (issue 25): p99 <= 1 ms on 10M keys.
 
@@ -83,15 +85,19 @@ def percentiles(samples: list[int]) -> tuple[float, float, float]:
     return (ordered[len(ordered) // 2] / 1e3, ordered[int(len(ordered) * 0.99)] / 1e3, ordered[-1] / 1e3)
 
 
-def time_gets(table: Table, keys: list[bytes]) -> list[int]:
+def time_gets(table: Table, keys: list[bytes]) -> tuple[list[int], list[int], int]:
+    """Each get's wall time and CPU time (ns; CPU time leaves out the time this process was
+    preempted), and how many times it was preempted (involuntary context switches) meanwhile."""
     get = table.get
-    clock = time.perf_counter_ns
-    samples = []
+    clock, cpu = time.perf_counter_ns, time.thread_time_ns
+    walls, cpus = [], []
+    switches = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
     for key in keys:
-        start = clock()
+        start, start_cpu = clock(), cpu()
         get(key)
-        samples.append(clock() - start)
-    return samples
+        cpus.append(cpu() - start_cpu)
+        walls.append(clock() - start)
+    return walls, cpus, resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw - switches
 
 
 def measure(cluster: str, keys: int, lookups: int, repeats: int) -> None:
@@ -104,13 +110,18 @@ def measure(cluster: str, keys: int, lookups: int, repeats: int) -> None:
     print(f"{keys:>11,} keys: index build {build_s:6.1f} s, +{added / 1e6:,.0f} MB resident "
           f"({added / keys:.0f} B a key)")
     rng = random.Random(2)
-    rounds = {"get (present)": [], "get (absent)": [], "get_many 1000 (per key)": []}
+    rounds: dict[str, list[tuple[float, float, float]]] = {
+        "get (present)": [], "get (present, CPU)": [], "get (absent)": [], "get (absent, CPU)": [],
+        "get_many 1000 (per key)": []}
+    preempted = []
     try:
         for _ in range(repeats):
-            present = [key_of(rng.randrange(keys)) for _ in range(lookups)]
-            rounds["get (present)"].append(percentiles(time_gets(table, present)))
-            absent = [b"absent-%d" % rng.randrange(1 << 40) for _ in range(lookups)]
-            rounds["get (absent)"].append(percentiles(time_gets(table, absent)))
+            for name, wanted in (("present", [key_of(rng.randrange(keys)) for _ in range(lookups)]),
+                                 ("absent", [b"absent-%d" % rng.randrange(1 << 40) for _ in range(lookups)])):
+                walls, cpus, switches = time_gets(table, wanted)
+                rounds[f"get ({name})"].append(percentiles(walls))
+                rounds[f"get ({name}, CPU)"].append(percentiles(cpus))
+                preempted.append(switches)
             many = []
             for _ in range(max(1, lookups // 1000)):
                 wanted = [key_of(rng.randrange(keys)) for _ in range(1000)]
@@ -120,6 +131,7 @@ def measure(cluster: str, keys: int, lookups: int, repeats: int) -> None:
             rounds["get_many 1000 (per key)"].append(percentiles(many))
     finally:
         table.close()
+    print(f"    preempted (involuntary context switches) during the get rounds: {preempted}")
     for name, figures in rounds.items():
         p50 = statistics.median(f[0] for f in figures)
         p99 = statistics.median(f[1] for f in figures)
