@@ -37,6 +37,8 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 
+import pyarrow as pa
+
 from kstream.errors import OffsetOutOfRangeError, ResourceExhaustedError
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.metadata import TopicInfo
@@ -45,7 +47,7 @@ from kstream.log.storage.cleaner.frame_rewrite import tombstones
 from kstream.log.storage.cleaner.replica_cleaner import read_checkpoint
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.output import StoredBatch, decode_frame
-from kstream.log.storage.records import PayloadCodec
+from kstream.log.storage.records import RECORD_COLUMNS, PayloadCodec
 from kstream.log.storage.segment import Frame
 from kstream.log.transactions.isolation import READ_COMMITTED, Isolation
 from kstream.log.transactions.store import TransactionStore
@@ -219,11 +221,12 @@ class KeyIndex:
         key_column = batch.column("key")
         keys = key_column.to_pylist()
         offsets = stored.row_offsets().tolist()
-        dead = tombstones(batch, self.typed)
-        if not dead.any() and not key_column.null_count:
+        dead = tombstones(batch, self.typed) if _may_hold_tombstones(batch, self.typed) else None
+        if (dead is None or not dead.any()) and not key_column.null_count:
             latest.update(zip(keys, offsets, strict=True))
         else:  # tombstones, or keyless rows (written before the topic was compacted)
-            for key, offset, deleted in zip(keys, offsets, dead.tolist(), strict=True):
+            deletes = dead.tolist() if dead is not None else [False] * len(keys)
+            for key, offset, deleted in zip(keys, offsets, deletes, strict=True):
                 if key is None:
                     continue
                 if deleted:
@@ -292,6 +295,15 @@ class KeyIndex:
             self._reader.close()
         finally:
             self._handle.close()
+
+
+def _may_hold_tombstones(batch: pa.RecordBatch, typed: bool) -> bool:
+    """Whether any row may be a tombstone (null value; typed: every value column null), from
+    the columns' null counts alone: most batches hold none, and then no row is looked at."""
+    if not typed:
+        return "value" in batch.schema.names and batch.column("value").null_count > 0
+    values = [name for name in batch.schema.names if name not in RECORD_COLUMNS]
+    return all(batch.column(name).null_count > 0 for name in values)
 
 
 def _leader_dir(handle: Partition) -> str:
