@@ -234,3 +234,29 @@ def test_a_typed_value_past_decode_max_items_is_refused_with_what_to_do(cluster_
         assert table.get(b"small").value() == {"items": [1]}
         with pytest.raises(ValueTooLargeError, match="more than 10 values.*raise decode_max_items"):
             table.get(b"big")
+
+
+def test_a_clean_during_the_index_scan_does_not_lose_a_key(cluster_path, make_topic):
+    """The scan reads segment by segment; after its first look another writer replaces k (whose
+    record lies further on) and the cleaner, cleaning past the scan's end, drops k's old record
+    from a segment the scan has not opened yet. The scan must read on to k's new record rather
+    than end with k missing."""
+    make_topic("t", config=COMPACT)
+    produce(cluster_path, [(b"x%d" % i, b"-") for i in range(10)] + [(b"k", b"old")]
+            + [(b"y%d" % i, b"-") for i in range(10)])
+    with Table(cluster_path, "t") as table:
+        index = table._index(0)
+        index.read_bytes = 1  # one frame a look: the clean comes between looks
+        scan_notes = index._note_frames
+        cleaned = []
+
+        def note_then_clean(frames):
+            scan_notes(frames)
+            if not cleaned:
+                produce(cluster_path, [(b"k", b"new")] + [(b"z%d" % i, b"-") for i in range(20)])
+                cleaned.append(clean(cluster_path))
+
+        index._note_frames = note_then_clean
+        message = table.get(b"k")
+        assert cleaned and cleaned[0][0].cleaned and cleaned[0][0].end_offset > 21
+        assert message is not None and message.value() == b"new"
