@@ -260,3 +260,23 @@ def test_a_clean_during_the_index_scan_does_not_lose_a_key(cluster_path, make_to
         message = table.get(b"k")
         assert cleaned and cleaned[0][0].cleaned and cleaned[0][0].end_offset > 21
         assert message is not None and message.value() == b"new"
+
+
+def test_a_clean_past_as_of_during_the_snapshot_scan_is_refused(cluster_path, make_topic):
+    make_topic("t", config=COMPACT)
+    produce(cluster_path, [(b"x%d" % i, b"-") for i in range(10)] + [(b"k", b"old")]
+            + [(b"y%d" % i, b"-") for i in range(10)])
+    with Table(cluster_path, "t", as_of={0: 21}) as table:
+        index = table._index(0)
+        index.read_bytes = 1
+        scan_notes = index._note_frames
+
+        def note_then_clean(frames):
+            scan_notes(frames)
+            if frames[0].header.base_offset == 0:
+                produce(cluster_path, [(b"k", b"new")] + [(b"z%d" % i, b"-") for i in range(20)])
+                clean(cluster_path)
+
+        index._note_frames = note_then_clean
+        with pytest.raises(OffsetOutOfRangeError, match="as_of offset 21 is below offset"):
+            table.get(b"k")
