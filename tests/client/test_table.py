@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pyarrow as pa
 import pytest
 
@@ -280,3 +282,27 @@ def test_a_clean_past_as_of_during_the_snapshot_scan_is_refused(cluster_path, ma
         index._note_frames = note_then_clean
         with pytest.raises(OffsetOutOfRangeError, match="as_of offset 21 is below offset"):
             table.get(b"k")
+
+
+def test_a_transaction_past_its_deadline_reads_as_aborted_and_the_table_writes_nothing(cluster_path, make_topic):
+    """Readers never write (docs/TRANSACTIONS.md): an open transaction whose producer died holds
+    the LSO until its deadline; past it the Table reads it as aborted (what the expiry will
+    write) and answers what follows, without writing the markers itself."""
+    make_topic("t", config=COMPACT)
+    produce(cluster_path, [(b"k", b"before")])
+    dead = Producer({"cluster": cluster_path, "transactional.id": "dead", "transaction.timeout.ms": 1000,
+                     "linger.ms": 0})
+    dead.init_transactions()
+    dead.begin_transaction()
+    dead.produce("t", b"never", key=b"k")
+    dead.flush()
+    opened = time.time()
+    produce(cluster_path, [(b"j", b"after")])
+    with Table(cluster_path, "t") as table:
+        assert table.get(b"k").value() == b"before" and table.get(b"j") is None  # held by the LSO
+        while time.time() < opened + 1.1:
+            time.sleep(0.05)
+        before = file_tree(cluster_path), metadata_dump(cluster_path)
+        assert table.get(b"k").value() == b"before" and table.get(b"j").value() == b"after"
+        assert (file_tree(cluster_path), metadata_dump(cluster_path)) == before
+    dead.close()
