@@ -306,3 +306,14 @@ def test_a_transaction_past_its_deadline_reads_as_aborted_and_the_table_writes_n
         assert table.get(b"k").value() == b"before" and table.get(b"j").value() == b"after"
         assert (file_tree(cluster_path), metadata_dump(cluster_path)) == before
     dead.close()
+
+
+def test_a_snapshot_whose_record_the_cleaner_removed_after_the_build_says_so(cluster_path, make_topic):
+    make_topic("t", config=COMPACT)
+    produce(cluster_path, [(b"k", b"old")] + [(b"x%d" % i, b"-") for i in range(20)])
+    with Table(cluster_path, "t", as_of={0: 21}) as table:
+        assert table.get(b"k").value() == b"old"
+        produce(cluster_path, [(b"k", b"new")] + [(b"y%d" % i, b"-") for i in range(20)])
+        clean(cluster_path)
+        with pytest.raises(OffsetOutOfRangeError, match="as_of offset 21 is below offset"):
+            table.get(b"k")

@@ -38,7 +38,7 @@ from typing import Any
 
 from kstream.client.partitioner import partition_for_key
 from kstream.client.producer_batches import to_bytes
-from kstream.errors import ConfigError, ValueTooLargeError
+from kstream.errors import ConfigError, OffsetOutOfRangeError, ValueTooLargeError
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.key_index import MAX_KEYS, KeyIndex
 from kstream.log.storage.output import StoredBatch, to_python_records
@@ -143,13 +143,18 @@ class Table:
                 return self._message(index.partition, offset, stored)
             # Gone from the log: the cleaner replaced it with a newer record past what was
             # indexed (read on to find it), or retention deleted it (the key is gone).
+            if self._as_of is not None:
+                index.check_snapshot()  # cleaned past as_of since the build: the answer is gone
+                index.forget(key, offset)
+                return None
             indexed_to = index.indexed_to
             index.catch_up()
-            if index.offset_of(key) == offset:
-                if index.indexed_to == indexed_to or self._as_of is not None:
-                    index.forget(key, offset)
-                    return None
-        return None
+            if index.offset_of(key) == offset and index.indexed_to == indexed_to:
+                index.forget(key, offset)  # nothing newer: the record left the log (retention)
+                return None
+        raise OffsetOutOfRangeError(
+            f"{self.topic}-{index.partition}: the record of key {key!r} left the log {_LOOKUP_ROUNDS} times while "
+            "it was looked up (the log cleaner replacing it each time); look it up again")
 
     def _message(self, partition: int, offset: int, stored: StoredBatch) -> Message:
         keys, values, timestamps, headers, too_large = to_python_records(stored, self._typed,
