@@ -68,3 +68,20 @@ def test_alter_refuses_compacting_a_tiered_topic(admin, make_topic, tmp_path):
     with pytest.raises(ConfigError, match="tiering a compacted topic"):
         admin.cluster.alter_topic_config("t", {"cleanup.policy": "compact"})
     assert admin.cluster.log_config(admin.cluster.topic("t")).cleanup_policy == "delete"
+
+
+def test_admin_describes_and_sets_the_tier_configs(admin, make_topic, tmp_path):
+    from kstream.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    make_topic("t")
+    entries = admin.describe_configs([ConfigResource("topic", "t")])
+    described = next(iter(entries.values())).result()
+    assert described["tier.delta.path"].value is None  # unset: not the string "None"
+    assert described["tier.lag.ms"].value == "600000"
+    lake = str(tmp_path / "lake")
+    resource = ConfigResource("topic", "t", incremental_configs=[
+        ConfigEntry("tier.delta.path", lake, incremental_operation=AlterConfigOpType.SET)])
+    next(iter(admin.incremental_alter_configs([resource]).values())).result()
+    described = next(iter(admin.describe_configs([ConfigResource("topic", "t")]).values())).result()
+    assert described["tier.delta.path"].value == lake
+    assert admin.cluster.log_config(admin.cluster.topic("t")).tier_table_dir == lake

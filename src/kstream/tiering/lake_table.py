@@ -35,6 +35,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 
 from kstream.errors import ConfigError, KStreamError
+from kstream.log.storage import disk
 from kstream.log.storage.disk import fsync_dir
 from kstream.log.storage.output import output_schema
 
@@ -182,8 +183,9 @@ class LakeTable:
 
 
 def _fsync_file(path: str) -> None:
+    """fsync through the disk layer (the fault tests' power-cut journal sees it)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        disk.fsync(fd)
     finally:
         os.close(fd)

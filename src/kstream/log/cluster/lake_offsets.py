@@ -63,8 +63,9 @@ class LakeOffsets:
         return int(rows[0][0]) if rows else 0
 
     def record(self, topic: str, topic_id: str, partition: int, end_offset: int, delta_version: int) -> None:
-        """Set the partition's lake end (after the Delta commit that holds it is durable)."""
-        assert end_offset >= 0 and delta_version >= 0, (end_offset, delta_version)
+        """Set the partition's lake end (after the Delta commit that holds it is durable);
+        ``delta_version`` -1: the table does not exist (a lost table, reconciled to 0)."""
+        assert end_offset >= 0 and delta_version >= -1, (end_offset, delta_version)
         self.metadata.ensure_schema("lake_offsets", _SCHEMA)
         with self.metadata.transaction() as tx:
             tx.execute(
