@@ -183,31 +183,51 @@ def test_an_untiered_topic_is_refused(cluster_path, make_topic):
         cluster.close()
 
 
-def _crash_run(cluster_path, point):
+def _crash_run(cluster_path, point, commit_max_bytes=None):
     env = dict(os.environ, KSTREAM_CRASH_AT=point, PYTHONPATH=os.pathsep.join(sys.path))
-    code = ("import sys; from kstream.log.cluster.cluster import Cluster; from kstream.tiering import Tierer; "
-            "Tierer(Cluster.open(sys.argv[1])).run(force=True)")
+    code = ("import sys; from kstream.log.cluster.cluster import Cluster; from kstream.tiering import tierer; "
+            f"tierer.COMMIT_MAX_BYTES = {commit_max_bytes or 1 << 30}; "
+            "tierer.Tierer(Cluster.open(sys.argv[1])).run(force=True)")
     return subprocess.run([sys.executable, "-c", code, cluster_path], env=env, timeout=120)
 
 
-@pytest.mark.parametrize("point", ["tier.delta-committed", "tier.delta-committed:2", "tier.metadata-recorded"])
-def test_killed_between_commit_and_metadata_then_restarted(cluster_path, tiered, point):
-    """SIGKILL after the Delta commit, before (or after) the metadata row: the restarted tierer
-    copies nothing twice, loses nothing, and the row is reconciled from the Delta log."""
+@pytest.mark.parametrize("point,commit_max_bytes", [
+    ("tier.delta-committed", None),  # the first commit: the table is new, no row written
+    ("tier.metadata-recorded", None),
+    ("tier.delta-committed:3", 1),  # a commit per segment: the third one lands, its row does not
+    ("tier.metadata-recorded:2", 1),
+])
+def test_killed_between_commit_and_metadata_then_restarted(cluster_path, tiered, point, commit_max_bytes):
+    """SIGKILL after a Delta commit, before (or after) its metadata rows: the restarted tierer
+    copies nothing twice, loses nothing, and the rows are reconciled from the Delta log."""
     want, ends = expected(cluster_path)
-    assert _crash_run(cluster_path, point).returncode == -9
+    assert _crash_run(cluster_path, point, commit_max_bytes).returncode == -9
     committed = DeltaTable(tiered)
     in_lake = lake_rows(tiered)
     assert len(in_lake) == len(set(in_lake)) and set(in_lake) <= set(want)
     recorded = recorded_ends(cluster_path, "t")
     topic_id = Cluster.open(cluster_path).topic("t").topic_id
+    lake_ends = {p: committed.transaction_version(app_id(topic_id, p)) or 0 for p in range(PARTITIONS)}
     for p, end in recorded.items():  # the cache is never ahead of Delta
-        assert end <= (committed.transaction_version(app_id(topic_id, p)) or 0)
+        assert end <= lake_ends[p]
+    # The lake holds exactly the oracle's rows below each partition's Delta end: no torn commit.
+    assert in_lake == [row for row in want if row[1] < lake_ends[row[0]]]
     if point.startswith("tier.delta-committed"):
-        assert recorded_ends(cluster_path, "t") != ends  # the kill came before a row was written
+        assert recorded != lake_ends  # the kill came before the rows of the last commit
     tier(cluster_path, force=True)
     assert lake_rows(tiered) == want
     assert recorded_ends(cluster_path, "t") == ends
+
+
+def test_many_commits_when_segments_exceed_the_commit_bound(cluster_path, tiered, monkeypatch):
+    from kstream.tiering import tierer
+
+    monkeypatch.setattr(tierer, "COMMIT_MAX_BYTES", 1)
+    done = tier(cluster_path, force=True)
+    assert all(d.commits > 2 for d in done)
+    want, _ = expected(cluster_path)
+    assert lake_rows(tiered) == want
+    assert DeltaTable(tiered).version() + 1 == sum(d.commits for d in done)  # one partition per commit here
 
 
 def test_metadata_ahead_of_delta_is_reconciled_down(cluster_path, tiered):
@@ -220,7 +240,7 @@ def test_metadata_ahead_of_delta_is_reconciled_down(cluster_path, tiered):
     cluster = Cluster.open(cluster_path)
     try:
         info = cluster.topic("t")
-        LakeOffsets(cluster.metadata).record("t", info.topic_id, 0, 10_000, 99)
+        LakeOffsets(cluster.metadata).record("t", info.topic_id, {0: 10_000}, 99)
         Tierer(cluster).run(force=True)
     finally:
         cluster.close()
@@ -244,3 +264,8 @@ def test_lake_lost_below_the_log_start_is_an_error(cluster_path, make_topic, tmp
             Tierer(cluster).run_topic("g", force=True)
     finally:
         cluster.close()
+
+
+def test_partitions_share_one_commit(cluster_path, tiered):
+    done = tier(cluster_path, force=True)
+    assert [d.commits for d in done] == [1] * PARTITIONS and DeltaTable(tiered).version() == 0

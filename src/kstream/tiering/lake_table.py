@@ -78,14 +78,12 @@ class LakeTable:
     def exists(self) -> bool:
         return DeltaTable.is_deltatable(self.path)
 
-    def open(self, schema: pa.Schema, create: bool) -> DeltaTable | None:
-        """The table, checked to be this topic's; made (and fsynced) first with ``create`` when
-        the path holds none. None when it does not exist and ``create`` is false."""
+    def open(self) -> DeltaTable | None:
+        """The table, checked to be this topic's, brought up to date; None when the path holds
+        none yet (the first :meth:`append` makes it)."""
         if self._table is None:
             if not self.exists():
-                if not create:
-                    return None
-                self._create(schema)
+                return None
             try:
                 table = DeltaTable(self.path)
             except (DeltaError, OSError) as err:
@@ -97,7 +95,9 @@ class LakeTable:
             self._table.update_incremental()
         return self._table
 
-    def _create(self, schema: pa.Schema) -> None:
+    def _check_new_directory(self) -> list[str]:
+        """Before the table is made: the path is a new or empty directory; returns the
+        directories that do not exist yet (delta-rs makes them), deepest first."""
         if os.path.exists(self.path):
             if not os.path.isdir(self.path):
                 raise ConfigError(f"option 'tier.delta.path' of topic {self.topic!r}: {self.path} is a file, "
@@ -111,17 +111,7 @@ class LakeTable:
         while not os.path.exists(parent):
             missing.append(parent)
             parent = os.path.dirname(parent)
-        try:
-            DeltaTable.create(self.path, schema, mode="error", partition_by=[PARTITION_COLUMN],
-                              name=self.topic, description=_description(self.topic, self.topic_id),
-                              configuration={"delta.appendOnly": "true"})
-        except (DeltaError, OSError) as err:
-            raise TierError(f"cannot make the tier table of topic {self.topic!r} at {self.path}: "
-                            f"{str(err).splitlines()[0]}") from err
-        self._sync_commit(0)
-        for directory in missing:  # the entries of the directories delta-rs made
-            fsync_dir(os.path.dirname(directory))
-        log.info("made the tier table of %s at %s", self.topic, self.path)
+        return missing
 
     def _check_owner(self, table: DeltaTable) -> None:
         description = table.metadata().description or ""
@@ -137,20 +127,32 @@ class LakeTable:
         version = table.transaction_version(app_id(self.topic_id, partition))
         return 0 if version is None else int(version)
 
-    def append(self, table: DeltaTable, batches: Iterable[pa.RecordBatch], schema: pa.Schema,
-               ends: Mapping[int, int], info: Mapping[str, str]) -> int:
+    def append(self, batches: Iterable[pa.RecordBatch], schema: pa.Schema, ends: Mapping[int, int],
+               info: Mapping[str, str]) -> int:
         """Append ``batches`` in one Delta commit that also sets each partition's lake end
         (``ends``: partition -> new end offset, each above the table's); returns the new table
-        version, durable on disk. ``info`` goes into the commit's metadata."""
-        for partition, end in ends.items():
-            assert end > self.end_offset(table, partition), (partition, end)
-        current = set(table.schema().to_arrow().names)
-        merge = not set(schema.names) <= current  # a typed topic's added column: evolve the table
+        version, durable on disk. The first append makes the table (version 0, in the same
+        commit as its rows). ``info`` goes into the commit's metadata."""
+        table = self.open()
         properties = CommitProperties(
             app_transactions=[Transaction(app_id(self.topic_id, p), end) for p, end in sorted(ends.items())],
             custom_metadata={"kstream.operation": "tier", **info})
         reader = pa.RecordBatchReader.from_batches(schema, batches)
         try:
+            if table is None:
+                missing = self._check_new_directory()
+                # mode="error": a table another writer made meanwhile is not written into.
+                write_deltalake(self.path, reader, mode="error", partition_by=[PARTITION_COLUMN],
+                                name=self.topic, description=_description(self.topic, self.topic_id),
+                                configuration={"delta.appendOnly": "true"}, commit_properties=properties)
+                self._sync_commit(0)
+                for directory in missing:  # the entries of the directories delta-rs made
+                    fsync_dir(os.path.dirname(directory))
+                log.info("made the tier table of %s at %s", self.topic, self.path)
+                return 0
+            for partition, end in ends.items():
+                assert end > self.end_offset(table, partition), (partition, end)
+            merge = not set(schema.names) <= set(table.schema().to_arrow().names)  # a typed topic's new column
             write_deltalake(table, reader, mode="append", partition_by=[PARTITION_COLUMN],
                             schema_mode="merge" if merge else None, commit_properties=properties)
         except (DeltaError, OSError) as err:

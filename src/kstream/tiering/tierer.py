@@ -107,12 +107,25 @@ class Tierer:
         schema = lake_schema(self.cluster.topic_schema(info))
         now = int(time.time() * 1000) if now_ms is None else now_ms
         lock_fd = self._lock(info)
+        handles: dict[int, Partition] = {}
         try:
             recorded = self.lakes.ends(info.name, info.topic_id)
-            return [self._tier_partition(info, number, table, schema, recorded.get(number), force, now,
-                                         config.tier_lag_ms, config.tier_lag_bytes)
-                    for number in range(info.num_partitions)]
+            done: dict[int, PartitionTiered] = {}
+            work: list[_Piece] = []
+            for number in range(info.num_partitions):
+                handles[number] = handle = self.cluster.partition(info, number)
+                found = self._plan(info, handle, table, recorded.get(number), force, now, config.tier_lag_ms,
+                                   config.tier_lag_bytes)
+                if isinstance(found, PartitionTiered):
+                    done[number] = found
+                else:
+                    work.extend(found)
+            for pieces in _commits(work):
+                self._commit(info, handles, table, schema, pieces, done)
+            return [done[number] for number in range(info.num_partitions)]
         finally:
+            for handle in handles.values():
+                handle.close()
             os.close(lock_fd)  # releases the lock
 
     def _lock(self, info: TopicInfo) -> int:
@@ -126,30 +139,32 @@ class Tierer:
             raise
         return fd
 
-    def _tier_partition(self, info: TopicInfo, number: int, table: LakeTable, schema: pa.Schema,
-                        recorded: LakeEnd | None, force: bool, now_ms: int, lag_ms: int,
-                        lag_bytes: int) -> PartitionTiered:
-        handle = self.cluster.partition(info, number)
-        try:
-            partition_bounds = bounds(self.cluster, info, number, handle=handle, store=self._store)
-            delta = table.open(schema, create=False)
-            lake_end = 0 if delta is None else table.end_offset(delta, number)
-            self._reconcile(info, number, table, lake_end, None if delta is None else delta.version(),
-                            recorded, partition_bounds.log_start_offset)
-            waiting = untiered(handle.leader_dir, lake_end, partition_bounds, now_ms)
-            if waiting.lag_offsets == 0:
-                return PartitionTiered(info.name, number, lake_end, lake_end, waiting="nothing sealed to copy")
-            if not force and waiting.age_ms < lag_ms and waiting.size_bytes < lag_bytes:
-                return PartitionTiered(info.name, number, lake_end, lake_end, waiting=(
-                    f"not due: {waiting.size_bytes} bytes waited {waiting.age_ms} ms "
-                    f"(tier.lag.ms={lag_ms}, tier.lag.bytes={lag_bytes})"))
-            if waiting.start > lake_end:
-                log.info("%s-%d: the lake starts at the log start %d (offsets below it were deleted "
-                         "before the topic tiered)", info.name, number, waiting.start)
-            return self._copy(info, number, handle, table, schema, waiting, lake_end,
-                              partition_bounds.high_watermark)
-        finally:
-            handle.close()
+    def _plan(self, info: TopicInfo, handle: Partition, table: LakeTable, recorded: LakeEnd | None,
+              force: bool, now_ms: int, lag_ms: int, lag_bytes: int) -> PartitionTiered | list[_Piece]:
+        """What to copy of one partition: its pieces (one per commit), or why nothing."""
+        number = handle.partition
+        partition_bounds = bounds(self.cluster, info, number, handle=handle, store=self._store)
+        delta = table.open()
+        lake_end = 0 if delta is None else table.end_offset(delta, number)
+        self._reconcile(info, number, table, lake_end, None if delta is None else delta.version(),
+                        recorded, partition_bounds.log_start_offset)
+        waiting = untiered(handle.leader_dir, lake_end, partition_bounds, now_ms)
+        if waiting.lag_offsets == 0:
+            return PartitionTiered(info.name, number, lake_end, lake_end, waiting="nothing sealed to copy")
+        if not force and waiting.age_ms < lag_ms and waiting.size_bytes < lag_bytes:
+            return PartitionTiered(info.name, number, lake_end, lake_end, waiting=(
+                f"not due: {waiting.size_bytes} bytes waited {waiting.age_ms} ms "
+                f"(tier.lag.ms={lag_ms}, tier.lag.bytes={lag_bytes})"))
+        if waiting.start > lake_end:
+            log.info("%s-%d: the lake starts at the log start %d (offsets below it were deleted "
+                     "before the topic tiered)", info.name, number, waiting.start)
+        pieces = []
+        start = waiting.start
+        for end, size in _commit_ends(handle.leader_dir, waiting):
+            pieces.append(_Piece(number, lake_end, start, end, size,
+                                 partition_bounds.high_watermark))
+            start = end
+        return pieces
 
     def _reconcile(self, info: TopicInfo, number: int, table: LakeTable, lake_end: int,
                    version: int | None, recorded: LakeEnd | None, log_start: int) -> None:
@@ -169,58 +184,88 @@ class Tierer:
             log.warning("%s-%d: the tier table %s ends at %d, below the %d kstream recorded; copying "
                         "again from %d (the log still has it)", info.name, number, table.path, lake_end,
                         cached, lake_end)
-        self.lakes.record(info.name, info.topic_id, number, lake_end, -1 if version is None else version)
+        self.lakes.record(info.name, info.topic_id, {number: lake_end}, -1 if version is None else version)
 
-    def _copy(self, info: TopicInfo, number: int, handle: Partition, table: LakeTable, schema: pa.Schema,
-              waiting: Untiered, lake_end: int, high_watermark: int) -> PartitionTiered:
-        delta = table.open(schema, create=True)
-        assert delta is not None
-        start = waiting.start
-        records = commits = 0
-        version = None
-        for end in _commit_ends(handle.leader_dir, waiting):
-            counted = [0]
-            rows = self._rows(handle, info, number, start, end, high_watermark, schema, counted)
-            version = table.append(delta, rows, schema, {number: end}, {
-                "kstream.topic": info.name, "kstream.partition": str(number),
-                "kstream.startOffset": str(start), "kstream.endOffset": str(end)})
-            crash_point("tier.delta-committed")
-            self.lakes.record(info.name, info.topic_id, number, end, version)
-            crash_point("tier.metadata-recorded")
-            records += counted[0]
-            commits += 1
-            start = end
-        return PartitionTiered(info.name, number, lake_end, start, records, commits, version)
+    def _commit(self, info: TopicInfo, handles: dict[int, Partition], table: LakeTable, schema: pa.Schema,
+                pieces: list[_Piece], done: dict[int, PartitionTiered]) -> None:
+        """One Delta commit of ``pieces`` (at most one per partition), then the metadata rows."""
+        counted = dict.fromkeys((piece.partition for piece in pieces), 0)
+        rows = (batch for piece in pieces for batch in self._rows(handles[piece.partition], info, piece, schema,
+                                                                  counted))
+        ends = {piece.partition: piece.end for piece in pieces}
+        version = table.append(rows, schema, ends, {
+            "kstream.topic": info.name,
+            "kstream.ranges": ",".join(f"{p.partition}:{p.start}-{p.end}" for p in pieces)})
+        crash_point("tier.delta-committed")
+        self.lakes.record(info.name, info.topic_id, ends, version)
+        crash_point("tier.metadata-recorded")
+        for piece in pieces:
+            before = done.get(piece.partition)
+            done[piece.partition] = PartitionTiered(
+                info.name, piece.partition, piece.lake_end if before is None else before.start_offset, piece.end,
+                counted[piece.partition] + (0 if before is None else before.records),
+                1 + (0 if before is None else before.commits), version)
 
-    def _rows(self, handle: Partition, info: TopicInfo, number: int, start: int, end: int,
-              high_watermark: int, schema: pa.Schema, counted: list[int]) -> Iterator[pa.RecordBatch]:
-        """The committed records of ``[start, end)`` as batches of the table's ``schema``."""
+    def _rows(self, handle: Partition, info: TopicInfo, piece: _Piece, schema: pa.Schema,
+              counted: dict[int, int]) -> Iterator[pa.RecordBatch]:
+        """The committed records of the piece's ``[start, end)`` as batches of the table's ``schema``."""
         reader = handle.reader(check_crcs=True)
-        isolation = Isolation(READ_COMMITTED, self._store, info.name, number, handle.leader_dir)
-        builder = OutputBuilder(info.name, number, output_schema(self.cluster.topic_schema(info)))
+        isolation = Isolation(READ_COMMITTED, self._store, info.name, piece.partition, handle.leader_dir)
+        builder = OutputBuilder(info.name, piece.partition, output_schema(self.cluster.topic_schema(info)))
         try:
-            for stored in read_visible(reader, isolation, start, end, high_watermark, self._codec):
+            for stored in read_visible(reader, isolation, piece.start, piece.end, piece.high_watermark,
+                                       self._codec):
                 batch = builder.build(stored).cast(schema)
-                counted[0] += batch.num_rows
+                counted[piece.partition] += batch.num_rows
                 yield batch
         finally:
             reader.close()
 
 
-def _commit_ends(directory: str, waiting: Untiered) -> Iterator[int]:
-    """The end offsets of the commits that copy ``waiting``: whole segments, at most
-    :data:`COMMIT_MAX_BYTES` of segment files per commit (one segment at least), the last
-    ending at ``waiting.end``."""
+@dataclass(frozen=True)
+class _Piece:
+    """One partition's share of one commit: ``[start, end)``, ``size_bytes`` of segment files;
+    ``lake_end``: the partition's lake end before this pass."""
+
+    partition: int
+    lake_end: int
+    start: int
+    end: int
+    size_bytes: int
+    high_watermark: int
+
+
+def _commits(work: list[_Piece]) -> Iterator[list[_Piece]]:
+    """The pieces grouped into commits: partitions share a commit up to :data:`COMMIT_MAX_BYTES`
+    of segment files (fewer, larger commits: fewer small files and fsyncs), a partition at most
+    once per commit (its next piece goes in the next commit, after this one's end)."""
+    current: list[_Piece] = []
+    size = 0
+    for piece in work:
+        if current and (size + piece.size_bytes > COMMIT_MAX_BYTES
+                        or any(p.partition == piece.partition for p in current)):
+            yield current
+            current, size = [], 0
+        current.append(piece)
+        size += piece.size_bytes
+    if current:
+        yield current
+
+
+def _commit_ends(directory: str, waiting: Untiered) -> Iterator[tuple[int, int]]:
+    """(end offset, bytes of segment files) of the pieces that copy ``waiting``: whole segments,
+    at most :data:`COMMIT_MAX_BYTES` per piece (one segment at least), the last ending at
+    ``waiting.end``."""
     size = 0
     bases = waiting.segment_bases
     for index, base in enumerate(bases[:-1]):
         following = bases[index + 1]
         if following <= waiting.start:
             continue
+        size += os.path.getsize(os.path.join(directory, fmt.segment_file_name(base)))
         if following >= waiting.end:
             break
-        size += os.path.getsize(os.path.join(directory, fmt.segment_file_name(base)))
         if size >= COMMIT_MAX_BYTES:
-            yield following
+            yield following, size
             size = 0
-    yield waiting.end
+    yield waiting.end, size

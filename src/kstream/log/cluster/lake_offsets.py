@@ -17,6 +17,7 @@ starts with nothing tiered.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kstream.log.cluster.metadata import Metadata
@@ -62,18 +63,21 @@ class LakeOffsets:
             (topic, topic_id, partition))
         return int(rows[0][0]) if rows else 0
 
-    def record(self, topic: str, topic_id: str, partition: int, end_offset: int, delta_version: int) -> None:
-        """Set the partition's lake end (after the Delta commit that holds it is durable);
-        ``delta_version`` -1: the table does not exist (a lost table, reconciled to 0)."""
-        assert end_offset >= 0 and delta_version >= -1, (end_offset, delta_version)
+    def record(self, topic: str, topic_id: str, ends: Mapping[int, int], delta_version: int) -> None:
+        """Set lake ends (partition -> end offset) in one transaction, after the Delta commit
+        that holds them is durable; ``delta_version`` -1: the table does not exist (a lost
+        table, reconciled to 0)."""
+        assert delta_version >= -1 and all(end >= 0 for end in ends.values()), (ends, delta_version)
         self.metadata.ensure_schema("lake_offsets", _SCHEMA)
+        now = int(time.time() * 1000)
         with self.metadata.transaction() as tx:
-            tx.execute(
-                "INSERT INTO lake_offsets (topic, partition, topic_id, end_offset, delta_version, updated_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (topic, partition) DO UPDATE SET "
-                "topic_id = excluded.topic_id, end_offset = excluded.end_offset, "
-                "delta_version = excluded.delta_version, updated_ms = excluded.updated_ms",
-                (topic, partition, topic_id, end_offset, delta_version, int(time.time() * 1000)))
+            for partition, end in sorted(ends.items()):
+                tx.execute(
+                    "INSERT INTO lake_offsets (topic, partition, topic_id, end_offset, delta_version, updated_ms) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (topic, partition) DO UPDATE SET "
+                    "topic_id = excluded.topic_id, end_offset = excluded.end_offset, "
+                    "delta_version = excluded.delta_version, updated_ms = excluded.updated_ms",
+                    (topic, partition, topic_id, end, delta_version, now))
 
     def forget(self, topic: str) -> None:
         """Drop a deleted topic's rows (a new topic of the same name starts untiered)."""
