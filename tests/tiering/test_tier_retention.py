@@ -106,3 +106,12 @@ def test_describe_shows_the_lake_and_writes_nothing(cluster_path, make_topic, tm
     out = runner.invoke(cli, ["--cluster", cluster_path, "topics", "describe", "t"], catch_exceptions=False).output
     row = next(line for line in out.splitlines() if line.startswith("│ 0") and "s " in line)
     assert [cell.strip() for cell in row.split("│")[1:5]] == ["0", "0", str(end), "0"]
+
+
+def test_tier_run_cli_errors_and_no_topics(cluster_path, make_topic):
+    runner = CliRunner()
+    make_topic("plain")
+    result = runner.invoke(cli, ["--cluster", cluster_path, "tier", "run", "--once"], catch_exceptions=False)
+    assert result.exit_code == 0 and "no tiered topics" in result.output
+    result = runner.invoke(cli, ["--cluster", cluster_path, "tier", "run", "--once", "--topic", "plain"])
+    assert result.exit_code != 0 and "is not tiered" in str(result.exception)

@@ -42,7 +42,10 @@ def run(ctx: click.Context, topics: tuple[str, ...], once: bool, interval_ms: in
         names = list(topics) or None
         while True:
             try:
-                for done in tierer.run(names, force=force):
+                results = tierer.run(names, force=force)
+                if not results:
+                    click.echo("no tiered topics (set a topic's tier.delta.path to tier it)")
+                for done in results:
                     _report(done)
             except KStreamError as err:
                 if once:
