@@ -115,3 +115,26 @@ def test_tier_run_cli_errors_and_no_topics(cluster_path, make_topic):
     assert result.exit_code == 0 and "no tiered topics" in result.output
     result = runner.invoke(cli, ["--cluster", cluster_path, "tier", "run", "--once", "--topic", "plain"])
     assert result.exit_code != 0 and "is not tiered" in str(result.exception)
+
+
+def test_console_topic_page_shows_the_lake(cluster_path, make_topic, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from kstream.tools.web.app import create_app
+    from kstream.tools.web.clusters import ClusterRef, check_clusters
+
+    lake = str(tmp_path / "lake")
+    make_topic("t", 1, config={"segment.bytes": SEGMENT_BYTES, "tier.delta.path": lake})
+    make_topic("plain", 1)
+    fill(cluster_path, "t", 1)
+    cluster = Cluster.open(cluster_path)
+    try:
+        Tierer(cluster).run(force=True)
+    finally:
+        cluster.close()
+    end = sealed_ends(cluster_path, "t")[0]
+    with TestClient(create_app(check_clusters([ClusterRef("main", cluster_path)]))) as client:
+        page = client.get("/c/main/topics/t").text
+        assert "Lake (Delta)" in page and lake in page
+        assert f'<td class="n">0</td><td class="n">0</td><td class="n">{end}</td>' in page
+        assert "Lake (Delta)" not in client.get("/c/main/topics/plain").text
