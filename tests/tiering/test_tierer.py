@@ -269,3 +269,42 @@ def test_lake_lost_below_the_log_start_is_an_error(cluster_path, make_topic, tmp
 def test_partitions_share_one_commit(cluster_path, tiered):
     done = tier(cluster_path, force=True)
     assert [d.commits for d in done] == [1] * PARTITIONS and DeltaTable(tiered).version() == 0
+
+
+def test_typed_topic_added_column_evolves_the_table(cluster_path, admin, tmp_path):
+    schema = pa.schema([pa.field("id", pa.int64())])
+    lake = str(tmp_path / "evolving")
+    admin.create_topics([NewTopic("ev", 1, 1, config={"segment.bytes": SEGMENT_BYTES, "tier.delta.path": lake},
+                                  schema=schema)])["ev"].result()
+
+    def produce(start, columns):
+        with Producer({"cluster": cluster_path}) as producer:
+            for first in range(start, start + 200, 20):
+                producer.produce_batch("ev", pa.table({name: make(first) for name, make in columns.items()}))
+
+    produce(0, {"id": lambda f: list(range(f, f + 20))})
+    tier(cluster_path, force=True)
+    admin.evolve_schema("ev", schema.append(pa.field("note", pa.string())))
+    produce(200, {"id": lambda f: list(range(f, f + 20)), "note": lambda f: [f"n{i}" for i in range(f, f + 20)]})
+    tier(cluster_path, force=True)
+    table = DeltaTable(lake).to_pyarrow_table().sort_by("offset")
+    assert "note" in table.schema.names
+    end = sealed_ends(cluster_path, "ev")[0]
+    ids, notes = table.column("id").to_pylist(), table.column("note").to_pylist()
+    assert ids == list(range(end))
+    assert all(note is None for i, note in zip(ids, notes, strict=True) if i < 200)
+    assert all(note == f"n{i}" for i, note in zip(ids, notes, strict=True) if i >= 200)
+
+
+def test_a_deleted_topic_forgets_its_lake_ends(cluster_path, tiered, admin, make_topic, tmp_path):
+    tier(cluster_path, force=True)
+    assert recorded_ends(cluster_path, "t")
+    admin.delete_topics(["t"])["t"].result()
+    make_topic("t", PARTITIONS, config={"segment.bytes": SEGMENT_BYTES,
+                                        "tier.delta.path": str(tmp_path / "lake2")})
+    assert recorded_ends(cluster_path, "t") == {}
+    # The old table is another incarnation's: pointing the new topic at it is refused.
+    admin.cluster.alter_topic_config("t", {"tier.delta.path": tiered, "segment.bytes": SEGMENT_BYTES})
+    fill(cluster_path, "t", PARTITIONS, rounds=2)
+    with pytest.raises(TierError, match="created again under this name"):
+        tier(cluster_path, force=True)
