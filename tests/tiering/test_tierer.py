@@ -308,3 +308,26 @@ def test_a_deleted_topic_forgets_its_lake_ends(cluster_path, tiered, admin, make
     fill(cluster_path, "t", PARTITIONS, rounds=2)
     with pytest.raises(TierError, match="created again under this name"):
         tier(cluster_path, force=True)
+
+
+def test_a_corrupt_sealed_segment_fails_the_pass_and_records_nothing(cluster_path, tiered):
+    """A bad frame in a sealed segment: the pass raises the engine's CorruptBatchError (naming
+    the file), nothing is committed or recorded, and the log is left as it was."""
+    from kstream.errors import CorruptBatchError
+    from kstream.log.storage import format as fmt
+    from kstream.log.storage.retention import list_segment_bases
+
+    cluster = Cluster.open(cluster_path)
+    handle = cluster.partition("t", 0)
+    path = os.path.join(handle.leader_dir, fmt.segment_file_name(list_segment_bases(handle.leader_dir)[1]))
+    handle.close()
+    cluster.close()
+    with open(path, "r+b") as f:
+        f.seek(fmt.HEADER_SIZE + 40)
+        byte = f.read(1)
+        f.seek(fmt.HEADER_SIZE + 40)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(CorruptBatchError, match=os.path.basename(path)):
+        tier(cluster_path, force=True)
+    assert recorded_ends(cluster_path, "t") == {}
+    assert not DeltaTable.is_deltatable(tiered)

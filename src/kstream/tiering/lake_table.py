@@ -28,7 +28,7 @@ import json
 import logging
 import os
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
@@ -137,7 +137,8 @@ class LakeTable:
         properties = CommitProperties(
             app_transactions=[Transaction(app_id(self.topic_id, p), end) for p, end in sorted(ends.items())],
             custom_metadata={"kstream.operation": "tier", **info})
-        reader = pa.RecordBatchReader.from_batches(schema, batches)
+        failed: list[BaseException] = []
+        reader = pa.RecordBatchReader.from_batches(schema, _keeping_error(batches, failed))
         try:
             if table is None:
                 missing = self._check_new_directory()
@@ -156,6 +157,8 @@ class LakeTable:
             write_deltalake(table, reader, mode="append", partition_by=[PARTITION_COLUMN],
                             schema_mode="merge" if merge else None, commit_properties=properties)
         except (DeltaError, OSError) as err:
+            if failed:  # reading the log failed (delta-rs wraps it in a DeltaError): raise it as it was
+                raise failed[0] from err
             raise TierError(f"tiering topic {self.topic!r} into {self.path} failed: "
                             f"{str(err).splitlines()[0]} (nothing was recorded; the next pass tries again)"
                             ) from err
@@ -182,6 +185,16 @@ class LakeTable:
         fsync_dir(self.path)  # a new partition=N directory's entry
         _fsync_file(commit)
         fsync_dir(log_dir)
+
+
+def _keeping_error(batches: Iterable[pa.RecordBatch], failed: list[BaseException]) -> Iterator[pa.RecordBatch]:
+    """``batches``, noting an error raised while making them (a corrupt frame, a lost log dir)
+    in ``failed`` before it goes up through delta-rs, which keeps only its text."""
+    try:
+        yield from batches
+    except BaseException as err:
+        failed.append(err)
+        raise
 
 
 def _fsync_file(path: str) -> None:
