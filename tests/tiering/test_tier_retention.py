@@ -138,3 +138,31 @@ def test_console_topic_page_shows_the_lake(cluster_path, make_topic, tmp_path):
         assert "Lake (Delta)" in page and lake in page
         assert f'<td class="n">0</td><td class="n">0</td><td class="n">{end}</td>' in page
         assert "Lake (Delta)" not in client.get("/c/main/topics/plain").text
+
+
+def test_every_replica_keeps_what_the_lake_lacks(tmp_path):
+    """RF=2: retention of the leader and of the follower both stop at the lake end."""
+    from kstream import Admin, NewTopic
+
+    path = str(tmp_path / "rf2")
+    lake = str(tmp_path / "lake")
+    with Admin({"cluster": path, "log.dirs": "a,b"}) as admin:
+        admin.create_topics([NewTopic("t", 1, 2, config={"segment.bytes": SEGMENT_BYTES, "tier.delta.path": lake,
+                                                         "retention.bytes": "1"})])["t"].result()
+    fill(path, "t", 1, timestamp_ms=OLD_MS)
+    cluster = Cluster.open(path)
+    try:
+        handle = cluster.partition("t", 0)
+        assert len(handle.logs) == 2
+        assert [log.apply_retention() for log in handle.logs.values()] == [0, 0]
+        handle.close()
+        Tierer(cluster).run(force=True)
+        handle = cluster.partition("t", 0)
+        deleted = [log.apply_retention() for log in handle.logs.values()]
+        starts = {os.path.basename(os.path.dirname(log.directory)): sorted(os.listdir(log.directory))[0]
+                  for log in handle.logs.values()}
+        handle.close()
+    finally:
+        cluster.close()
+    assert deleted[0] == deleted[1] > 0
+    assert len(set(starts.values())) == 1  # both replicas start at the same segment
