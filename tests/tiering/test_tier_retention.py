@@ -166,3 +166,32 @@ def test_every_replica_keeps_what_the_lake_lacks(tmp_path):
         cluster.close()
     assert deleted[0] == deleted[1] > 0
     assert len(set(starts.values())) == 1  # both replicas start at the same segment
+
+
+def test_tier_run_keeps_passing_until_interrupted(cluster_path, make_topic, tmp_path):
+    """The continuous run: new sealed segments reach the lake at a later pass; Ctrl-C ends it."""
+    import signal
+    import subprocess
+    import sys
+
+    from tier_helpers import recorded_ends
+
+    lake = str(tmp_path / "lake")
+    make_topic("t", 1, config={"segment.bytes": SEGMENT_BYTES, "tier.delta.path": lake, "tier.lag.bytes": "1"})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    run = subprocess.Popen([sys.executable, "-c", "from kstream.tools.cli import main; main()", "--cluster",
+                            cluster_path, "tier", "run", "--interval-ms", "100"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        fill(cluster_path, "t", 1, rounds=3)
+        end = sealed_ends(cluster_path, "t")[0]
+        deadline = time.monotonic() + 60
+        while recorded_ends(cluster_path, "t").get(0, 0) < end:
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "the continuous run never tiered the sealed segments"
+            time.sleep(0.1)
+    finally:
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    assert "t-0: tiered offsets" in out
