@@ -209,6 +209,24 @@ def test_java_schema_is_pythons(sink):
     assert _java(TXN_PROBE, "schema") == txn_store._SCHEMA
 
 
+@pytest.mark.parametrize("options", [{}, {"transaction.max.timeout.ms": 1500}])
+def test_java_reads_the_clusters_sink_timeout_as_python(tmp_path, options):
+    path = str(tmp_path / "c")
+    with Admin({"cluster": path, **options}) as admin:
+        admin.create_topics([NewTopic("t", 1)])["t"].result()
+    assert _java(TXN_PROBE, "timeout", path).strip() == _timeout(path)
+
+
+def test_java_reads_an_older_clusters_stored_transaction_timeout(tmp_path):
+    path = str(tmp_path / "c")
+    with Admin({"cluster": path}) as admin:
+        admin.create_topics([NewTopic("t", 1)])["t"].result()
+    with open(os.path.join(path, fmt.CLUSTER_PROPERTIES), "a", encoding="utf-8") as f:
+        f.write("transaction.timeout.ms=2000\n")  # what a cluster created by an older kstream may hold
+    assert _timeout(path) == "2000"
+    assert _java(TXN_PROBE, "timeout", path).strip() == "2000"
+
+
 def test_java_task_committed_by_python_read_committed_by_both_readers(sink):
     sink_id = "stream:q1"
     writes = sink.java_task(sink_id, "a", [0, 1])

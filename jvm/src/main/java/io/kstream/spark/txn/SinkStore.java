@@ -23,6 +23,13 @@ import java.util.Set;
  * stored transaction.timeout.ms); null: no timeout known (nothing is refused for its age).
  */
 public final class SinkStore implements AutoCloseable {
+    /** The cluster's broker-side settings file (Python's format.CLUSTER_PROPERTIES). */
+    public static final String CLUSTER_PROPERTIES = "cluster.properties";
+    /** Python's default of transaction.max.timeout.ms (config/options.py CLUSTER_OPTIONS). */
+    public static final long DEFAULT_MAX_TIMEOUT_MS = 900_000;
+    private static final String LEGACY_TIMEOUT = "transaction.timeout.ms";
+    private static final String MAX_TIMEOUT = "transaction.max.timeout.ms";
+
     private final MetadataDb db;
     private final Long defaultTimeoutMs;
     private boolean schemaMade;
@@ -30,6 +37,30 @@ public final class SinkStore implements AutoCloseable {
     public SinkStore(MetadataDb db, Long defaultTimeoutMs) {
         this.db = db;
         this.defaultTimeoutMs = defaultTimeoutMs;
+    }
+
+    /**
+     * The cluster's timeout of a sink task's write, as Python's TransactionStore.for_cluster reads
+     * it from cluster.properties: an older cluster's stored transaction.timeout.ms, else
+     * transaction.max.timeout.ms (else its default).
+     */
+    public static long clusterTimeoutMs(String clusterDir) throws java.io.IOException {
+        java.util.Map<String, String> values = new java.util.HashMap<>();
+        for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of(clusterDir, CLUSTER_PROPERTIES),
+                java.nio.charset.StandardCharsets.UTF_8)) {
+            String trimmed = line.strip();
+            int eq = trimmed.indexOf('=');
+            if (trimmed.isEmpty() || trimmed.startsWith("#") || eq < 0) continue;
+            values.put(trimmed.substring(0, eq).strip(), trimmed.substring(eq + 1).strip());
+        }
+        String raw = values.containsKey(LEGACY_TIMEOUT) ? values.get(LEGACY_TIMEOUT) : values.get(MAX_TIMEOUT);
+        if (raw == null) return DEFAULT_MAX_TIMEOUT_MS;
+        try {
+            return Long.parseLong(raw.replace("_", ""));
+        } catch (NumberFormatException e) {
+            throw KStreamException.config(clusterDir + "/" + CLUSTER_PROPERTIES + ": "
+                + (values.containsKey(LEGACY_TIMEOUT) ? LEGACY_TIMEOUT : MAX_TIMEOUT) + "=" + raw + " is not an integer");
+        }
     }
 
     public MetadataDb db() {

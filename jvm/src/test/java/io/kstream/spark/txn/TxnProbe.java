@@ -30,6 +30,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  *
  * <pre>
  * schema                          TransactionTables.SCHEMA, as is
+ * timeout CLUSTER                 SinkStore.clusterTimeoutMs: the cluster's sink task timeout
  * task CLUSTER SINK BATCH TIMEOUT FRAMES PER_CALL TOPIC:P[,TOPIC:P...] [hold]
  *                                 one task attempt (BATCH "-": unknown) appending FRAMES' frames (as
  *                                 AppenderProbe encode makes them), PER_CALL per call, call i to the
@@ -54,6 +55,7 @@ public final class TxnProbe {
         try {
             switch (args[0]) {
                 case "schema": out.print(TransactionTables.SCHEMA); break;
+                case "timeout": out.println(SinkStore.clusterTimeoutMs(args[1])); break;
                 case "task": task(args, out); break;
                 case "commit": {
                     try (SinkStore store = store(args[1], args[4]);
