@@ -215,6 +215,7 @@ public final class PartitionAppender implements AutoCloseable {
         boolean publishAfterSync = false;
         Segment toSync = null;  // fsynced after the lock is released, then the HW published
         long[] point = null;
+        String txnIndexState = null;
         try {
             try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
                 Segment segment = ensureOpen(lock);
@@ -241,6 +242,7 @@ public final class PartitionAppender implements AutoCloseable {
                     syncDirIfNeeded();
                     toSync = segment;
                     point = new long[] {segment.base, segment.size, segment.nextOffset};
+                    txnIndexState = segment.txnIndexState();
                 } else if (dueForFlush()) {
                     flushLocked(segment);
                 }
@@ -251,7 +253,7 @@ public final class PartitionAppender implements AutoCloseable {
                 // writers' fsyncs overlap (the kernel coalesces them); the segment's frames up to
                 // `point` are durable when it returns, whoever rolled or appended since.
                 toSync.channel.force(false);
-                toSync.syncTxnIndex();  // its entries are durable before the recovery point passes them
+                toSync.syncTxnIndex(txnIndexState);  // entries durable before the recovery point passes them
                 unflushedMessages = 0;
                 firstUnflushedMs = -1;
                 try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
@@ -338,8 +340,9 @@ public final class PartitionAppender implements AutoCloseable {
         // recovery is followed), kept open while this segment is the one we write, as Python does.
         FileChannel offsetIndex;
         FileChannel timeIndex;
+        final Path txnIndexPath;
         FileChannel txnIndex;      // .txnindex opened for appending (O_APPEND), when this appender writes it
-        boolean txnIndexUnsynced;  // entries written since its last fdatasync
+        String txnIndexSynced;     // the .txnindex's state (inode, size, mtime) at this appender's last fdatasync
         // Transactional frames other writers appended that this appender learnt by scanning: their
         // index entries are checked (and added if missing) before anything else is done (see cover).
         final List<long[]> learntTxnFrames = new ArrayList<>();  // (base offset, producer id, is control)
@@ -347,6 +350,7 @@ public final class PartitionAppender implements AutoCloseable {
         Segment(String dir, long base) throws IOException {
             this.base = base;
             this.path = Path.of(SegmentFiles.path(dir, base, Format.LOG_SUFFIX));
+            this.txnIndexPath = Path.of(SegmentFiles.path(dir, base, Format.TXN_INDEX_SUFFIX));
             this.channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
             this.fileKey = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
             this.nextOffset = base;
@@ -383,11 +387,31 @@ public final class PartitionAppender implements AutoCloseable {
             return new boolean[] {offsetEntry, timeEntry};
         }
 
-        void syncTxnIndex() throws IOException {
-            if (txnIndexUnsynced && txnIndex != null) {
-                txnIndex.force(false);
-                txnIndexUnsynced = false;
+        /** The .txnindex's state now (under the lock), or null when it is missing (nothing to sync). */
+        String txnIndexState() throws IOException {
+            try {
+                BasicFileAttributes a = Files.readAttributes(txnIndexPath, BasicFileAttributes.class);
+                return a.fileKey() + "/" + a.size() + "/" + a.lastModifiedTime().to(java.util.concurrent.TimeUnit.NANOSECONDS);
+            } catch (NoSuchFileException e) {
+                return null;
             }
+        }
+
+        /**
+         * As Python's TxnIndex.sync_fd: fdatasync the .txnindex unless this appender synced it in
+         * {@code state} already, whoever wrote it (other writers' entries of frames the recovery
+         * point is about to pass are made durable too, as Python's flush does).
+         */
+        void syncTxnIndex(String state) throws IOException {
+            if (state == null || state.equals(txnIndexSynced)) return;
+            if (txnIndex != null) {
+                txnIndex.force(false);
+            } else {
+                try (FileChannel c = FileChannel.open(txnIndexPath, StandardOpenOption.WRITE)) {
+                    c.force(false);
+                }
+            }
+            txnIndexSynced = state;
         }
 
         @Override
@@ -647,7 +671,7 @@ public final class PartitionAppender implements AutoCloseable {
     /** One .txnindex entry right after its frame (one O_APPEND write, fdatasynced with the segment). */
     private void appendTxnEntry(Segment segment, int kind, long producerId, long offset) throws IOException {
         if (segment.txnIndex == null) {
-            Path path = Path.of(SegmentFiles.path(dir, segment.base, Format.TXN_INDEX_SUFFIX));
+            Path path = segment.txnIndexPath;
             if (!Files.exists(path)) {
                 // derived data lost under us: never re-created empty (that would read as "no transactions")
                 throw new KStreamException(KStreamException.Kind.KStreamError, path + " is missing: the Java appender"
@@ -657,7 +681,6 @@ public final class PartitionAppender implements AutoCloseable {
             segment.txnIndex = FileChannel.open(path, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
         }
         appendRaw(segment.txnIndex, txnEntry(kind, producerId, offset));
-        segment.txnIndexUnsynced = true;
     }
 
     static ByteBuffer txnEntry(int kind, long producerId, long offset) {
@@ -873,7 +896,7 @@ public final class PartitionAppender implements AutoCloseable {
     private void flushLocked(Segment segment) throws IOException {
         syncDirIfNeeded();
         segment.channel.force(false);
-        segment.syncTxnIndex();
+        segment.syncTxnIndex(segment.txnIndexState());
         RecoveryPoints.advance(dir, segment.base, segment.size, segment.nextOffset);
         unflushedMessages = 0;
         firstUnflushedMs = -1;
