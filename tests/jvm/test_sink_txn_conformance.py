@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -431,3 +432,34 @@ def test_a_sigkilled_java_task_is_left_to_the_expiry(tmp_path):
     assert consume_values(path, "t", 1) == []
     values, lso = sink.jvm_committed(0)
     assert values == [] and lso == 31  # the expiry's ABORT marker at 30
+
+
+_CRASHING_COMMIT = """
+import json, sys
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.transactions.sink import SinkStore, TaskWrites
+path, sink_id, batch_id, writes = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
+cluster = Cluster.open(path)
+SinkStore(cluster).commit(sink_id, batch_id, [TaskWrites(w[0], tuple(tuple(p) for p in w[1]), w[2]) for w in writes])
+"""
+
+
+def test_a_python_driver_killed_after_its_markers_is_rolled_forward_by_the_java_driver(sink):
+    sink_id = "stream:q8"
+    first = sink.java_task(sink_id, "f", [0, 1])
+    env = {**os.environ, "KSTREAM_CRASH_AT": "sink.markers-fsynced",
+           "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
+    killed = subprocess.run([sys.executable, "-c", _CRASHING_COMMIT, sink.path, sink_id, "0", _json([first])],
+                            env=env, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    # Decided and its markers fsynced, its rows not ended: still Committing, the partitions held open.
+    assert sink.rows("SELECT batch_id, state FROM sink_batches") == [(0, "Committing")]
+    assert len(sink.rows("SELECT * FROM open_transaction_partitions")) == 2
+    second = sink.java_task(sink_id, "s", [1])
+    assert sink.java_commit(sink_id, 1, [second]) == "committed"
+    assert sorted(consume_values(sink.path, "t", 2)) == sorted(_values("f") + _values("s"))
+    jvm0, jvm1 = sink.jvm_committed(0)[0], sink.jvm_committed(1)[0]
+    assert sorted(jvm0 + jvm1) == sorted(_values("f") + _values("s"))
+    assert sink.rows("SELECT batch_id, state FROM sink_batches") == [(1, "Committed")]
+    assert sink.rows("SELECT * FROM open_transaction_partitions") == []
+    assert sink.rows("SELECT * FROM sink_producers") == []
