@@ -7,8 +7,15 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -26,12 +33,18 @@ import java.util.function.BooleanSupplier;
  * refused) and then writes ABORT markers, each with its aborted_transactions row and its
  * .txnindex entry. Not thread-safe.
  *
- * <p>Unlike Python's {@code write_markers_together}, markers are fsynced one partition after the
- * other (Python defers them and fsyncs all partitions in parallel): the same outcome, more time.
+ * <p>As Python's {@code write_markers_together} fsyncs every partition's markers in parallel, a
+ * commit's partitions are written by up to {@link #MAX_MARKER_THREADS} threads at once, one
+ * partition per thread (its markers in the order of the writes); the guards' SQLite reads are
+ * serialized on the store (one connection). Nothing is ended before every marker is fsynced.
  */
 public final class SinkCommitter implements AutoCloseable {
+    /** Partitions whose markers are written (and fsynced) at once by one commit. */
+    public static final int MAX_MARKER_THREADS = 16;
+
     private final SinkStore store;
     private final PartitionAppenders appenders;
+    private ExecutorService markerThreads;
 
     public SinkCommitter(String clusterDir, SinkStore store) {
         this.store = store;
@@ -94,14 +107,32 @@ public final class SinkCommitter implements AutoCloseable {
             Object[] state = store.batchState(sinkId, batchId);
             return state != null && TransactionTables.COMMITTING.equals(state[0]);
         };
-        List<SinkStore.End> ends = new ArrayList<>();
+        // Each partition's markers in the writes' order, the partitions in parallel.
+        Map<TopicPartition, List<Long>> byPartition = new TreeMap<>();
         for (TaskWrites w : writes) {
             for (TopicPartition p : new TreeSet<>(w.partitions)) {
-                Long marker = writeMarker(p, w.producerId, true,
-                    () -> store.isOpen(p.topic, p.partition, w.producerId) && decided.getAsBoolean());
-                if (marker != null) ends.add(new SinkStore.End(p.topic, p.partition, w.producerId, marker));
+                byPartition.computeIfAbsent(p, k -> new ArrayList<>()).add(w.producerId);
             }
         }
+        List<Callable<List<SinkStore.End>>> jobs = new ArrayList<>();
+        for (Map.Entry<TopicPartition, List<Long>> entry : byPartition.entrySet()) {
+            TopicPartition p = entry.getKey();
+            PartitionAppender appender = appenders.get(p.topic, p.partition);  // made here: not thread-safe
+            jobs.add(() -> {
+                List<SinkStore.End> done = new ArrayList<>();
+                for (long producerId : entry.getValue()) {
+                    Long marker = writeMarker(appender, producerId, true, () -> {
+                        synchronized (store) {
+                            return store.isOpen(p.topic, p.partition, producerId) && decided.getAsBoolean();
+                        }
+                    });
+                    if (marker != null) done.add(new SinkStore.End(p.topic, p.partition, producerId, marker));
+                }
+                return done;
+            });
+        }
+        List<SinkStore.End> ends = new ArrayList<>();
+        for (List<SinkStore.End> done : runAll(jobs)) ends.addAll(done);
         // Every marker is fsynced (acks=all) by now; the rows end with the Committed state, together.
         store.endPartitions(ends, false, tx -> {
             SinkStore.markCommitted(tx, sinkId, batchId, writes);
@@ -128,7 +159,7 @@ public final class SinkCommitter implements AutoCloseable {
             long producerId = ((Number) o[2]).longValue();
             if (producerIds != null && !producerIds.contains(producerId)) continue;
             count++;
-            Long marker = writeMarker(new TopicPartition(topic, partition), producerId, false,
+            Long marker = writeMarker(appenders.get(topic, partition), producerId, false,
                 () -> store.isOrphan(topic, partition, producerId));
             if (marker != null) {
                 store.endPartitions(List.of(new SinkStore.End(topic, partition, producerId, marker)), true, null);
@@ -138,12 +169,56 @@ public final class SinkCommitter implements AutoCloseable {
     }
 
     /** One marker under the partition lock while {@code stillDue} holds; its offset, or null. */
-    private Long writeMarker(TopicPartition p, long producerId, boolean commit, BooleanSupplier stillDue)
-            throws IOException {
-        PartitionAppender appender = appenders.get(p.topic, p.partition);
+    private static Long writeMarker(PartitionAppender appender, long producerId, boolean commit,
+                                    BooleanSupplier stillDue) throws IOException {
         PartitionAppender.Result result = appender.appendMarker(
             MarkerFrames.marker(commit, producerId, TransactionTables.SINK_EPOCH), commit, logEnd -> stillDue.getAsBoolean());
         return result == null ? null : result.baseOffsets[0];
+    }
+
+    /** Run the jobs on the marker threads (in this thread when there is one); the first failure is thrown. */
+    private <T> List<T> runAll(List<Callable<T>> jobs) throws IOException {
+        List<T> out = new ArrayList<>();
+        if (jobs.size() == 1) {
+            try {
+                out.add(jobs.get(0).call());
+                return out;
+            } catch (IOException | RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        if (markerThreads == null) {
+            markerThreads = Executors.newFixedThreadPool(MAX_MARKER_THREADS, runnable -> {
+                Thread t = new Thread(runnable, "kstream-sink-markers");
+                t.setDaemon(true);
+                return t;
+            });
+        }
+        List<Future<T>> futures = new ArrayList<>();
+        for (Callable<T> job : jobs) futures.add(markerThreads.submit(job));
+        Throwable failed = null;
+        boolean interrupted = false;
+        for (Future<T> f : futures) {  // every job ends before anything is thrown: none left writing
+            while (true) {
+                try {
+                    out.add(f.get());
+                    break;
+                } catch (ExecutionException e) {
+                    if (failed == null) failed = e.getCause();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;  // markers are short: wait for them, then keep the interrupt
+                }
+            }
+        }
+        if (interrupted) Thread.currentThread().interrupt();
+        if (failed instanceof IOException) throw (IOException) failed;
+        if (failed instanceof RuntimeException) throw (RuntimeException) failed;
+        if (failed instanceof Error) throw (Error) failed;
+        if (failed != null) throw new IOException("writing the commit's markers", failed);
+        return out;
     }
 
     private static Set<Long> producerIds(List<TaskWrites> writes) {
@@ -154,6 +229,7 @@ public final class SinkCommitter implements AutoCloseable {
 
     @Override
     public void close() {
+        if (markerThreads != null) markerThreads.shutdownNow();
         appenders.close();
     }
 }
