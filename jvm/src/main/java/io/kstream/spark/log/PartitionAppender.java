@@ -307,10 +307,11 @@ public final class PartitionAppender implements AutoCloseable {
                     + " id; this one has 0x" + Integer.toHexString(txnBits) + " and producer id " + header.producerId);
             }
         } else if (txnBits != 0 || header.producerId != Format.NO_PRODUCER_ID) {
-            throw new KStreamException(KStreamException.Kind.KStreamError, "the Java appender writes"
+            throw new KStreamException(KStreamException.Kind.KStreamError, "append() writes"
                 + " non-transactional frames without a producer id only (this one has attributes 0x"
-                + Integer.toHexString(header.attributes) + ", producer id " + header.producerId + "): transactions,"
-                + " markers and idempotence are not built in Java yet; use writer=python");
+                + Integer.toHexString(header.attributes) + ", producer id " + header.producerId + "): a"
+                + " transaction's frames and markers go through appendTransactional / appendMarker with their"
+                + " guard; idempotence (producer ids on plain frames) is not built in Java yet: use writer=python");
         }
         if (raw.length > config.messageMaxBytes) {
             throw new KStreamException(KStreamException.Kind.KStreamError, "RecordTooLargeError: batch of "
