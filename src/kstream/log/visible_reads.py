@@ -67,12 +67,15 @@ def next_offset(frames: Sequence[Frame], offset: int, end: int) -> int:
 def read_visible(reader: LogReader, isolation: Isolation, start: int, end: int, high_watermark: int,
                  codec: PayloadCodec, columns: frozenset[str] | None = None,
                  max_bytes: int = READ_BYTES,
+                 on_frames: Callable[[Sequence[Frame]], None] | None = None,
                  high_watermark_now: Callable[[], int] | None = None) -> Iterator[StoredBatch]:
     """Every batch a reader at ``isolation`` may see of ``[start, end)``, read from ``reader``
     ``max_bytes`` at a time. ``high_watermark``: the HW the aborted transactions are loaded
     at, at least the one ``end`` was planned with (a transaction below ``end`` may have its
     marker between ``end`` and that HW). OffsetOutOfRangeError when the log holds no data at
     an offset below ``end`` (deleted, or cut by a power loss since ``end`` was planned).
+    ``on_frames``: called with each look's frames before their batches are handed out (the
+    key index notes where each frame is).
 
     Under read_committed, ``end`` was planned at most at the planner's LSO, so every
     transaction below it had a fixed outcome then. When this reader's view still shows one
@@ -90,6 +93,8 @@ def read_visible(reader: LogReader, isolation: Isolation, start: int, end: int, 
             raise OffsetOutOfRangeError(
                 f"{isolation.topic}-{isolation.partition} has no data at offset {offset}, below the "
                 f"planned end {end}")
+        if on_frames is not None:
+            on_frames(frames)
         yield from visible_batches(frames, isolation, offset, end, codec, columns)
         offset = next_offset(frames, offset, end)
 
