@@ -6,11 +6,12 @@
 
 One compacted topic (``--partitions`` partitions) gets ``--keys`` keys, each written ``--versions``
 times (values of ``--value-size`` random bytes, Arrow batches of 100,000 records through
-``produce_batch``, each key in its murmur2 partition), then the log cleaner runs once (``kstream topics clean``'s code), so the log
-holds one record per key, as a compacted topic does in steady state (segments of 1 MB, one
-more key per partition written last so that no batch of the keys stays in the active segment,
-which the cleaner leaves alone). One SparkSession (``local[2]``) with kstream's jar; then, each path warmed once and the
-two reads alternating inside every repeat, per reader:
+``produce_batch``, each key in its murmur2 partition), then the log cleaner runs once
+(``kstream topics clean``'s code), so the log holds one record per key, as a compacted topic
+does in steady state (segments of 1 MB, one more key per partition written last so that no
+batch of the keys stays in the active segment, which the cleaner leaves alone). One
+SparkSession (``local[2]``) with kstream's jar; then, each path warmed once and the two reads
+alternating inside every repeat, per reader:
 
 * full: ``spark.read.format("kstream")`` of the whole topic into the noop sink (every column);
 * latest: the same read with ``latestPerKey=true`` into the noop sink.
