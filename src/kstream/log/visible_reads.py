@@ -23,7 +23,7 @@ Neither writes anything.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from kstream.errors import OffsetOutOfRangeError
 from kstream.log.storage.log_reader import LogReader
@@ -62,12 +62,15 @@ def next_offset(frames: Sequence[Frame], offset: int, end: int) -> int:
 
 def read_visible(reader: LogReader, isolation: Isolation, start: int, end: int, high_watermark: int,
                  codec: PayloadCodec, columns: frozenset[str] | None = None,
-                 max_bytes: int = READ_BYTES) -> Iterator[StoredBatch]:
+                 max_bytes: int = READ_BYTES,
+                 on_frames: Callable[[Sequence[Frame]], None] | None = None) -> Iterator[StoredBatch]:
     """Every batch a reader at ``isolation`` may see of ``[start, end)``, read from ``reader``
     ``max_bytes`` at a time. ``high_watermark``: the HW the aborted transactions are loaded
     at, at least the one ``end`` was planned with (a transaction below ``end`` may have its
     marker between ``end`` and that HW). OffsetOutOfRangeError when the log holds no data at
-    an offset below ``end`` (deleted, or cut by a power loss since ``end`` was planned)."""
+    an offset below ``end`` (deleted, or cut by a power loss since ``end`` was planned).
+    ``on_frames``: called with each look's frames before their batches are handed out (the
+    key index notes where each frame is)."""
     isolation.prepare(start, high_watermark=high_watermark)
     offset = start
     while offset < end:
@@ -76,5 +79,7 @@ def read_visible(reader: LogReader, isolation: Isolation, start: int, end: int, 
             raise OffsetOutOfRangeError(
                 f"{isolation.topic}-{isolation.partition} has no data at offset {offset}, below the "
                 f"planned end {end}")
+        if on_frames is not None:
+            on_frames(frames)
         yield from visible_batches(frames, isolation, offset, end, codec, columns)
         offset = next_offset(frames, offset, end)

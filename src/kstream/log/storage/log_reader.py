@@ -194,6 +194,21 @@ class LogReader:
             return self.keep_good(frames, payloads_good(frames))
         return frames
 
+    def read_noted(self, offset: int, segment_base: int, position: int) -> Frame | None:
+        """The frame holding ``offset`` at ``position`` of the segment at ``segment_base``, as a
+        caller noted it from an earlier :meth:`read` (``Frame.position`` and the segment the
+        frame was in), checked as :meth:`read` checks it. None when the note does not hold (the
+        segment is gone, or another frame is there): the caller then uses :meth:`read`, which
+        finds the frame by the offset index or reports what is wrong with the log."""
+        if segment_base not in self._views and segment_base not in self._bases \
+                and segment_base not in self.refresh():
+            return None
+        try:
+            view = self._view(segment_base)
+            return self._frame_at(view, position, offset, sealed=False, check_payload=self.check_crcs)
+        except (CorruptBatchError, FileNotFoundError):
+            return None
+
     def keep_good(self, frames: list[Frame], good: list[bool]) -> list[Frame]:
         """``frames`` (from :meth:`read` with ``verify=False``) up to the first whose payload
         checksum failed (``good``: one verdict per frame, see checksums.payloads_good).
