@@ -11,15 +11,12 @@ or a replaced value. get_many answers the same."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-import time
-
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, rule
 
-from kstream import Admin, Producer, Table
+from compacted_writes import CompactedWrites
+from kstream import Admin, Table
 from kstream.admin import NewTopic
 from kstream.client.partitioner import partition_for_key
 from kstream.log.cluster.cluster import Cluster
@@ -32,27 +29,14 @@ COMPACT = {"cleanup.policy": "compact", "segment.bytes": "1024", "min.cleanable.
            "delete.retention.ms": str(RETENTION_MS)}
 
 
-class TableModel(RuleBasedStateMachine):
-    def __init__(self):
-        super().__init__()
-        self.root = tempfile.mkdtemp(prefix="kstream-table-model-")
-        self.cluster_path = f"{self.root}/c"
+class TableModel(CompactedWrites):
+    KEYS = KEYS
+    PREFIX = "kstream-table-model-"
+
+    def setup_topic(self) -> None:
         with Admin({"cluster": self.cluster_path, "log.dirs": "a,b"}) as admin:
             admin.create_topics([NewTopic("t", PARTITIONS, 2, config=COMPACT)])["t"].result()
-        self.producer = Producer({"cluster": self.cluster_path, "linger.ms": 0})
         self.table = Table({"cluster": self.cluster_path}, "t")
-        # The log as written, in order: (key, value, transaction or None); a transaction's fate:
-        # True committed, False aborted, None open.
-        self.log: list[tuple[bytes, bytes | None, int | None]] = []
-        self.fate: dict[int, bool | None] = {}
-        self.open_txn: Producer | None = None
-        self.open_id: int | None = None
-        self.clock_ms = int(time.time() * 1000)
-        self.serial = 0
-
-    def value(self) -> bytes:
-        self.serial += 1
-        return f"v{self.serial}".encode()
 
     def oracle(self) -> dict[bytes, bytes | None]:
         """Each key's latest committed value below its partition's LSO (None: deleted)."""
@@ -67,56 +51,6 @@ class TableModel(RuleBasedStateMachine):
             if txn is None or self.fate[txn] is True:
                 latest[key] = value
         return latest
-
-    @rule(key=KEYS)
-    def put(self, key):
-        value = self.value()
-        self.producer.produce("t", value, key=key)
-        self.producer.flush()
-        self.log.append((key, value, None))
-
-    @rule(key=KEYS)
-    def delete(self, key):
-        self.producer.produce("t", None, key=key)
-        self.producer.flush()
-        self.log.append((key, None, None))
-
-    def _transactional(self, keys: list[bytes]) -> tuple[Producer, int]:
-        txn = self.serial
-        producer = Producer({"cluster": self.cluster_path, "transactional.id": f"x{txn}", "linger.ms": 0})
-        producer.init_transactions()
-        producer.begin_transaction()
-        self.fate[txn] = None
-        for key in keys:
-            value = self.value()
-            producer.produce("t", value, key=key)
-            producer.flush()
-            self.log.append((key, value, txn))
-        return producer, txn
-
-    @rule(keys=st.lists(KEYS, min_size=1, max_size=3), commit=st.booleans())
-    def transaction(self, keys, commit):
-        producer, txn = self._transactional(keys)
-        try:
-            (producer.commit_transaction if commit else producer.abort_transaction)()
-            self.fate[txn] = commit
-        finally:
-            producer.close()
-
-    @precondition(lambda self: self.open_txn is None)
-    @rule(keys=st.lists(KEYS, min_size=1, max_size=2))
-    def begin_open_transaction(self, keys):
-        self.open_txn, self.open_id = self._transactional(keys)
-
-    @precondition(lambda self: self.open_txn is not None)
-    @rule(commit=st.booleans())
-    def end_open_transaction(self, commit):
-        producer, self.open_txn = self.open_txn, None
-        try:
-            (producer.commit_transaction if commit else producer.abort_transaction)()
-            self.fate[self.open_id] = commit
-        finally:
-            producer.close()
 
     @rule(later_ms=st.sampled_from([0, RETENTION_MS // 2, 3 * RETENTION_MS]), force=st.booleans())
     def clean(self, later_ms, force):
@@ -143,11 +77,8 @@ class TableModel(RuleBasedStateMachine):
                 assert {k: m.value() for k, m in many.items()} == {k: v for k, v in oracle.items() if v is not None}
 
     def teardown(self):
-        if self.open_txn is not None:
-            self.open_txn.close()
         self.table.close()
-        self.producer.close()
-        shutil.rmtree(self.root, ignore_errors=True)
+        super().teardown()
 
 
 TableModel.TestCase.settings = settings(max_examples=20, stateful_step_count=20, deadline=None,
