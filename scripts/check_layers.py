@@ -3,7 +3,7 @@
 kstream's modules are stacked in layers, each importing only the layers below it:
 
     ground (errors, config/, confluent shapes) < log.storage < log.cluster < log.transactions
-    < log (the engine's face) < groups < client (and kstream.admin) < source | sink
+    < log (the engine's face) < groups | tiering < client (and kstream.admin) < source | sink
     < data_source < mirror < tools (monitor < perf < web < cli) < kstream/__init__, pyspark_kstream
 
 This script reads every module under the given source roots (default: ``src``) with ``ast``
@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, float, str], ...] = (
     ("kstream.log.transactions", 3, ""),
     ("kstream.log", 4, ""),  # the engine's face: log/__init__ and log/*.py
     ("kstream.groups", 5, ""),
+    ("kstream.tiering", 5, "tiering"),  # beside groups (both write Delta tables), neither sees the other
     ("kstream.client", 6, ""),
     ("kstream.admin", 6, ""),
     ("kstream.source", 7, "source"),

@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from kstream.client.producer import BatchResult, Producer
     from kstream.client.serializing_producer import SerializingProducer
     from kstream.client.share_consumer import ShareConsumer
+    from kstream.client.table import Table
     from kstream.groups import ConsumerGroups, OffsetCommit
     from kstream.message import (
         OFFSET_BEGINNING,
@@ -110,6 +111,7 @@ _LAZY = {
     "TIMESTAMP_CREATE_TIME": "kstream.message",
     "TIMESTAMP_LOG_APPEND_TIME": "kstream.message",
     "TIMESTAMP_NOT_AVAILABLE": "kstream.message",
+    "Table": "kstream.client.table",
     "ThrottleEvent": "kstream.throttle_event",
     "TopicDescription": "kstream.admin",
     "TopicPartition": "kstream.message",
@@ -171,6 +173,7 @@ __all__ = [
     "SchemaError",
     "SerializingProducer",
     "ShareConsumer",
+    "Table",
     "ThrottleEvent",
     "TopicCollection",
     "TopicDescription",

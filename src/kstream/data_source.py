@@ -38,6 +38,7 @@ from kstream.log.storage.output import output_schema
 from kstream.sink.writer import KStreamBatchWriter, KStreamStreamWriter, check_save_mode, check_sink_schema
 from kstream.source import avro_values as avro
 from kstream.source import planning
+from kstream.source.latest_per_key import read_latest
 from kstream.source.partition_reader import read_range
 from kstream.source.read_options import EARLIEST, LATEST, OffsetSpec, ReaderOptions
 
@@ -133,6 +134,8 @@ class KStreamBatchReader(DataSourceReader):
 
             start = resolve(self.options.starting_offsets, EARLIEST)
             end = resolve(self.options.ending_offsets, LATEST)
+            if self.options.latest_per_key:
+                return _latest_splits(cluster, self.options, start, end)
             return _splits(cluster, self.options, start, end)
         finally:
             cluster.close()
@@ -145,17 +148,41 @@ def _read(partition: InputPartition, schema: StructType) -> Iterator[pa.RecordBa
     """A split's records. With no splits at all (an empty range), pyspark still runs one task
     with a plain InputPartition: it reads nothing."""
     if isinstance(partition, _Split):
-        yield from read_range(partition.split, _arrow_schema(schema))
+        if partition.split.latest_per_key:
+            yield from read_latest(partition.split, _arrow_schema(schema))
+        else:
+            yield from read_range(partition.split, _arrow_schema(schema))
 
 
 def _splits(cluster: Cluster, options: ReaderOptions, start: planning.Offsets, end: planning.Offsets
             ) -> list[InputPartition]:
     """One split per partition range, cut further by maxRecordsPerPartition / minPartitions."""
     splits = planning.ranges(cluster.path, start, end, options.fail_on_data_loss, options.isolation_level,
-                             options.avro_schema, options.check_crcs)
+                             options.avro_schema, options.check_crcs, options.latest_per_key,
+                             options.include_tombstones)
+    # (latestPerKey refuses both options: a partition is reduced in one task, read_options)
     if options.max_records_per_partition or options.min_partitions:
         splits = planning.split_large(cluster, splits, options.max_records_per_partition, options.min_partitions)
     return [_Split(s) for s in splits]
+
+
+def _latest_splits(cluster: Cluster, options: ReaderOptions, start: planning.Offsets, end: planning.Offsets
+                   ) -> list[InputPartition]:
+    """latestPerKey splits, one per selected partition: startingOffsets=earliest and
+    endingOffsets=latest stay EARLIEST and LATEST, resolved when the split is read. Spark plans a
+    Python data source's read once per DataFrame (its partitions are kept with the plan), so a
+    DataFrame read again, e.g. the static side of a stream-static join in every micro-batch,
+    sees the HW of each run, as the JVM reader (which plans every run) does."""
+    if options.starting_offsets == "earliest":
+        start = {t: dict.fromkeys(ps, EARLIEST) for t, ps in start.items()}
+    if options.ending_offsets == "latest":
+        end = {t: dict.fromkeys(ps, LATEST) for t, ps in end.items()}
+    return [_Split(planning.PartitionRange(cluster.path, topic, int(partition), start[topic][partition], stop,
+                                          options.fail_on_data_loss, options.isolation_level, options.avro_schema,
+                                          options.check_crcs, True, options.include_tombstones))
+            for topic, partitions in sorted(end.items())
+            for partition, stop in sorted(partitions.items(), key=lambda item: int(item[0]))
+            if stop < 0 or start[topic][partition] < 0 or stop > start[topic][partition]]
 
 
 def _fallback(options: ReaderOptions) -> int:

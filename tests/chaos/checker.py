@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Any
 
 TP = tuple[str, int]
 
@@ -67,6 +68,9 @@ class History:
     undelivered: list[str] = field(default_factory=list)
     # What a round saw break itself: a group not rebalanced in time, a fenced writer's write landing.
     round_problems: list[str] = field(default_factory=list)
+    # Log-cleaner rounds: their writes and keyed reads (a compaction_checker.KeyedHistory), checked
+    # by key (latest values survive) instead of record by record.
+    keyed: Any = None
 
 
 @dataclass
@@ -145,6 +149,8 @@ def check(h: History) -> Verdict:
     v.stuck_lso = len(h.open_lso)
     for tp, offset in sorted(h.open_lso.items()):
         v.note(f"{tp[0]}-{tp[1]}: LSO stuck at {offset} by an open transaction after every producer left")
+    if h.keyed is not None:
+        h.keyed.check(v)
     return v
 
 

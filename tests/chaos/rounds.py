@@ -298,6 +298,11 @@ def two_failovers_round(ctx: Ctx) -> None:
     read_back(ctx)
 
 
+def _clean_rounds():
+    """tests/chaos/clean_rounds.py: the log cleaner's classes (issue 25)."""
+    return __import__("chaos.clean_rounds", fromlist=["_"])
+
+
 def _sink_rounds():
     """tests/chaos/sink_rounds.py, loaded when one of its classes runs (it imports pyspark)."""
     return __import__("chaos.sink_rounds", fromlist=["_"])
@@ -332,4 +337,7 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "read_only_readers": lambda ctx: __import__("chaos.read_only_rounds", fromlist=["_"]).read_only_readers_round(ctx),
     "backup_live": lambda ctx: __import__("chaos.backup_rounds", fromlist=["_"]).backup_live_round(ctx),
     "backup_sink": lambda ctx: __import__("chaos.backup_rounds", fromlist=["_"]).backup_sink_round(ctx),
+    "clean_sigkill": lambda ctx: _clean_rounds().clean_sigkill_round(ctx),
+    "clean_power_cut": lambda ctx: _clean_rounds().clean_power_cut_round(ctx),
+    "clean_readers": lambda ctx: _clean_rounds().clean_readers_round(ctx),
 }

@@ -169,9 +169,18 @@ _PARSE_CASES: list[tuple[dict[str, str], bool | None]] = [
     ({"subscribe": "t", "group.id": "g"}, False),
     ({"assign": '{"t": [0]}', "group.id": "g", "startingOffsets": "earliest", "endingOffsets": '{"t": {"0": 5}}'},
      False),
+    # latestPerKey (issue 25): batch reads only, never a cut partition, includeTombstones only with it
+    ({"subscribe": "t", "latestPerKey": "true"}, False),
+    ({"subscribe": "t", "latestPerKey": "TRUE", "includeTombstones": "true"}, None),
+    ({"subscribe": "t", "latestPerKey": "false"}, True),
+    ({"subscribe": "t", "latestPerKey": "true"}, True),
+    ({"subscribe": "t", "latestPerKey": "yes"}, None),
+    ({"subscribe": "t", "includeTombstones": "true"}, False),
+    ({"subscribe": "t", "latestPerKey": "true", "minPartitions": "4"}, False),
+    ({"subscribe": "t", "latestPerKey": "true", "maxRecordsPerPartition": "100"}, None),
 ]
 # Options refused with the same words by both readers (the case's ``message``), not only both refused.
-_SAME_MESSAGE = ("group.id",)
+_SAME_MESSAGE = ("group.id", "latestPerKey", "includeTombstones")
 
 
 def option_parse_cases() -> list[dict[str, Any]]:
@@ -200,7 +209,8 @@ def option_parse_cases() -> list[dict[str, Any]]:
             "failOnDataLoss": parsed.fail_on_data_loss,
             "readCommitted": parsed.isolation_level == "read_committed",
             "columns": None if parsed.columns is None else list(parsed.columns),
-            "verifyChecksums": parsed.check_crcs}})
+            "verifyChecksums": parsed.check_crcs, "latestPerKey": parsed.latest_per_key,
+            "includeTombstones": parsed.include_tombstones}})
     return cases
 
 

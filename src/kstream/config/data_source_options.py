@@ -33,6 +33,8 @@ READER_OPTIONS = (
     "auto.commit.interval.ms", "valueFormat", "avroSchema",
     # which reader serves the read (docs/JVM_READER.md), and payload checksum verification
     "reader", "check.crcs",
+    # the latest record of each key instead of every record (docs/SPARK.md "Latest value per key")
+    "latestPerKey", "includeTombstones",
     *_SPARK_OWN,
 )
 

@@ -243,6 +243,17 @@ TOPIC_OPTIONS = _table(
     Option("delete.retention.ms", "int", _DAY_MS,
            "How long a tombstone (null value) of a compacted topic is kept after its segment was "
            "cleaned, so readers see the delete.", minimum=0, maximum=LONG_MAX),
+    Option("tier.delta.path", "str", None,
+           "The topic's Delta table (an absolute directory path or a file:// URI): the committed "
+           "records of its sealed segments are copied there (`kstream tier run`, docs/TIERING.md) and "
+           "retention then deletes only what the table holds. Unset: not tiered."),
+    Option("tier.lag.ms", "int", 10 * 60 * 1000,
+           "A tiered topic's sealed segment waits at most this long before `kstream tier run` copies "
+           "it (a pass copies a partition once its oldest untiered sealed segment is this old).",
+           minimum=0, maximum=365 * _DAY_MS),
+    Option("tier.lag.bytes", "int", 256 << 20,
+           "A tiered topic's partition is copied as soon as its untiered sealed segments hold this "
+           "many bytes, even before tier.lag.ms.", minimum=1, maximum=1 << 40),
     *(
         Option(topic_name, CLUSTER_OPTIONS[cluster_name].kind, None, CLUSTER_OPTIONS[cluster_name].doc,
                choices=CLUSTER_OPTIONS[cluster_name].choices,

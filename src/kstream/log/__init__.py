@@ -4,6 +4,8 @@ replication, recovery and retention (see docs/ARCHITECTURE.md).
 Its narrow face for readers: :func:`bounds` (a partition's log start, LEO, HW, LSO and the
 transaction holding it) and :func:`read_visible` / :func:`visible_batches` (what a reader
 at an isolation level may see of a range); every reader above goes through them.
+:class:`KeyIndex` is derived from the latter: a compacted partition's keys and the offsets of
+their latest visible records (what ``kstream.Table`` looks keys up in).
 
 It never imports the client API, consumer groups (deltalake) or pyspark. The
 names below are imported on first use (module ``__getattr__``), so importing one
@@ -20,6 +22,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from kstream.log.cluster.cluster import Cluster
     from kstream.log.cluster.metadata import Metadata, PartitionInfo, TopicInfo
     from kstream.log.cluster.partition import Partition
+    from kstream.log.key_index import KeyIndex
     from kstream.log.partition_bounds import PartitionBounds, bounds
     from kstream.log.storage.log_config import LogConfig
     from kstream.log.storage.log_reader import LogReader
@@ -30,6 +33,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
 # Public name -> the module that defines it (imported on first use).
 _LAZY = {
     "Cluster": "kstream.log.cluster.cluster",
+    "KeyIndex": "kstream.log.key_index",
     "LogConfig": "kstream.log.storage.log_config",
     "LogReader": "kstream.log.storage.log_reader",
     "Metadata": "kstream.log.cluster.metadata",
@@ -49,6 +53,7 @@ _LAZY = {
 
 __all__ = [
     "Cluster",
+    "KeyIndex",
     "LogConfig",
     "LogReader",
     "Metadata",

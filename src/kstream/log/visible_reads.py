@@ -23,9 +23,10 @@ Neither writes anything.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 
-from kstream.errors import OffsetOutOfRangeError
+from kstream.errors import KStreamError, OffsetOutOfRangeError
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.output import StoredBatch, decode_frame
 from kstream.log.storage.records import PayloadCodec
@@ -34,6 +35,9 @@ from kstream.log.transactions.isolation import Isolation
 
 READ_BYTES = 8 << 20
 """How much :func:`read_visible` reads per look at the log (the first frame always comes whole)."""
+OUTCOME_WAIT_S = 5.0
+"""Longest :func:`read_visible` waits for a decided transaction's marker to reach the HW."""
+_OUTCOME_POLL_S = 0.01
 
 
 def visible_batches(frames: Sequence[Frame], isolation: Isolation, offset: int, end: int,
@@ -62,13 +66,26 @@ def next_offset(frames: Sequence[Frame], offset: int, end: int) -> int:
 
 def read_visible(reader: LogReader, isolation: Isolation, start: int, end: int, high_watermark: int,
                  codec: PayloadCodec, columns: frozenset[str] | None = None,
-                 max_bytes: int = READ_BYTES) -> Iterator[StoredBatch]:
+                 max_bytes: int = READ_BYTES,
+                 on_frames: Callable[[Sequence[Frame]], None] | None = None,
+                 high_watermark_now: Callable[[], int] | None = None) -> Iterator[StoredBatch]:
     """Every batch a reader at ``isolation`` may see of ``[start, end)``, read from ``reader``
     ``max_bytes`` at a time. ``high_watermark``: the HW the aborted transactions are loaded
     at, at least the one ``end`` was planned with (a transaction below ``end`` may have its
     marker between ``end`` and that HW). OffsetOutOfRangeError when the log holds no data at
-    an offset below ``end`` (deleted, or cut by a power loss since ``end`` was planned)."""
+    an offset below ``end`` (deleted, or cut by a power loss since ``end`` was planned).
+    ``on_frames``: called with each look's frames before their batches are handed out (the
+    key index notes where each frame is).
+
+    Under read_committed, ``end`` was planned at most at the planner's LSO, so every
+    transaction below it had a fixed outcome then. When this reader's view still shows one
+    of them open (the planner applied its decision from the metadata; the metadata's row was
+    ended since, its marker appended but not yet below the HW this reader read), its frames
+    are neither shown nor skipped blindly: the view is read again (``high_watermark_now``:
+    the partition's HW now) until the marker is below the HW, for at most
+    :data:`OUTCOME_WAIT_S`; then a KStreamError says to retry the read."""
     isolation.prepare(start, high_watermark=high_watermark)
+    _await_outcomes(isolation, start, end, high_watermark, high_watermark_now)
     offset = start
     while offset < end:
         frames = reader.read(offset, max_bytes, end_offset=end)
@@ -76,5 +93,24 @@ def read_visible(reader: LogReader, isolation: Isolation, start: int, end: int, 
             raise OffsetOutOfRangeError(
                 f"{isolation.topic}-{isolation.partition} has no data at offset {offset}, below the "
                 f"planned end {end}")
+        if on_frames is not None:
+            on_frames(frames)
         yield from visible_batches(frames, isolation, offset, end, codec, columns)
         offset = next_offset(frames, offset, end)
+
+
+def _await_outcomes(isolation: Isolation, start: int, end: int, high_watermark: int,
+                    high_watermark_now: Callable[[], int] | None) -> None:
+    """Prepare ``isolation`` again until no transaction it sees open starts below ``end``
+    (see :func:`read_visible`), at most :data:`OUTCOME_WAIT_S`."""
+    deadline = time.monotonic() + OUTCOME_WAIT_S
+    while isolation.first_open is not None and isolation.first_open < end:
+        if time.monotonic() >= deadline:
+            raise KStreamError(
+                f"{isolation.topic}-{isolation.partition}: the transaction at offset {isolation.first_open} "
+                f"is open in this reader's view, below the planned end {end} (planned when its outcome was "
+                f"fixed), and its marker did not reach the high watermark in {OUTCOME_WAIT_S}s; retry the read")
+        time.sleep(_OUTCOME_POLL_S)
+        if high_watermark_now is not None:
+            high_watermark = max(high_watermark, high_watermark_now())
+        isolation.prepare(start, high_watermark=high_watermark)

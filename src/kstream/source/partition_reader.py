@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from kstream.errors import OffsetOutOfRangeError
 from kstream.log.cluster.cluster import Cluster
+from kstream.log.storage.cleaner.frame_rewrite import tombstones
 from kstream.log.storage.output import TIMESTAMP_TYPE, OutputBuilder
 from kstream.log.storage.records import HEADER_TYPE, PayloadCodec
 from kstream.log.transactions.isolation import Isolation
@@ -27,9 +28,14 @@ log = logging.getLogger(__name__)
 _FETCH_BYTES = 8 << 20
 
 
-def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """The records of ``split`` as batches of ``schema`` (Spark's Arrow types)."""
+def read_range(split: PartitionRange, schema: pa.Schema, tombstone_column: str | None = None
+               ) -> Iterator[pa.RecordBatch]:
+    """The records of ``split`` as batches of ``schema`` (Spark's Arrow types). With
+    ``tombstone_column``, each batch has one more (last) column of that name: whether the record
+    is a tombstone (the log cleaner's rule, :func:`tombstones`; ``schema`` must then hold the
+    topic's value columns, which the rule reads)."""
     cluster = Cluster.open(split.cluster)
+    typed = Cluster.topic_schema(cluster.topic(split.topic)) is not None if tombstone_column else False
     handle = cluster.partition(split.topic, split.partition)
     reader = handle.reader(check_crcs=split.check_crcs)
     codec = PayloadCodec()
@@ -37,7 +43,7 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
     parsed, avro_columns = (None, pa.schema([])) if split.avro_schema is None else avro.parse(split.avro_schema)
     avro_wanted = pa.schema([f for f in avro_columns if f.name in names])
     built = [f for f in schema if f.name not in avro_columns.names]
-    if len(avro_wanted):
+    if len(avro_wanted) and "value" not in names:
         built.append(pa.field("value", pa.binary()))
     builder = OutputBuilder(split.topic, split.partition, _builder_schema(pa.schema(built)))
     where = f"{split.topic}-{split.partition}"
@@ -61,15 +67,18 @@ def read_range(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBa
         # Aborted ranges as of the HW now (at least the one the end was planned with).
         for stored in read_visible(reader, isolation, offset, split.end,
                                    max(split.end, handle.high_watermark() or 0), codec, stored_columns,
-                                   _FETCH_BYTES):
+                                   _FETCH_BYTES, high_watermark_now=lambda: handle.high_watermark() or 0):
             batch = builder.build(stored)
             columns = {name: batch.column(name) for name in batch.schema.names}
             if len(avro_wanted):
                 decoded = avro.decode(batch.column("value"), parsed, avro_wanted, where, stored.base_offset)
                 columns.update(zip(decoded.schema.names, decoded.columns, strict=True))
-            yield pa.RecordBatch.from_arrays(
-                [columns[name].cast(field.type) for name, field in zip(names, schema, strict=True)],
-                schema=schema)
+            arrays = [columns[name].cast(field.type) for name, field in zip(names, schema, strict=True)]
+            if tombstone_column is None:
+                yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+            else:
+                arrays.append(pa.array(tombstones(stored.batch, typed)))
+                yield pa.RecordBatch.from_arrays(arrays, names=[*names, tombstone_column])
     finally:
         reader.close()
         handle.close()

@@ -30,7 +30,8 @@ Offsets = dict[str, dict[str, int]]
 
 @dataclass(frozen=True)
 class PartitionRange:
-    """One Spark input split: offsets [start, end) of one topic-partition. Picklable."""
+    """One Spark input split: offsets [start, end) of one topic-partition. Picklable. A
+    latestPerKey split may have start EARLIEST and end LATEST, resolved when it is read."""
 
     cluster: str
     topic: str
@@ -41,6 +42,8 @@ class PartitionRange:
     isolation_level: str = "read_committed"
     avro_schema: str | None = None  # valueFormat=avro: decode values with this schema
     check_crcs: bool = True  # option check.crcs: verify payload checksums
+    latest_per_key: bool = False  # option latestPerKey: the split's latest record of each key
+    include_tombstones: bool = False  # option includeTombstones (with latestPerKey)
 
 
 def topic_partitions(cluster: Cluster, options: ReaderOptions) -> list[tuple[str, int]]:
@@ -223,7 +226,8 @@ def group_offset_in_range(cluster: Cluster, group: str, topic: str, partition: i
 
 
 def ranges(cluster_path: str, start: Offsets, end: Offsets, fail_on_data_loss: bool,
-           isolation_level: str, avro_schema: str | None = None, check_crcs: bool = True) -> list[PartitionRange]:
+           isolation_level: str, avro_schema: str | None = None, check_crcs: bool = True,
+           latest_per_key: bool = False, include_tombstones: bool = False) -> list[PartitionRange]:
     """One split per topic-partition with data between ``start`` and ``end``."""
     splits = []
     for topic, partitions in sorted(end.items()):
@@ -231,7 +235,8 @@ def ranges(cluster_path: str, start: Offsets, end: Offsets, fail_on_data_loss: b
             begin = start.get(topic, {}).get(partition, 0)
             if stop > begin:
                 splits.append(PartitionRange(cluster_path, topic, int(partition), begin, stop, fail_on_data_loss,
-                                             isolation_level, avro_schema, check_crcs))
+                                             isolation_level, avro_schema, check_crcs, latest_per_key,
+                                             include_tombstones))
     return splits
 
 

@@ -78,6 +78,8 @@ class ReaderOptions:
     avro_schema: str | None = None  # valueFormat=avro
     group_commit_interval_ms: int = 0  # 0: commit the group after every finished batch
     check_crcs: bool = True  # check.crcs: verify each frame's payload checksum
+    latest_per_key: bool = False  # latestPerKey: one row per key, its latest record below the end
+    include_tombstones: bool = False  # includeTombstones: latestPerKey keeps a deleted key's tombstone
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], streaming: bool | None) -> ReaderOptions:
@@ -145,6 +147,9 @@ class ReaderOptions:
             raise ConfigError(f"option 'minOffsetsPerTrigger' ({min_offsets}) is higher than "
                               f"'maxOffsetsPerTrigger' ({max_rows}); lower it or raise maxOffsetsPerTrigger")
         _check_reader_choice(lower.get("reader", "auto"))
+        latest_per_key = _bool("latestPerKey", lower.get("latestperkey", "false"))
+        include_tombstones = _bool("includeTombstones", lower.get("includetombstones", "false"))
+        _check_latest_per_key(lower, latest_per_key, include_tombstones, streaming)
         reset = lower.get("auto.offset.reset", "latest")
         if reset not in ("earliest", "latest"):
             raise ConfigError(f"option 'auto.offset.reset': {reset!r} is not earliest or latest")
@@ -174,7 +179,37 @@ class ReaderOptions:
             group_commit_interval_ms=_duration_ms("auto.commit.interval.ms",
                                                   lower.get("auto.commit.interval.ms", "0")),
             check_crcs=_bool("check.crcs", lower.get("check.crcs", "true")),
+            latest_per_key=latest_per_key,
+            include_tombstones=include_tombstones,
         )
+
+
+# The same words as the JVM reader's ReaderOptions (the shared option vectors compare them).
+LATEST_PER_KEY_STREAMING = (
+    "option 'latestPerKey' is for batch reads (spark.read): a stream reads every record once. For a "
+    "stream-static join against the latest value of each key, read the table with spark.read and "
+    "latestPerKey=true and join the stream to it: Spark re-reads a batch source for every micro-batch")
+LATEST_PER_KEY_SPLITS = (
+    "option {name!r} cuts a partition into several Spark tasks, but latestPerKey=true reduces each "
+    "partition in one task (all of a key's records are in its partition, so no shuffle is needed); "
+    "drop {name!r}")
+INCLUDE_TOMBSTONES_ALONE = (
+    "option 'includeTombstones' applies to latestPerKey=true reads (a plain read returns every record, "
+    "tombstones included); add .option('latestPerKey', 'true') or drop includeTombstones")
+
+
+def _check_latest_per_key(lower: Mapping[str, str], latest_per_key: bool, include_tombstones: bool,
+                          streaming: bool | None) -> None:
+    """latestPerKey reduces a batch read's partitions each in one task: no stream, no cut splits."""
+    if include_tombstones and not latest_per_key:
+        raise ConfigError(INCLUDE_TOMBSTONES_ALONE)
+    if not latest_per_key:
+        return
+    if streaming:
+        raise ConfigError(LATEST_PER_KEY_STREAMING)
+    for name in ("minPartitions", "maxRecordsPerPartition"):
+        if name.lower() in lower:
+            raise ConfigError(LATEST_PER_KEY_SPLITS.format(name=name))
 
 
 def _check_reader_choice(reader: str) -> None:

@@ -8,41 +8,24 @@ deleted key), offsets strictly increasing, no aborted record and no value that w
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-import time
-
 from cleaner_helpers import frames, make_compacted, polled, replica_dirs
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, rule
 
-from kstream import Producer
+from compacted_writes import CompactedWrites
 from kstream.log.cluster.cluster import Cluster
 
 KEYS = st.sampled_from([b"a", b"b", b"c", b"d", b"e"])
 RETENTION_MS = 1000
 
 
-class CleanerModel(RuleBasedStateMachine):
-    def __init__(self):
-        super().__init__()
-        self.root = tempfile.mkdtemp(prefix="kstream-cleaner-model-")
-        self.cluster_path = f"{self.root}/c"
-        make_compacted(self.cluster_path, replicas=2, config={"delete.retention.ms": str(RETENTION_MS)})
-        self.producer = Producer({"cluster": self.cluster_path, "linger.ms": 0})
-        # The log as written, in offset order: (key, value, transaction or None); a transaction's
-        # fate: True committed, False aborted, None open. Latest wins by offset, as in Kafka.
-        self.log: list[tuple[bytes, bytes | None, int | None]] = []
-        self.fate: dict[int, bool | None] = {}
-        self.open_txn: Producer | None = None
-        self.open_id: int | None = None
-        self.clock_ms = int(time.time() * 1000)
-        self.serial = 0
+class CleanerModel(CompactedWrites):
+    KEYS = KEYS
+    PREFIX = "kstream-cleaner-model-"
 
-    def value(self) -> bytes:
-        self.serial += 1
-        return f"v{self.serial}".encode()
+    def setup_topic(self) -> None:
+        make_compacted(self.cluster_path, replicas=2, config={"delete.retention.ms": str(RETENTION_MS)})
 
     @property
     def oracle(self) -> dict[bytes, bytes | None]:
@@ -52,56 +35,6 @@ class CleanerModel(RuleBasedStateMachine):
             if txn is None or self.fate[txn] is True:
                 latest[key] = value
         return latest
-
-    @rule(key=KEYS)
-    def put(self, key):
-        value = self.value()
-        self.producer.produce("t", value, key=key)
-        self.producer.flush()
-        self.log.append((key, value, None))
-
-    @rule(key=KEYS)
-    def delete(self, key):
-        self.producer.produce("t", None, key=key)
-        self.producer.flush()
-        self.log.append((key, None, None))
-
-    def _transactional(self, keys: list[bytes]) -> tuple[Producer, int]:
-        txn = self.serial
-        producer = Producer({"cluster": self.cluster_path, "transactional.id": f"x{txn}", "linger.ms": 0})
-        producer.init_transactions()
-        producer.begin_transaction()
-        self.fate[txn] = None
-        for key in keys:
-            value = self.value()
-            producer.produce("t", value, key=key)
-            producer.flush()
-            self.log.append((key, value, txn))
-        return producer, txn
-
-    @rule(keys=st.lists(KEYS, min_size=1, max_size=3), commit=st.booleans())
-    def transaction(self, keys, commit):
-        producer, txn = self._transactional(keys)
-        try:
-            (producer.commit_transaction if commit else producer.abort_transaction)()
-            self.fate[txn] = commit
-        finally:
-            producer.close()
-
-    @precondition(lambda self: self.open_txn is None)
-    @rule(key=KEYS)
-    def begin_open_transaction(self, key):
-        self.open_txn, self.open_id = self._transactional([key])
-
-    @precondition(lambda self: self.open_txn is not None)
-    @rule(commit=st.booleans())
-    def end_open_transaction(self, commit):
-        producer, self.open_txn = self.open_txn, None
-        try:
-            (producer.commit_transaction if commit else producer.abort_transaction)()
-            self.fate[self.open_id] = commit
-        finally:
-            producer.close()
 
     @rule(later_ms=st.sampled_from([0, RETENTION_MS // 2, RETENTION_MS, 3 * RETENTION_MS]), force=st.booleans())
     def clean(self, later_ms, force):
@@ -139,11 +72,6 @@ class CleanerModel(RuleBasedStateMachine):
         first, second = (frames(d) for d in replica_dirs(self.cluster_path))
         assert [raw for _, raw in first] == [raw for _, raw in second]
 
-    def teardown(self):
-        if self.open_txn is not None:
-            self.open_txn.close()
-        self.producer.close()
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 CleanerModel.TestCase.settings = settings(max_examples=25, stateful_step_count=20, deadline=None,

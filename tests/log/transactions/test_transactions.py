@@ -154,3 +154,39 @@ def test_spark_source_planning_and_task_read_take_transactions_from_the_files(cl
     assert values(5, "read_uncommitted") == [b"aborted", b"held", b"after"]
     aborted.close()
     holding.close()
+
+
+def test_a_task_read_waits_for_the_outcome_its_planner_saw_and_never_shows_an_aborted_record(
+        cluster_path, make_topic, monkeypatch):
+    """A split planned past a transaction (its outcome was fixed when the driver planned: the
+    LSO passed it) that the task's own view still shows open (the metadata's row ended, the
+    marker appended but not below the HW the task read): the task waits for the marker and
+    returns none of the aborted records; without a marker, a clear error after the wait.
+    (The clean_readers chaos round caught the task returning them.)"""
+    import threading
+
+    from kstream.log import visible_reads
+    from kstream.source.partition_reader import read_range
+    from kstream.source.planning import PartitionRange
+
+    make_topic("t", 1)
+    schema = pa.schema([("value", pa.binary()), ("offset", pa.int64())])
+    split = PartitionRange(cluster_path, "t", 0, 0, 1, True)  # [0, 1): as a driver that saw it aborted planned
+
+    def values():
+        return [v for batch in read_range(split, schema) for v in batch.column("value").to_pylist()]
+
+    producer = open_transaction(cluster_path, "tx-a", "t", b"aborted")  # 0: open in the task's view
+    monkeypatch.setattr(visible_reads, "OUTCOME_WAIT_S", 0.3, raising=False)
+    with pytest.raises(KStreamError, match="open in this reader's view.*retry the read"):
+        values()
+    monkeypatch.setattr(visible_reads, "OUTCOME_WAIT_S", 10.0, raising=False)
+    timer = threading.Timer(0.3, producer.abort_transaction)
+    timer.start()
+    started = time.monotonic()
+    try:
+        assert values() == []
+        assert time.monotonic() - started >= 0.2  # it waited for the marker, it did not guess
+    finally:
+        timer.join()
+        producer.close()

@@ -185,7 +185,8 @@ def describe(cluster: Cluster, resource: ConfigResource) -> dict[str, ConfigEntr
             entries[name] = ConfigEntry(name, fallback.value, fallback.source,
                                         is_default=fallback.is_default, synonyms=synonyms)
         else:
-            entries[name] = ConfigEntry(name, raw_value(TOPIC_OPTIONS[name].default),
+            default = TOPIC_OPTIONS[name].default  # None: unset (tier.delta.path), as Kafka's null
+            entries[name] = ConfigEntry(name, None if default is None else raw_value(default),
                                         ConfigSource.DEFAULT_CONFIG, is_default=True)
     return entries
 

@@ -24,6 +24,7 @@ import functools
 import logging
 import os
 import shutil
+import sqlite3
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -41,6 +42,7 @@ from kstream.errors import (
     TopicExistsError,
 )
 from kstream.log.cluster.compaction import PartitionCleaned, auto_clean, clean_partition
+from kstream.log.cluster.lake_offsets import LakeOffsets
 from kstream.log.cluster.metadata import Metadata, PartitionInfo, TopicInfo
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage import format as fmt
@@ -457,6 +459,7 @@ class Cluster:
                     os.rename(directory, target)
                     doomed.append(target)
         self.metadata.delete_topic(name)
+        LakeOffsets(self.metadata).forget(name)  # a new topic of this name starts untiered
         for target in doomed:
             shutil.rmtree(target, ignore_errors=True)
 
@@ -510,10 +513,25 @@ class Cluster:
                            self.lock_path(info, partition), self.metadata)
         if config.compact:  # the cleaner runs where retention runs: after appends
             handle.cleaner = functools.partial(auto_clean, typed=self.topic_schema(info) is not None)
+        if config.tiered:  # retention keeps what the lake does not hold yet
+            handle.use_retention_floor(functools.partial(
+                _lake_floor, LakeOffsets(self.metadata), info.name, info.topic_id, partition))
         return handle
 
     def close(self) -> None:
         self.metadata.close()
+
+
+def _lake_floor(lakes: LakeOffsets, topic: str, topic_id: str, partition: int) -> int:
+    """A tiered partition's recorded lake end, for retention. An unreadable metadata row keeps
+    everything (0) rather than failing the append that runs retention: it is logged, and the
+    next retention check reads it again."""
+    try:
+        return lakes.end_offset(topic, topic_id, partition)
+    except sqlite3.Error as err:
+        log.error("retention of %s-%d kept every segment: its lake end offset is unreadable: %s",
+                  topic, partition, err)
+        return 0
 
 
 def _replica_dir(paths: Mapping[int, str], topic: str, partition: int, log_dir: int) -> str:

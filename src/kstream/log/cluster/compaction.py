@@ -15,14 +15,21 @@ Kafka's rules, for a partition whose topic has ``cleanup.policy`` compact:
   so the copies agree frame by frame, even where their segments roll at other
   offsets (docs/FORMAT.md, "Cleaned segments").
 
-The whole clean runs under the partition lock (writers wait; readers do not).
+Writers wait only for the swap: a clean takes the partition lock to read its bounds (the
+end, the in-sync replicas), builds the cleaned segments without it (holding the
+partition's cleaner lock, so one clean at a time builds), and takes it again to swap them
+in, after checking that nothing it read changed (a failover, retention, a truncation: then
+it drops what it built and the next clean starts again). Readers never wait.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -32,7 +39,15 @@ from kstream.errors import ConfigError, KStreamError
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage import format as fmt
 from kstream.log.storage.cleaner.frame_rewrite import CleaningPlan, decode_rows
-from kstream.log.storage.cleaner.replica_cleaner import clean_replica, read_checkpoint, write_checkpoint
+from kstream.log.storage.cleaner.replica_cleaner import (
+    BuiltReplica,
+    build_replica,
+    discard_built,
+    read_checkpoint,
+    still_as_read,
+    swap_built,
+    write_checkpoint,
+)
 from kstream.log.storage.frames import FrameWalk, pread_from
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.records import PayloadCodec
@@ -71,15 +86,19 @@ def clean_partition(handle: Partition, *, typed: bool, force: bool = False, now_
         raise ConfigError(f"topic {handle.topic!r} has cleanup.policy={config.cleanup_policy}: only a "
                           "compacted topic is cleaned; alter it to cleanup.policy=compact first")
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    with handle.lock:
-        handle.refresh_locked()
-        in_sync = [r for r in handle.info.isr if os.path.isdir(handle.replica_dirs.get(r, ""))]
-        for replica in in_sync:  # opening finishes a swap a killed clean left decided
-            handle.on_replica(replica, lambda log_: log_.log_end_offset_locked())
-        high_watermark = handle.high_watermark() or 0
-        state = TxnIndexReader(handle.leader_dir).state(high_watermark)
-        end = min([state.last_stable_offset]
-                  + [fmt.list_segment_bases(handle.replica_dirs[r])[-1] for r in in_sync])
+    with _cleaner_lock(handle):
+        with handle.lock:
+            handle.refresh_locked()
+            in_sync = [r for r in handle.info.isr if os.path.isdir(handle.replica_dirs.get(r, ""))]
+            for replica in in_sync:  # opening finishes a swap a killed clean left decided
+                handle.on_replica(replica, lambda log_: log_.log_end_offset_locked())
+            leader = handle.info.leader
+            high_watermark = handle.high_watermark() or 0
+            state = TxnIndexReader(handle.leader_dir).state(high_watermark)
+            # Below the LSO and the active segments: frames that change only by retention, a
+            # truncation or a recovery, which the swap's check below sees.
+            end = min([state.last_stable_offset]
+                      + [fmt.list_segment_bases(handle.replica_dirs[r])[-1] for r in in_sync])
         # First the frame headers only (is a clean due?), then, if it is, the keys.
         plan, start, dirty_bytes, total_bytes, oldest_dirty = _plan(handle, end, state.aborted, now, typed,
                                                                     build_map=False)
@@ -89,17 +108,51 @@ def clean_partition(handle: Partition, *, typed: bool, force: bool = False, now_
             return PartitionCleaned(handle.topic, handle.partition, False, reason, plan.end_offset, ratio)
         plan = _plan(handle, plan.end_offset, state.aborted, now, typed, build_map=True)[0]
         plan = replace(plan, horizons=_horizons([handle.replica_dirs[r] for r in in_sync], plan.end_offset))
-        handle.lock.bump_generation()  # readers re-read what changes (txn state, indexes)
-        results = [clean_replica(handle.replica_dirs[r], plan, config.index_interval_bytes) for r in in_sync]
-        for replica in in_sync:
-            write_checkpoint(handle.replica_dirs[replica], plan.end_offset)
-        done = results[in_sync.index(handle.info.leader)] if handle.info.leader in in_sync else results[0]
+        built: list[BuiltReplica] = []
+        try:
+            for replica in in_sync:
+                built.append(build_replica(handle.replica_dirs[replica], plan, config.index_interval_bytes))
+            with handle.lock:
+                handle.refresh_locked()
+                now_in_sync = [r for r in handle.info.isr if os.path.isdir(handle.replica_dirs.get(r, ""))]
+                if now_in_sync != in_sync or handle.info.leader != leader or not all(map(still_as_read, built)):
+                    return PartitionCleaned(handle.topic, handle.partition, False, _CHANGED, plan.end_offset, ratio)
+                handle.lock.bump_generation()  # readers re-read what changes (txn state, indexes)
+                for one in built:
+                    swap_built(one)
+                for replica in in_sync:
+                    write_checkpoint(handle.replica_dirs[replica], plan.end_offset)
+        finally:
+            for one in built:
+                discard_built(one)  # (nothing left to drop once swapped)
+        done = built[in_sync.index(leader)].result if leader in in_sync else built[0].result
         log.info("cleaned %s-%d below offset %d: %d segment(s), %d -> %d bytes, %d record(s) removed",
                  handle.topic, handle.partition, plan.end_offset, done.segments_rewritten,
                  done.bytes_before, done.bytes_after, done.records_removed)
         return PartitionCleaned(handle.topic, handle.partition, True, reason, plan.end_offset, ratio,
                                 done.segments_rewritten, done.bytes_before, done.bytes_after,
                                 done.records_removed)
+
+
+_CHANGED = ("the partition changed while the clean was built (a failover, retention or a truncation): "
+            "nothing was swapped; the next clean starts again")
+
+
+@contextlib.contextmanager
+def _cleaner_lock(handle: Partition) -> Iterator[None]:
+    """One clean of a partition at a time, across processes and threads (an flock on a file
+    next to the partition's lock file; released when its holder dies)."""
+    path = handle.lock.path + fmt.CLEANER_LOCK_SUFFIX
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except FileNotFoundError:  # the cluster's first lock file: its dir too
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (releases the flock)
 
 
 def _due(handle: Partition, end: int, start: int, ratio: float, oldest_dirty: int | None, now: int,

@@ -110,6 +110,9 @@ class Partition:
         # last settle_syncs found: a NotEnoughReplicas error names its cause (EROFS, EIO...).
         self._sync_errors: dict[int, LogDirOfflineError] = {}
         self._settled_failures: dict[int, LogDirOfflineError] = {}
+        # A tiered topic's lake end offset (Cluster.partition sets it): each replica's retention
+        # deletes only segments wholly below it (kstream.log.cluster.lake_offsets).
+        self._retention_floor: Callable[[], int] | None = None
         self._add_replicas()
 
     def _add_replicas(self) -> None:
@@ -119,9 +122,17 @@ class Partition:
         for replica in added:
             self.replica_dirs[replica] = self._replica_dir(replica)
             self.logs[replica] = PartitionLog(self.replica_dirs[replica], self.config, self._lock)
+            self.logs[replica].retention_floor = self._retention_floor
         if added:
             self._flushers.shutdown(wait=False)
             self._flushers = LazyThreadPool(len(self.logs), "kstream-fsync")
+
+    def use_retention_floor(self, floor: Callable[[], int]) -> None:
+        """Retention of every replica deletes only segments wholly below ``floor()`` (a tiered
+        topic's lake end offset, read when retention runs)."""
+        self._retention_floor = floor
+        for partition_log in self.logs.values():
+            partition_log.retention_floor = floor
 
     @property
     def topic(self) -> str:

@@ -28,8 +28,13 @@ SPLIT_MIN_BYTES = 2 << 20
 _MAX_THREADS = 4
 
 
+_THREADS = max(1, min(_MAX_THREADS, os.cpu_count() or 1))
+
+
 def _threads() -> int:
-    return max(1, min(_MAX_THREADS, os.cpu_count() or 1))
+    # Counted once: os.cpu_count() reads /sys each call (tens of µs, more than checking a small
+    # frame), and every checked read asks.
+    return _THREADS
 
 
 _workers = LazyThreadPool(max(1, _threads() - 1), "kstream-crc")

@@ -114,6 +114,11 @@ TMP_SUFFIX: Final = ".tmp"
 # CLEANER_STAGING_DIR inside the replica dir; ``<base>.log.swap`` in the replica dir means
 # the swap of that segment is decided (docs/FORMAT.md, "Cleaned segments").
 CLEANER_STAGING_DIR: Final = "cleaner-staging"
+# Where a clean builds its cleaned files without the partition lock (under the partition's
+# CLEANER_LOCK_SUFFIX lock); renamed to the swap dir under the partition lock once nothing it
+# read changed. Writers' recovery leaves it alone; the next clean removes a killed one's.
+CLEANER_BUILDING_DIR: Final = "cleaner-building"
+CLEANER_LOCK_SUFFIX: Final = ".cleaner"  # next to a partition's lock file: one clean at a time
 SWAP_SUFFIX: Final = ".swap"
 CLEANER_CHECKPOINT_FILE: Final = "cleaner-offset-checkpoint"  # first dirty offset, as text
 # Schema metadata of a cleaned frame holding tombstones: when (ms) the cleaner may drop them.

@@ -194,6 +194,21 @@ class LogReader:
             return self.keep_good(frames, payloads_good(frames))
         return frames
 
+    def read_noted(self, offset: int, segment_base: int, position: int) -> Frame | None:
+        """The frame holding ``offset`` at ``position`` of the segment at ``segment_base``, as a
+        caller noted it from an earlier :meth:`read` (``Frame.position`` and the segment the
+        frame was in), checked as :meth:`read` checks it. None when the note does not hold (the
+        segment is gone, or another frame is there): the caller then uses :meth:`read`, which
+        finds the frame by the offset index or reports what is wrong with the log."""
+        if segment_base not in self._views and segment_base not in self._bases \
+                and segment_base not in self.refresh():
+            return None
+        try:
+            view = self._view(segment_base)
+            return self._frame_at(view, position, offset, sealed=False, check_payload=self.check_crcs)
+        except (CorruptBatchError, FileNotFoundError):
+            return None
+
     def keep_good(self, frames: list[Frame], good: list[bool]) -> list[Frame]:
         """``frames`` (from :meth:`read` with ``verify=False``) up to the first whose payload
         checksum failed (``good``: one verdict per frame, see checksums.payloads_good).
@@ -241,16 +256,19 @@ class LogReader:
                 if not view.replaced():
                     raise
                 # A writer cut a torn tail and renamed a new file over this one:
-                # what looked bad is the old file's tail. Read the new file.
+                # what looked bad is the old file's tail. Read the new file, seeking
+                # again: positions of the old file mean nothing in the cleaner's.
                 view.close()
                 del self._views[base]
+                position = -1
                 continue
             if frame is not None:
                 return frame, (base, position + frame.header.frame_size)
             if not sealed:
-                if view.replaced():  # a writer cut a torn tail: read the new file
-                    view.close()
-                    del self._views[base]
+                if view.replaced():  # a writer cut a torn tail, or the cleaner swapped the segment
+                    view.close()   # after it rolled: read the new file, seeking again (a cleaned
+                    del self._views[base]  # file's frames lie elsewhere, its end may be further)
+                    position = -1
                     continue
                 # End of the active segment: has someone rolled a new one?
                 if index == len(self._bases) - 1:

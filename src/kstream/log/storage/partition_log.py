@@ -114,6 +114,10 @@ class PartitionLog:
         self._dir_unsynced = False
         self._points = RecoveryPointFile(directory)
         self._files = SegmentFiles(directory, config, lock, self._points)
+        # A tiered topic's lake end offset (tier.delta.path): retention deletes only below it.
+        # Set by the cluster room (Partition), which reads it from the metadata; a tiered log
+        # without it deletes nothing by retention.
+        self.retention_floor: Callable[[], int] | None = None
 
     # -- opening and recovery ------------------------------------------------
 
@@ -479,7 +483,10 @@ class PartitionLog:
             return self._guard_io(lambda: self._apply_retention(int(time.time() * 1000)))
 
     def _apply_retention(self, now_ms: int) -> int:
-        return delete_expired_segments(self.directory, self.config, now_ms)
+        keep_from = None
+        if self.config.tiered:
+            keep_from = 0 if self.retention_floor is None else self.retention_floor()
+        return delete_expired_segments(self.directory, self.config, now_ms, keep_from)
 
     # -- helpers -----------------------------------------------------------------
 

@@ -6,6 +6,9 @@ and only when cleanup.policy has ``delete`` (``delete`` or ``compact,delete``).
 ``retention.bytes``: segments go while the replica would stay at or above the
 limit without them. Readers that have a deleted segment mapped keep their view;
 the log start offset moves to the first remaining segment.
+A tiered topic (``tier.delta.path``) passes ``keep_from``, the lake end offset its
+tierer recorded: a segment goes only when it lies wholly below it (its successor's
+base offset is at most ``keep_from``), so nothing the Delta table lacks is deleted.
 """
 
 from __future__ import annotations
@@ -22,8 +25,12 @@ from kstream.log.storage.segment import NO_TIMESTAMP, Segment
 log = logging.getLogger(__name__)
 
 
-def delete_expired_segments(directory: str, config: LogConfig, now_ms: int) -> int:
+def delete_expired_segments(directory: str, config: LogConfig, now_ms: int,
+                            keep_from: int | None = None) -> int:
     """Apply retention to one replica; returns how many segments were deleted.
+
+    ``keep_from``: nothing at or past this offset may go (a tiered topic's lake end offset);
+    a segment is deleted only when every offset it holds is below it.
 
     Caller holds the partition lock. A corrupt sealed segment raises
     CorruptBatchError (and nothing is deleted from it on). A topic whose cleanup.policy lacks
@@ -37,7 +44,9 @@ def delete_expired_segments(directory: str, config: LogConfig, now_ms: int) -> i
     sizes = {base: os.path.getsize(os.path.join(directory, fmt.segment_file_name(base))) for base in bases}
     total = sum(sizes.values())
     deleted = 0
-    for base in bases[:-1]:
+    for index, base in enumerate(bases[:-1]):
+        if keep_from is not None and bases[index + 1] > keep_from:
+            break  # the lake does not hold all of it yet
         segment = Segment(directory, base, config.index_interval_bytes)
         try:
             over_size = config.retention_bytes >= 0 and total - sizes[base] >= config.retention_bytes

@@ -52,6 +52,17 @@ def staging_dir(directory: str) -> str:
     return path
 
 
+def building_dir(directory: str) -> str:
+    """Where a clean that does not hold the partition lock builds its files (a killed clean's
+    leftover removed first; the caller holds the partition's cleaner lock, so no clean is
+    building there)."""
+    path = os.path.join(directory, fmt.CLEANER_BUILDING_DIR)
+    if os.path.exists(path):
+        shutil.rmtree(path)
+    os.mkdir(path)
+    return path
+
+
 def swap_in(directory: str, staging: str) -> None:
     """Steps 2 to 5 for the fsynced files in ``staging`` (step 1 is the caller's)."""
     fsync_dir(staging)

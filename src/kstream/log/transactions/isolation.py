@@ -69,6 +69,8 @@ class Isolation:
         self._confirmed_ms: float | None = None  # when a read after every write in flight last looked
         self._last_high_watermark: int | None = None
         self._last_state: TxnState | None = None  # what end_offset() read, for prepare() at that HW
+        # The first offset of a transaction open in the last prepare()'s view (read_committed).
+        self.first_open: int | None = None
 
     def _state(self, high_watermark: int, version: DataVersion | None = None) -> TxnState:
         """What this reader sees below the HW: the files' state with the fixed outcomes applied
@@ -135,6 +137,7 @@ class Isolation:
             state = self._state(high_watermark, version)
         self._last_state = None  # once: the next round reads the files again
         self._aborted = tuple(a for a in state.aborted if a[2] >= from_offset)
+        self.first_open = state.first_open
 
     def visible(self, header: fmt.FrameHeader) -> bool:
         if header.attributes & fmt.CONTROL:

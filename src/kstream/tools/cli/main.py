@@ -18,6 +18,8 @@ from kstream.tools.cli.offsets import delete_records, get_offsets
 from kstream.tools.cli.perf import perf
 from kstream.tools.cli.reassign import reassign
 from kstream.tools.cli.replication import elect_leaders, log_dirs, replicator, verify_replicas
+from kstream.tools.cli.table import table
+from kstream.tools.cli.tier import tier
 from kstream.tools.cli.topics import topics
 from kstream.tools.cli.web import console_command
 
@@ -60,7 +62,7 @@ def _accept_cluster_anywhere(command: click.Command) -> None:
 
 
 for command in (backup, topics, groups, produce, consume, get_offsets, delete_records, dump_log, perf, log_dirs,
-                replicator, elect_leaders, reassign, verify_replicas, jar_path, console_command):
+                replicator, elect_leaders, reassign, verify_replicas, jar_path, console_command, tier, table):
     _accept_cluster_anywhere(command)
     cli.add_command(command)
 cli.add_command(mirror)  # no --cluster: its two sides are --from and --to

@@ -14,7 +14,9 @@ from kstream.admin import Admin, NewPartitions, NewTopic
 from kstream.config.option_text import parse_schema
 from kstream.config.options import CLUSTER_OPTIONS
 from kstream.errors import TopicExistsError
+from kstream.log.cluster.cluster import Cluster
 from kstream.log.transactions.store import TransactionStore
+from kstream.tiering import tier_status
 from kstream.tools.cli.common import cluster_options, console, parse_pairs
 
 if TYPE_CHECKING:
@@ -96,7 +98,8 @@ def list_(ctx: click.Context) -> None:
 @click.pass_context
 def describe(ctx: click.Context, names: tuple[str, ...], topic_options: tuple[str, ...]) -> None:
     """Describe topics (all when none named): partitions, leaders, replicas, offsets, the LSO
-    and the open transactions holding it. Read-only: an expired transaction is shown, not aborted."""
+    and the open transactions holding it; a tiered topic's local log start, lake end and tier
+    lag. Read-only: an expired transaction is shown, not aborted."""
     names = tuple(dict.fromkeys(names + topic_options))
     out = console()
     with Admin(cluster_options(ctx)) as admin:
@@ -122,6 +125,8 @@ def describe(ctx: click.Context, names: tuple[str, ...], topic_options: tuple[st
             out.print(table)
             if held:
                 out.print(_open_transactions(held))
+            if "tier.delta.path" in d.config:
+                out.print(_lake(admin.cluster, name))
 
 
 def _open_transactions(held: list[tuple[int, Holder]]) -> Table:
@@ -138,6 +143,19 @@ def _open_transactions(held: list[tuple[int, Holder]]) -> Table:
             " (passed: reads as aborted unless decided; ended by the next writer)" if now >= h.deadline_ms else "")
         table.add_row(str(partition), str(h.first_offset), h.owner, str(h.producer_id), str(h.epoch),
                       str(h.state), _when(h.started_ms), deadline)
+    return table
+
+
+def _lake(cluster: Cluster, name: str) -> Table:
+    """A tiered topic's partitions: local log start, the lake end kstream recorded, and the
+    tierer's lag (sealed, stable offsets not in the lake yet, and how long the oldest waited)."""
+    info = cluster.topic(name)
+    config = cluster.log_config(info)
+    table = Table("Partition", "LogStart", "LakeEnd", "TierLag", "TierLagAge", "LakeUpdated",
+                  title=f"Tiered to {config.tier_table_dir} (tier.lag.ms={config.tier_lag_ms})")
+    for p in tier_status(cluster, info, int(time.time() * 1000)):
+        table.add_row(str(p.partition), str(p.log_start_offset), str(p.lake_end_offset), str(p.lag_offsets),
+                      f"{p.lag_age_ms / 1000:.1f}s", _when(p.lake_updated_ms))
     return table
 
 

@@ -5,7 +5,8 @@ assigned partitions, nothing committed, nothing written), from an offset or from
 the first offset at or after a timestamp (``offsets_for_times``), at most
 ``count`` records (capped at :data:`MAX_RECORDS`) and stopping at the partition's end
 (the consumer's partition-EOF event, so a short partition costs no poll timeout) or when
-the log has no more within :data:`POLL_TIMEOUT_S`. Keys, values and header values are shown as
+the log has no more within :data:`POLL_TIMEOUT_S`. On a compacted topic, :func:`lookup`
+answers one key's latest value (a :class:`kstream.Table`). Keys, values and header values are shown as
 text, JSON, hex or Avro (a schema given on the page, schemaless binary as
 fastavro writes it); a typed topic's value is its columns. A value that does not
 decode the chosen way shows why in its cell: the record is never dropped.
@@ -31,8 +32,11 @@ from typing import Any
 import pyarrow as pa
 
 from kstream.client.consumer import Consumer
+from kstream.client.partitioner import partition_for_key
+from kstream.client.table import Table
 from kstream.error import KafkaError
-from kstream.errors import ConfigError
+from kstream.errors import ConfigError, ValueTooLargeError
+from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage.element_count import row_elements
 from kstream.message import Message, TopicPartition
 from kstream.tools.web.avro_bounds import AvroBoundsError, check_avro
@@ -42,6 +46,7 @@ MAX_RECORDS = 500
 POLL_TIMEOUT_S = 0.2
 DECODINGS = ("auto", "text", "json", "hex", "avro")
 MAX_SHOWN_BYTES = 4096  # per field: a page shows the start of a large value
+LOOKUP_MAX_KEYS = 10_000_000  # a key lookup indexes the key's partition: at most this many keys
 
 
 @dataclass(frozen=True)
@@ -197,6 +202,47 @@ def row_of(message: Message, decoding: str, avro: AvroSchema | None = None,
     value = show(message.value(), decoding, avro, budget) if error is None else Shown(
         f"not decodable: {error.str()}", "error")
     return Row(partition, offset, message.timestamp()[1], show(message.key(), plain, None, budget), value, headers)
+
+
+@dataclass(frozen=True)
+class KeyLookup:
+    """A key looked up in a compacted topic: its latest value as a row, or None (never written,
+    or deleted: its latest record is a tombstone)."""
+
+    key: str
+    partition: int
+    row: Row | None
+
+
+def is_compacted(cluster_path: str, topic: str) -> bool:
+    """Whether ``topic`` keeps the latest value per key (cleanup.policy has compact)."""
+    cluster = Cluster.open(cluster_path)
+    try:
+        return cluster.log_config(cluster.topic(topic)).compact
+    finally:
+        cluster.close()
+
+
+def lookup(cluster_path: str, topic: str, key: str, decoding: str = "auto", avro_schema: str | None = None,
+           limits: ConsoleLimits | None = None) -> KeyLookup:
+    """``key`` (its UTF-8 bytes) looked up in compacted ``topic`` with a :class:`kstream.Table`
+    (read_committed, the key's partition by murmur2), its value decoded as the browser's rows.
+    The Table lives for this request only (the console keeps no cluster open): it indexes the
+    key's partition, at most :data:`LOOKUP_MAX_KEYS` keys. ConfigError for a topic that is not
+    compacted (what to do in the message)."""
+    BrowseRequest(topic, 0, decoding=decoding, avro_schema=avro_schema).check()
+    limits = limits or ConsoleLimits()
+    avro = parse_avro_schema(avro_schema) if decoding == "avro" and avro_schema else None
+    with Table(cluster_path, topic, max_keys=LOOKUP_MAX_KEYS, decode_max_items=limits.decode_max_items) as table:
+        partition = partition_for_key(key.encode("utf-8"), table.num_partitions)
+        try:
+            message = table.get(key)
+        except ValueTooLargeError as err:  # shown in the value's cell, as the browser shows it
+            return KeyLookup(key, partition, Row(partition, -1, 0, Shown(key, "text"),
+                                                 Shown(f"not decodable: {err}", "error"), ()))
+    if message is None:
+        return KeyLookup(key, partition, None)
+    return KeyLookup(key, partition, row_of(message, decoding, avro, DecodeBudget.start(limits)))
 
 
 def browse(cluster_path: str, request: BrowseRequest, limits: ConsoleLimits | None = None) -> list[Row]:

@@ -1,7 +1,8 @@
 """The message browser, its live tail (SSE) and the chart data route.
 
 * ``GET /c/C/topics/T/messages?partition=&offset=|timestamp=&count=&decoding=``: a bounded
-  read (:mod:`kstream.tools.web.browser`), server-rendered.
+  read (:mod:`kstream.tools.web.browser`), server-rendered; with ``key=`` (a compacted
+  topic) also that key's latest value (``browser.lookup``, a :class:`kstream.Table`).
 * ``GET /c/C/topics/T/tail?partition=``: SSE, event ``record`` per new record (a table
   row), from the log end at connect (or ``offset``); bounded by ``max_events`` and
   :data:`TAIL_MAX_SECONDS`, and in number by the console's tail caps (429 past them).
@@ -27,7 +28,17 @@ from kstream.client.consumer import Consumer
 from kstream.errors import ConfigError
 from kstream.message import TopicPartition
 from kstream.tools.web import figures
-from kstream.tools.web.browser import DECODINGS, MAX_RECORDS, BrowseRequest, DecodeBudget, Row, browse, row_of
+from kstream.tools.web.browser import (
+    DECODINGS,
+    MAX_RECORDS,
+    BrowseRequest,
+    DecodeBudget,
+    Row,
+    browse,
+    is_compacted,
+    lookup,
+    row_of,
+)
 from kstream.tools.web.live_slots import LiveSlot
 from kstream.tools.web.sse import event, stream_response
 from kstream.tools.web.state import render, state_of
@@ -57,9 +68,13 @@ def _timestamp_ms(text: str | None) -> int | None:
 @router.get("/c/{cluster}/topics/{topic}/messages", response_class=HTMLResponse)
 def messages_page(request: Request, cluster: str, topic: str, partition: int = 0, offset: str | None = None,
                   timestamp: str | None = None, count: int = 50, decoding: str = "auto",
-                  avro_schema: str | None = None) -> HTMLResponse:
+                  avro_schema: str | None = None, key: str | None = None) -> HTMLResponse:
     console = state_of(request)
     ref = console.cluster(cluster)
+    compacted = is_compacted(ref.path, topic)  # (TopicNotFound: the 404 page)
+    found = None
+    if key:  # a compacted topic's key lookup (a Table refuses any other topic, saying why)
+        found = lookup(ref.path, topic, key, decoding, avro_schema or None, console.limits)
     start = int(offset) if offset is not None and offset.strip().lstrip("-").isdigit() else None
     if offset is not None and offset.strip() and start is None:
         raise ConfigError(f"offset {offset!r} is not an integer")
@@ -67,7 +82,8 @@ def messages_page(request: Request, cluster: str, topic: str, partition: int = 0
                            avro_schema or None)
     rows = browse(ref.path, wanted, console.limits)
     return render(request, "messages.html", ref=ref, topic=topic, request_=wanted, rows=rows,
-                  decodings=DECODINGS, max_records=MAX_RECORDS, offset=offset or "", timestamp=timestamp or "")
+                  decodings=DECODINGS, max_records=MAX_RECORDS, offset=offset or "", timestamp=timestamp or "",
+                  compacted=compacted, key=key or "", found=found)
 
 
 @router.get("/c/{cluster}/topics/{topic}/tail")

@@ -5,12 +5,14 @@ and the CLI agree: leader, replicas, ISR, log start, LEO, HW, per-replica log
 ends and bytes, the LSO a reader sees (all the engine's
 :func:`kstream.log.partition_bounds.bounds`); then the open transactions holding it
 (read-only: an expired one is shown, not aborted, as in the CLI), and the segment count
-from the leader directory's listing.
+from the leader directory's listing. A tiered topic adds, as describe does, each partition's
+lake end and tier lag (:func:`kstream.tiering.tier_status`, read-only too).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -19,6 +21,7 @@ from kstream.client.admin import topics as topic_ops
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage import format as fmt
 from kstream.log.transactions.store import Holder, TransactionStore
+from kstream.tiering import PartitionTierStatus, tier_status
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,8 @@ class TopicView:
     config: dict[str, str]
     schema: pa.Schema | None
     partitions: tuple[PartitionRow, ...]
+    lake_path: str | None = None  # a tiered topic's Delta table
+    lake: tuple[PartitionTierStatus, ...] = ()
 
     @property
     def size_bytes(self) -> int:
@@ -60,4 +65,7 @@ def topic_view(cluster: Cluster, name: str) -> TopicView:
         directory = os.path.join(paths[p.leader], fmt.replica_dir_name(name, p.id))
         rows.append(PartitionRow(p, p.last_stable_offset, tuple(store.holders(name, p.id)), _segments(directory)))
     assert len(rows) == info.num_partitions
-    return TopicView(name, described.topic_id, dict(described.config), described.schema, tuple(rows))
+    lake_path = cluster.log_config(info).tier_table_dir
+    lake = () if lake_path is None else tuple(tier_status(cluster, info, int(time.time() * 1000)))
+    return TopicView(name, described.topic_id, dict(described.config), described.schema, tuple(rows),
+                     lake_path, lake)

@@ -14,15 +14,21 @@ Contract:
 * A segment in which nothing changes is not rewritten. The rewritten ones are
   swapped in together (segment_swap: one decision, crash safe).
 
-Caller holds the partition lock (the swap renames files other writers and
-recovery look at) and has bumped the lock's generation (readers re-read what
-changed).
+:func:`clean_replica` does it all under the partition lock the caller holds.
+:func:`build_replica` does step 1 (the cleaned files, built in ``cleaner-building``,
+fsynced) without the partition lock, recording every segment file it read;
+:func:`swap_built` then swaps them in under the partition lock, after
+:func:`still_as_read` confirmed that none of those files changed meanwhile (retention,
+a truncation, a recovery), else :func:`discard_built` drops them. Whoever swaps holds
+the partition lock (the swap renames files other writers and recovery look at) and
+has bumped the lock's generation (readers re-read what changed).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import shutil
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -34,7 +40,7 @@ from kstream.log.storage.durable_file import write_atomically
 from kstream.log.storage.frames import FrameWalk, pread_from
 from kstream.log.storage.records import PayloadCodec
 from kstream.log.storage.segment import Segment
-from kstream.log.storage.segment_swap import finish_swap, staging_dir, swap_in
+from kstream.log.storage.segment_swap import building_dir, finish_swap, staging_dir, swap_in
 
 
 @dataclass(frozen=True)
@@ -59,40 +65,101 @@ class _Frame:
         return self.out.header, self.out.payload
 
 
+@dataclass
+class BuiltReplica:
+    """A replica's cleaned segments built and fsynced in ``staging`` (None: nothing changes),
+    and the identity (inode, size, mtime) of every segment file the build read."""
+
+    directory: str
+    staging: str | None
+    result: ReplicaCleaned
+    read: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+
+
 def clean_replica(directory: str, plan: CleaningPlan, index_interval_bytes: int) -> ReplicaCleaned:
-    """Clean the replica in ``directory`` with ``plan`` (see the module contract)."""
+    """Clean the replica in ``directory`` with ``plan`` under the partition lock the caller
+    holds (see the module contract)."""
     finish_swap(directory)
+    built = _build(directory, plan, index_interval_bytes, lambda: staging_dir(directory))
+    swap_built(built)
+    return built.result
+
+
+def build_replica(directory: str, plan: CleaningPlan, index_interval_bytes: int) -> BuiltReplica:
+    """Step 1 without the partition lock (see the module); the caller holds the partition's
+    cleaner lock. Sealed segments below ``plan.end_offset`` do not change under it but by
+    retention, a truncation or a recovery, which :func:`still_as_read` detects."""
+    return _build(directory, plan, index_interval_bytes, lambda: building_dir(directory))
+
+
+def still_as_read(built: BuiltReplica) -> bool:
+    """True when every segment file the build read is still there, the same file, unchanged.
+    Caller holds the partition lock."""
+    for base, identity in built.read.items():
+        try:
+            if _identity(os.stat(os.path.join(built.directory, fmt.segment_file_name(base)))) != identity:
+                return False
+        except FileNotFoundError:
+            return False
+    return True
+
+
+def swap_built(built: BuiltReplica) -> None:
+    """Steps 2 to 5 (caller holds the partition lock and bumped its generation)."""
+    if built.staging is not None:
+        swap_in(built.directory, built.staging)
+        built.staging = None
+
+
+def discard_built(built: BuiltReplica) -> None:
+    """Drop what a build made (nothing of the replica changed)."""
+    if built.staging is not None:
+        shutil.rmtree(built.staging, ignore_errors=True)
+        built.staging = None
+
+
+def _build(directory: str, plan: CleaningPlan, index_interval_bytes: int, make_staging) -> BuiltReplica:
     bases = fmt.list_segment_bases(directory)
     codec = PayloadCodec()
     live: dict[int, bool] = {}  # producer id -> its open transaction still has a record
-    staging: str | None = None
+    built = BuiltReplica(directory, None, ReplicaCleaned(0, 0, 0, 0))
     rewritten = before = after = removed = 0
-    for base in bases[:-1]:
-        if base >= plan.end_offset:
-            break
-        frames = _cleaned_frames(directory, base, plan, codec, live)
-        changed = [frame for frame in frames if frame.out is not None]
-        if not changed:
-            continue
-        if staging is None:
-            staging = staging_dir(directory)
-        _write_segment(staging, base, frames, index_interval_bytes)
-        rewritten += 1
-        before += sum(len(frame.raw) for frame in changed)
-        after += sum(len(frame.out.header) + len(frame.out.payload) for frame in changed if frame.out)
-        removed += sum(_removed(frame) for frame in changed)
-    if staging is not None:
-        swap_in(directory, staging)
-    return ReplicaCleaned(rewritten, before, after, removed)
+    try:
+        for base in bases[:-1]:
+            if base >= plan.end_offset:
+                break
+            frames = _cleaned_frames(directory, base, plan, codec, live, built.read)
+            changed = [frame for frame in frames if frame.out is not None]
+            if not changed:
+                continue
+            if built.staging is None:
+                built.staging = make_staging()
+            _write_segment(built.staging, base, frames, index_interval_bytes)
+            rewritten += 1
+            before += sum(len(frame.raw) for frame in changed)
+            after += sum(len(frame.out.header) + len(frame.out.payload) for frame in changed if frame.out)
+            removed += sum(_removed(frame) for frame in changed)
+    except BaseException:
+        discard_built(built)
+        raise
+    built.result = ReplicaCleaned(rewritten, before, after, removed)
+    return built
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int, int]:
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def _cleaned_frames(directory: str, base: int, plan: CleaningPlan, codec: PayloadCodec,
-                    live: dict[int, bool]) -> list[_Frame]:
-    """Every frame of a sealed segment, with its cleaned form where it changes."""
+                    live: dict[int, bool], read_files: dict[int, tuple[int, int, int]]) -> list[_Frame]:
+    """Every frame of a sealed segment, with its cleaned form where it changes; the file's
+    identity goes to ``read_files``."""
     path = os.path.join(directory, fmt.segment_file_name(base))
     fd = os.open(path, os.O_RDONLY)
     try:
-        size = os.fstat(fd).st_size
+        stat = os.fstat(fd)
+        read_files[base] = _identity(stat)
+        size = stat.st_size
         read = pread_from(fd)
         walk = FrameWalk(read, size, 0, next_offset=base, verify_payload=True)
         frames = []

@@ -4,11 +4,17 @@ import io.kstream.spark.error.KStreamException;
 import io.kstream.spark.options.ReaderChoice;
 import io.kstream.spark.options.ReaderOptions;
 import io.kstream.spark.read.KStreamReaderFactory;
+import io.kstream.spark.read.OutputSchema;
 import io.kstream.spark.read.PartitionPlanner;
 import io.kstream.spark.read.TopicPartition;
 import io.kstream.spark.stream.KStreamMicroBatchStream;
+import java.io.IOException;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -71,6 +77,25 @@ public final class KStreamScan implements Scan, Batch {
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new KStreamReaderFactory(schema, ReaderOptions.parse(options, false));
+        ReaderOptions parsed = ReaderOptions.parse(options, false);
+        return new KStreamReaderFactory(schema, parsed, parsed.latestPerKey ? valueColumns(parsed) : Set.of());
+    }
+
+    /** The selected topics' value columns (value, or a typed topic's own): a latestPerKey read's tombstone rule. */
+    private static Set<String> valueColumns(ReaderOptions parsed) {
+        PartitionPlanner planner = new PartitionPlanner(parsed);
+        TreeSet<String> topics = new TreeSet<>();
+        for (TopicPartition tp : planner.topicPartitions()) topics.add(tp.topic);
+        Set<String> out = new TreeSet<>();
+        try {
+            for (Field f : OutputSchema.arrow(planner.snapshot(), new ArrayList<>(topics), false).getFields()) {
+                String name = f.getName();
+                if (!OutputSchema.COMPUTED.contains(name) && !name.equals("key") && !name.equals("headers")) out.add(name);
+            }
+        } catch (IOException e) {
+            throw new KStreamException(KStreamException.Kind.KStreamError, "unreadable topic schema in "
+                + parsed.cluster + ": " + e, e);
+        }
+        return out;
     }
 }

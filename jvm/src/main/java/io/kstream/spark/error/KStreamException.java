@@ -8,7 +8,7 @@ package io.kstream.spark.error;
  */
 public class KStreamException extends RuntimeException {
     public enum Kind { ConfigError, TopicNotFoundError, PartitionNotFoundError, OffsetOutOfRangeError,
-        CorruptBatchError, KStreamError }
+        CorruptBatchError, InvalidRecordError, KStreamError, FencedError, CheckpointError, ClusterError }
 
     public final Kind kind;
 

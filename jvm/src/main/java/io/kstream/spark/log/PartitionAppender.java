@@ -46,10 +46,20 @@ import java.util.zip.CRC32C;
  * when everything below is published already, else flushes first (another writer's acks=all
  * frames below may still await their fsync). flush.messages / flush.ms apply as in Python.
  *
+ * <p>Transactional frames (a Spark sink task's, {@link #appendTransactional}) and markers
+ * ({@link #appendMarker}) go through a {@link TransactionGuard} called under the lock before the
+ * call's first frame, as Python's {@code Partition.append(txn=...)} calls
+ * {@code before_append_locked}: it fences a zombie and records the transaction's first offset
+ * (the LSO) before any frame of it exists. Each transactional frame gets its {@code .txnindex}
+ * entry right after it; entries of transactional frames other writers appended and left without
+ * one (a writer killed between frame and entry) are added when this appender learns those frames,
+ * and the index is fdatasynced before the recovery point moves past them (docs/FORMAT.md).
+ *
  * <p>Refused with a clear error: RF &gt; 1 (followers are not written yet, and writing only the
- * leader would break the ISR), transactional or control frames, producer ids (idempotence),
- * frames larger than message.max.bytes. Not done here (Python's next writer or open does it):
- * retention, transaction-index recovery of other writers' frames, disk fault injection.
+ * leader would break the ISR), transactional or control frames outside those two calls, producer
+ * ids on plain frames (idempotence), frames larger than message.max.bytes, another writer's marker
+ * left without its index entry (a Python writer adds it). Not done here (Python's next writer or
+ * open does it): retention, the full transaction-index recovery on open, disk fault injection.
  *
  * <p>One appender per thread; it keeps what it learnt of the log between calls and re-checks it
  * under the lock each time. {@link IOException}s are raised as they are: the caller must stop
@@ -111,6 +121,18 @@ public final class PartitionAppender implements AutoCloseable {
         }
     }
 
+    /**
+     * What a transactional append checks under the partition lock before its first frame is
+     * written (Python's {@code AppendGuard.before_append_locked}).
+     */
+    public interface TransactionGuard {
+        /**
+         * @param logEndOffset the offset the call's first frame will get
+         * @return false to append nothing (a marker with nothing left to end); throw to refuse
+         */
+        boolean beforeAppendLocked(long logEndOffset) throws IOException;
+    }
+
     /** Where one call's frames landed: the base offset of each, and the log end after them. */
     public static final class Result {
         public final long[] baseOffsets;
@@ -163,17 +185,44 @@ public final class PartitionAppender implements AutoCloseable {
      * acks are met.
      */
     public Result append(List<byte[]> frames) throws IOException {
+        return appendRun(frames, null, 0);
+    }
+
+    /**
+     * Append one transaction's data frames (TRANSACTIONAL, not CONTROL, its producer id and epoch
+     * set): {@code guard} runs under the lock first; each frame gets its TXN_DATA index entry.
+     */
+    public Result appendTransactional(List<byte[]> frames, TransactionGuard guard) throws IOException {
+        if (guard == null) throw new IllegalArgumentException("a transactional append needs its guard");
+        return appendRun(frames, guard, Format.TXN_DATA);
+    }
+
+    /**
+     * Append one COMMIT or ABORT marker (CONTROL | TRANSACTIONAL, as {@code txn.MarkerFrames}
+     * makes it); null when {@code guard} finds nothing to end.
+     */
+    public Result appendMarker(byte[] frame, boolean commit, TransactionGuard guard) throws IOException {
+        if (guard == null) throw new IllegalArgumentException("a marker needs its guard");
+        return appendRun(List.of(frame), guard, commit ? Format.TXN_COMMIT : Format.TXN_ABORT);
+    }
+
+    private Result appendRun(List<byte[]> frames, TransactionGuard guard, int txnKind) throws IOException {
         if (frames.isEmpty()) throw new IllegalArgumentException("nothing to append: frames is empty");
         List<ByteBuffer> checked = new ArrayList<>(frames.size());
-        for (byte[] frame : frames) checked.add(check(frame));
+        for (byte[] frame : frames) checked.add(check(frame, txnKind));
         long[] bases = new long[frames.size()];
         long end;
         boolean publishAfterSync = false;
         Segment toSync = null;  // fsynced after the lock is released, then the HW published
         long[] point = null;
+        String txnIndexState = null;
         try {
             try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
                 Segment segment = ensureOpen(lock);
+                if (guard != null && !guard.beforeAppendLocked(segment.nextOffset)) {
+                    seenGeneration = lock.generation();
+                    return null;
+                }
                 long nowMs = System.currentTimeMillis();
                 for (int i = 0; i < checked.size(); i++) {
                     ByteBuffer frame = checked.get(i);
@@ -181,6 +230,7 @@ public final class PartitionAppender implements AutoCloseable {
                     segment = maybeRoll(lock, segment, frame.capacity(), header.recordCount, nowMs);
                     bases[i] = segment.nextOffset;
                     writeFrame(segment, frame, header, bases[i], nowMs);
+                    if (txnKind != 0) appendTxnEntry(segment, txnKind, header.producerId, bases[i]);
                 }
                 end = segment.nextOffset;
                 if (!config.acks.equals("all")) {
@@ -192,6 +242,7 @@ public final class PartitionAppender implements AutoCloseable {
                     syncDirIfNeeded();
                     toSync = segment;
                     point = new long[] {segment.base, segment.size, segment.nextOffset};
+                    txnIndexState = segment.txnIndexState();
                 } else if (dueForFlush()) {
                     flushLocked(segment);
                 }
@@ -202,6 +253,7 @@ public final class PartitionAppender implements AutoCloseable {
                 // writers' fsyncs overlap (the kernel coalesces them); the segment's frames up to
                 // `point` are durable when it returns, whoever rolled or appended since.
                 toSync.channel.force(false);
+                toSync.syncTxnIndex(txnIndexState);  // entries durable before the recovery point passes them
                 unflushedMessages = 0;
                 firstUnflushedMs = -1;
                 try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
@@ -234,7 +286,7 @@ public final class PartitionAppender implements AutoCloseable {
         }
     }
 
-    private ByteBuffer check(byte[] raw) {
+    private ByteBuffer check(byte[] raw, int txnKind) {
         ByteBuffer frame = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN);
         if (raw.length < Format.HEADER_SIZE) {
             throw new IllegalArgumentException("a frame is >= " + Format.HEADER_SIZE + " bytes, not " + raw.length);
@@ -246,11 +298,20 @@ public final class PartitionAppender implements AutoCloseable {
             throw new IllegalArgumentException("frame length field says " + header.frameSize() + " bytes, the array holds "
                 + raw.length);
         }
-        if ((header.attributes & (Format.TRANSACTIONAL | Format.CONTROL)) != 0 || header.producerId != Format.NO_PRODUCER_ID) {
-            throw new KStreamException(KStreamException.Kind.KStreamError, "the Java appender writes"
+        int txnBits = header.attributes & (Format.TRANSACTIONAL | Format.CONTROL);
+        if (txnKind == Format.TXN_DATA || txnKind == Format.TXN_COMMIT || txnKind == Format.TXN_ABORT) {
+            int wanted = txnKind == Format.TXN_DATA ? Format.TRANSACTIONAL : Format.TRANSACTIONAL | Format.CONTROL;
+            if (txnBits != wanted || header.producerId < 0) {
+                throw new IllegalArgumentException("a " + (txnKind == Format.TXN_DATA ? "transactional data frame"
+                    : "transaction marker") + " needs attributes 0x" + Integer.toHexString(wanted) + " and a producer"
+                    + " id; this one has 0x" + Integer.toHexString(txnBits) + " and producer id " + header.producerId);
+            }
+        } else if (txnBits != 0 || header.producerId != Format.NO_PRODUCER_ID) {
+            throw new KStreamException(KStreamException.Kind.KStreamError, "append() writes"
                 + " non-transactional frames without a producer id only (this one has attributes 0x"
-                + Integer.toHexString(header.attributes) + ", producer id " + header.producerId + "): transactions,"
-                + " markers and idempotence are not built in Java yet; use writer=python");
+                + Integer.toHexString(header.attributes) + ", producer id " + header.producerId + "): a"
+                + " transaction's frames and markers go through appendTransactional / appendMarker with their"
+                + " guard; idempotence (producer ids on plain frames) is not built in Java yet: use writer=python");
         }
         if (raw.length > config.messageMaxBytes) {
             throw new KStreamException(KStreamException.Kind.KStreamError, "RecordTooLargeError: batch of "
@@ -280,10 +341,17 @@ public final class PartitionAppender implements AutoCloseable {
         // recovery is followed), kept open while this segment is the one we write, as Python does.
         FileChannel offsetIndex;
         FileChannel timeIndex;
+        final Path txnIndexPath;
+        FileChannel txnIndex;      // .txnindex opened for appending (O_APPEND), when this appender writes it
+        String txnIndexSynced;     // the .txnindex's state (inode, size, mtime) at this appender's last fdatasync
+        // Transactional frames other writers appended that this appender learnt by scanning: their
+        // index entries are checked (and added if missing) before anything else is done (see cover).
+        final List<long[]> learntTxnFrames = new ArrayList<>();  // (base offset, producer id, is control)
 
         Segment(String dir, long base) throws IOException {
             this.base = base;
             this.path = Path.of(SegmentFiles.path(dir, base, Format.LOG_SUFFIX));
+            this.txnIndexPath = Path.of(SegmentFiles.path(dir, base, Format.TXN_INDEX_SUFFIX));
             this.channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
             this.fileKey = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
             this.nextOffset = base;
@@ -320,6 +388,33 @@ public final class PartitionAppender implements AutoCloseable {
             return new boolean[] {offsetEntry, timeEntry};
         }
 
+        /** The .txnindex's state now (under the lock), or null when it is missing (nothing to sync). */
+        String txnIndexState() throws IOException {
+            try {
+                BasicFileAttributes a = Files.readAttributes(txnIndexPath, BasicFileAttributes.class);
+                return a.fileKey() + "/" + a.size() + "/" + a.lastModifiedTime().to(java.util.concurrent.TimeUnit.NANOSECONDS);
+            } catch (NoSuchFileException e) {
+                return null;
+            }
+        }
+
+        /**
+         * As Python's TxnIndex.sync_fd: fdatasync the .txnindex unless this appender synced it in
+         * {@code state} already, whoever wrote it (other writers' entries of frames the recovery
+         * point is about to pass are made durable too, as Python's flush does).
+         */
+        void syncTxnIndex(String state) throws IOException {
+            if (state == null || state.equals(txnIndexSynced)) return;
+            if (txnIndex != null) {
+                txnIndex.force(false);
+            } else {
+                try (FileChannel c = FileChannel.open(txnIndexPath, StandardOpenOption.WRITE)) {
+                    c.force(false);
+                }
+            }
+            txnIndexSynced = state;
+        }
+
         @Override
         public void close() throws IOException {
             try {
@@ -327,8 +422,10 @@ public final class PartitionAppender implements AutoCloseable {
             } finally {
                 if (offsetIndex != null) offsetIndex.close();
                 if (timeIndex != null) timeIndex.close();
+                if (txnIndex != null) txnIndex.close();
                 offsetIndex = null;
                 timeIndex = null;
+                txnIndex = null;
             }
         }
     }
@@ -351,6 +448,7 @@ public final class PartitionAppender implements AutoCloseable {
             boolean changed = lock.generation() != seenGeneration;
             if (!changed && !active.replaced()) {
                 catchUp(lock, active);
+                coverTxnIndex(active);
                 return active;
             }
             forget();  // another writer rolled, cut or replaced files: learn them again
@@ -372,6 +470,7 @@ public final class PartitionAppender implements AutoCloseable {
             ? point.position : 0;
         scan(lock, active, verifyFrom, true);
         reconcileIndexes(active);
+        coverTxnIndex(active);
         return active;
     }
 
@@ -405,6 +504,10 @@ public final class PartitionAppender implements AutoCloseable {
                 problem = "payload checksum mismatch";
             }
             if (problem != null) break;
+            if ((header.attributes & Format.TRANSACTIONAL) != 0) {
+                segment.learntTxnFrames.add(new long[] {header.baseOffset, header.producerId,
+                    (header.attributes & Format.CONTROL) != 0 ? 1 : 0});
+            }
             segment.afterFrame(position, header.frameSize(), header.baseOffset, header.recordCount,
                 header.maxTimestamp, config.indexIntervalBytes);
         }
@@ -493,6 +596,7 @@ public final class PartitionAppender implements AutoCloseable {
         to.lastTimeEntry = from.lastTimeEntry;
         to.offsetEntries.addAll(from.offsetEntries);
         to.timeEntries.addAll(from.timeEntries);
+        to.learntTxnFrames.addAll(from.learntTxnFrames);
     }
 
     private Segment create(long base, boolean syncDir) throws IOException {
@@ -563,6 +667,66 @@ public final class PartitionAppender implements AutoCloseable {
         if (entries[1]) appendTimeEntry(segment, segment.timeEntries.get(segment.timeEntries.size() - 1)[0], baseOffset);
         unflushedMessages += header.recordCount;
         if (firstUnflushedMs < 0) firstUnflushedMs = nowMs;
+    }
+
+    /** One .txnindex entry right after its frame (one O_APPEND write, fdatasynced with the segment). */
+    private void appendTxnEntry(Segment segment, int kind, long producerId, long offset) throws IOException {
+        if (segment.txnIndex == null) {
+            Path path = segment.txnIndexPath;
+            if (!Files.exists(path)) {
+                // derived data lost under us: never re-created empty (that would read as "no transactions")
+                throw new KStreamException(KStreamException.Kind.KStreamError, path + " is missing: the Java appender"
+                    + " does not rebuild transaction indexes; open the partition with a Python writer first (it"
+                    + " rebuilds it from the frames)");
+            }
+            segment.txnIndex = FileChannel.open(path, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+        }
+        appendRaw(segment.txnIndex, txnEntry(kind, producerId, offset));
+    }
+
+    static ByteBuffer txnEntry(int kind, long producerId, long offset) {
+        ByteBuffer raw = ByteBuffer.allocate(Format.TXN_INDEX_ENTRY_SIZE).order(ByteOrder.LITTLE_ENDIAN);
+        raw.put(Format.TXN_POS_KIND, (byte) kind);
+        raw.putLong(Format.TXN_POS_PRODUCER_ID, producerId);
+        raw.putLong(Format.TXN_POS_OFFSET, offset);
+        raw.putInt(Format.TXN_POS_CRC, Format.crc32c(raw, 0, Format.TXN_POS_CRC));
+        return raw;
+    }
+
+    /**
+     * Python's TxnIndex.cover: transactional frames other writers appended (learnt by scanning)
+     * each get their entry when the writer was killed before writing it; a torn entry at the
+     * index's end is cut first. A marker without its entry is refused (its kind is in its Arrow
+     * payload, which this appender does not decode): a Python writer adds it.
+     */
+    private void coverTxnIndex(Segment segment) throws IOException {
+        if (segment.learntTxnFrames.isEmpty()) return;
+        Path path = Path.of(SegmentFiles.path(dir, segment.base, Format.TXN_INDEX_SUFFIX));
+        io.kstream.spark.format.TxnIndex index = io.kstream.spark.format.TxnIndex.read(dir, segment.base, Long.MAX_VALUE);
+        if (!Files.exists(path)) {
+            throw new KStreamException(KStreamException.Kind.KStreamError, path + " is missing: the Java appender"
+                + " does not rebuild transaction indexes; open the partition with a Python writer first");
+        }
+        long last = index.entries.isEmpty() ? -1 : index.entries.get(index.entries.size() - 1).offset;
+        List<long[]> missing = new ArrayList<>();
+        for (long[] frame : segment.learntTxnFrames) if (frame[0] > last) missing.add(frame);
+        if (!index.whole || !missing.isEmpty()) {
+            for (long[] frame : missing) {
+                if (frame[2] == 1) {
+                    throw new KStreamException(KStreamException.Kind.KStreamError, "the transaction marker at offset "
+                        + frame[0] + " of " + segment.path + " has no " + Format.TXN_INDEX_SUFFIX + " entry (its writer"
+                        + " was killed before writing it): the Java appender does not decode markers; open the"
+                        + " partition with a Python writer first (it adds the entry)");
+                }
+            }
+            if (!index.whole) {
+                try (FileChannel c = FileChannel.open(path, StandardOpenOption.WRITE)) {
+                    c.truncate((long) index.entries.size() * Format.TXN_INDEX_ENTRY_SIZE);
+                }
+            }
+            for (long[] frame : missing) appendTxnEntry(segment, Format.TXN_DATA, frame[1], frame[0]);
+        }
+        segment.learntTxnFrames.clear();
     }
 
     private void appendOffsetEntry(Segment segment, long offset, long position) throws IOException {
@@ -733,6 +897,7 @@ public final class PartitionAppender implements AutoCloseable {
     private void flushLocked(Segment segment) throws IOException {
         syncDirIfNeeded();
         segment.channel.force(false);
+        segment.syncTxnIndex(segment.txnIndexState());
         RecoveryPoints.advance(dir, segment.base, segment.size, segment.nextOffset);
         unflushedMessages = 0;
         firstUnflushedMs = -1;

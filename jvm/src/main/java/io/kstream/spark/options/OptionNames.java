@@ -22,6 +22,7 @@ public final class OptionNames {
         "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
         "cluster", "maxBytesPerTrigger", "isolation.level", "columns", "group.id", "auto.offset.reset",
         "auto.commit.interval.ms", "valueFormat", "avroSchema", ReaderChoice.OPTION, ReaderChoice.CHECK_CRCS_OPTION,
+        ReaderOptions.LATEST_PER_KEY_OPTION, ReaderOptions.INCLUDE_TOMBSTONES_OPTION,
         "path", "checkpointLocation", "queryName",
     };
     private static final Map<String, String> REFUSED = new LinkedHashMap<>();

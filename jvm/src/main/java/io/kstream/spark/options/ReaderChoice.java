@@ -46,6 +46,9 @@ public final class ReaderChoice {
             throw KStreamException.config("option 'reader': '" + lower.get(OPTION) + "' is not jvm, python or auto");
         }
         if (asked.equals("python")) return Reader.PYTHON;
+        // Both readers refuse latestPerKey with split-cutting options in the same words; checked
+        // before those options would send the read to Python (or refuse reader=jvm otherwise).
+        ReaderOptions.checkLatestPerKey(lower, null);
         List<String> unsupported = unsupported(lower, asked.equals("jvm"));
         if (unsupported.isEmpty() && asked.equals("auto") && !snapshotExists(lower)) {
             return Reader.PYTHON; // a cluster no kstream with the snapshot writer has opened yet

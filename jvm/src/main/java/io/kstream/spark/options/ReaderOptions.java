@@ -67,6 +67,42 @@ public final class ReaderOptions implements Serializable {
         + "read from the group's committed offsets, add .option('startingOffsets', 'group') (a batch read at a "
         + "group position commits nothing); otherwise drop group.id";
 
+    public static final String LATEST_PER_KEY_OPTION = "latestPerKey";
+    public static final String INCLUDE_TOMBSTONES_OPTION = "includeTombstones";
+
+    /** Python's read_options.LATEST_PER_KEY_STREAMING, word for word. */
+    public static final String LATEST_PER_KEY_STREAMING =
+        "option 'latestPerKey' is for batch reads (spark.read): a stream reads every record once. For a "
+        + "stream-static join against the latest value of each key, read the table with spark.read and "
+        + "latestPerKey=true and join the stream to it: Spark re-reads a batch source for every micro-batch";
+    /** Python's read_options.INCLUDE_TOMBSTONES_ALONE, word for word. */
+    public static final String INCLUDE_TOMBSTONES_ALONE =
+        "option 'includeTombstones' applies to latestPerKey=true reads (a plain read returns every record, "
+        + "tombstones included); add .option('latestPerKey', 'true') or drop includeTombstones";
+
+    /** Python's read_options.LATEST_PER_KEY_SPLITS for option {@code name}, word for word. */
+    static String latestPerKeySplits(String name) {
+        return "option '" + name + "' cuts a partition into several Spark tasks, but latestPerKey=true reduces each "
+            + "partition in one task (all of a key's records are in its partition, so no shuffle is needed); "
+            + "drop '" + name + "'";
+    }
+
+    /**
+     * latestPerKey reduces a batch read's partitions each in one task (Python's
+     * read_options._check_latest_per_key): no stream, no option that cuts a partition into
+     * several splits, and includeTombstones only with it. {@code streaming} null: not known yet.
+     */
+    public static void checkLatestPerKey(Map<String, String> lower, Boolean streaming) {
+        boolean latest = bool(LATEST_PER_KEY_OPTION, lower.getOrDefault("latestperkey", "false"));
+        boolean tombstones = bool(INCLUDE_TOMBSTONES_OPTION, lower.getOrDefault("includetombstones", "false"));
+        if (tombstones && !latest) throw KStreamException.config(INCLUDE_TOMBSTONES_ALONE);
+        if (!latest) return;
+        if (Boolean.TRUE.equals(streaming)) throw KStreamException.config(LATEST_PER_KEY_STREAMING);
+        for (String name : new String[] {"minPartitions", "maxRecordsPerPartition"}) {
+            if (lower.containsKey(name.toLowerCase(Locale.ROOT))) throw KStreamException.config(latestPerKeySplits(name));
+        }
+    }
+
     public final String cluster;
     public final List<String> subscribe;
     public final String subscribePattern;
@@ -81,6 +117,8 @@ public final class ReaderOptions implements Serializable {
     public final boolean readCommitted;
     public final List<String> columns; // null: all
     public final boolean verifyChecksums;
+    public final boolean latestPerKey; // one row per key: its latest record below the end
+    public final boolean includeTombstones; // latestPerKey keeps a deleted key's tombstone
 
     private ReaderOptions(Map<String, String> lower, Boolean streaming) {
         cluster = clusterPath(lower);
@@ -161,6 +199,9 @@ public final class ReaderOptions implements Serializable {
             columns = null;
         }
         verifyChecksums = bool(ReaderChoice.CHECK_CRCS_OPTION, lower.getOrDefault(ReaderChoice.CHECK_CRCS_OPTION.toLowerCase(Locale.ROOT), "true"));
+        checkLatestPerKey(lower, streaming);
+        latestPerKey = bool(LATEST_PER_KEY_OPTION, lower.getOrDefault("latestperkey", "false"));
+        includeTombstones = bool(INCLUDE_TOMBSTONES_OPTION, lower.getOrDefault("includetombstones", "false"));
     }
 
     /** The cluster dir: option 'cluster', else $KSTREAM_CLUSTER, else ./data (as Python resolves it). */

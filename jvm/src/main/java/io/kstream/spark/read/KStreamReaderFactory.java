@@ -1,6 +1,8 @@
 package io.kstream.spark.read;
 
 import io.kstream.spark.options.ReaderOptions;
+import java.util.Set;
+import java.util.TreeSet;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
@@ -8,20 +10,40 @@ import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
-/** Makes the readers of {@link OffsetRange} splits on executors: columnar, or rows over them. */
+/**
+ * Makes the readers of {@link OffsetRange} splits on executors: columnar, or rows over them
+ * ({@link ColumnarPartitionReader}, or {@link LatestPerKeyReader} for a latestPerKey read).
+ */
 public final class KStreamReaderFactory implements PartitionReaderFactory {
     private final StructType schema;
     private final boolean failOnDataLoss;
     private final boolean verifyChecksums;
+    private final boolean latestPerKey;
+    private final boolean includeTombstones;
+    private final Set<String> valueColumns;
 
     public KStreamReaderFactory(StructType schema, ReaderOptions options) {
+        this(schema, options, Set.of());
+    }
+
+    /** {@code valueColumns}: the topics' value columns, which a latestPerKey read's tombstone rule reads. */
+    public KStreamReaderFactory(StructType schema, ReaderOptions options, Set<String> valueColumns) {
         this.schema = schema;
+        this.valueColumns = new TreeSet<>(valueColumns);
         this.failOnDataLoss = options.failOnDataLoss;
         this.verifyChecksums = options.verifyChecksums;
+        this.latestPerKey = options.latestPerKey;
+        this.includeTombstones = options.includeTombstones;
     }
 
     public ColumnarPartitionReader columnar(InputPartition partition) {
         return new ColumnarPartitionReader((OffsetRange) partition, schema, failOnDataLoss, verifyChecksums);
+    }
+
+    private PartitionReader<ColumnarBatch> batches(InputPartition partition) {
+        if (!latestPerKey) return columnar(partition);
+        return new LatestPerKeyReader((OffsetRange) partition, schema, valueColumns, failOnDataLoss, verifyChecksums,
+            includeTombstones);
     }
 
     @Override
@@ -31,11 +53,11 @@ public final class KStreamReaderFactory implements PartitionReaderFactory {
 
     @Override
     public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-        return columnar(partition);
+        return batches(partition);
     }
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
-        return new RowPartitionReader(columnar(partition));
+        return new RowPartitionReader(batches(partition));
     }
 }

@@ -44,6 +44,8 @@ class OptionParseParityTest {
         out.put("readCommitted", parsed.readCommitted);
         out.put("columns", parsed.columns);
         out.put("verifyChecksums", parsed.verifyChecksums);
+        out.put("latestPerKey", parsed.latestPerKey);
+        out.put("includeTombstones", parsed.includeTombstones);
         return out;
     }
 

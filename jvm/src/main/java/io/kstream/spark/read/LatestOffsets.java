@@ -1,0 +1,149 @@
+package io.kstream.spark.read;
+
+import io.kstream.spark.error.KStreamException;
+import java.util.Arrays;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VarBinaryVector;
+
+/**
+ * The first pass of a latestPerKey read: the offset of each key's latest visible record in a
+ * split, found by walking {@link VisibleFrames} with the key column alone decoded (so aborted
+ * transactions, markers and fillers never count). The result is those offsets, sorted: the rows
+ * {@link LatestPerKeyReader} keeps. A record without a key is an InvalidRecordError naming its
+ * offset, in the words of Python's kstream.source.latest_per_key.keyless_message.
+ *
+ * <p>The keys live in an open-addressing hash table of primitive arrays (each distinct key's
+ * bytes once, in one growing byte arena; no object per key), so a partition of millions of keys
+ * costs about its key bytes plus 24 bytes a key. Not thread-safe.
+ */
+final class LatestOffsets {
+    private static final int MAX_KEY_BYTES = Integer.MAX_VALUE - 64;
+
+    // slot: (key hash << 32) | (entry index + 1); 0: empty. The hash in the slot spares a probe a
+    // second memory access for a slot holding another key.
+    private long[] slots;
+    private long[] offsets = new long[1024];
+    private int[] keyStarts = new int[1024];
+    private int[] keyLengths = new int[1024];
+    private byte[] arena = new byte[1 << 16];
+    private int arenaUsed;
+    private int size;
+    private byte[] frameKeys = new byte[1 << 16]; // the current frame's key bytes, copied at once
+
+    private LatestOffsets(long expected) {
+        int capacity = 1 << 10;
+        while (capacity < Math.min(expected * 2, 1L << 28)) capacity <<= 1;
+        slots = new long[capacity];
+    }
+
+    static String keylessMessage(TopicPartition tp, long offset) {
+        return tp + ": the record at offset " + offset + " has no key, so latestPerKey=true cannot tell whose "
+            + "latest value it is; read the topic without latestPerKey (and filter keyless records out), or write "
+            + "keyed records (a compacted topic refuses keyless ones)";
+    }
+
+    /** The sorted offsets of the latest record of each key of {@code split}. */
+    static long[] of(OffsetRange split, boolean failOnDataLoss, boolean verifyChecksums, BufferAllocator allocator) {
+        // at most one key per offset: size the table for the split (up to a bound) so it rarely grows
+        LatestOffsets table = new LatestOffsets(Math.min(split.end - split.start, 1L << 22));
+        try (VisibleFrames frames = new VisibleFrames(split, java.util.Set.of("key"), failOnDataLoss, verifyChecksums,
+                allocator)) {
+            while (frames.next()) {
+                FieldVector vector = frames.root().getVector("key");
+                int n = frames.count();
+                if (!(vector instanceof VarBinaryVector keys) || keys.getNullCount() > 0) {
+                    int r = 0;
+                    while (vector instanceof VarBinaryVector keys && r < n && !keys.isNull(r)) r++;
+                    throw new KStreamException(KStreamException.Kind.InvalidRecordError,
+                        keylessMessage(split.tp, frames.rowOffset(r)));
+                }
+                table.putFrame(keys, n, frames);
+            }
+        }
+        long[] out = Arrays.copyOf(table.offsets, table.size);
+        Arrays.sort(out);
+        return out;
+    }
+
+    /** Record each row's offset as its key's latest (offsets ascend: the later wins). */
+    private void putFrame(VarBinaryVector keys, int n, VisibleFrames frames) {
+        if (n == 0) return;
+        ArrowBuf offsetBuffer = keys.getOffsetBuffer();
+        int base = offsetBuffer.getInt(0);
+        int total = offsetBuffer.getInt((long) n * VarBinaryVector.OFFSET_WIDTH) - base;
+        if (frameKeys.length < total) frameKeys = new byte[Math.max(total, 2 * frameKeys.length)];
+        keys.getDataBuffer().getBytes(base, frameKeys, 0, total);
+        int start = 0;
+        for (int r = 0; r < n; r++) {
+            int next = offsetBuffer.getInt((long) (r + 1) * VarBinaryVector.OFFSET_WIDTH) - base;
+            put(start, next - start, frames.rowOffset(r));
+            start = next;
+        }
+    }
+
+    /** The key at frameKeys[start, start + length) has its latest record at {@code offset}. */
+    private void put(int start, int length, long offset) {
+        int hash = hash(frameKeys, start, length);
+        int mask = slots.length - 1;
+        for (int slot = hash & mask; ; slot = (slot + 1) & mask) {
+            long taken = slots[slot];
+            if (taken == 0) {
+                slots[slot] = ((long) hash << 32) | (add(start, length, offset) + 1L);
+                if (size * 2 > slots.length) grow();
+                return;
+            }
+            int entry = (int) taken - 1;
+            if ((int) (taken >>> 32) == hash && keyLengths[entry] == length
+                    && Arrays.equals(arena, keyStarts[entry], keyStarts[entry] + length, frameKeys, start, start + length)) {
+                offsets[entry] = offset;
+                return;
+            }
+        }
+    }
+
+    private int add(int start, int length, long offset) {
+        if (size == offsets.length) {
+            int capacity = 2 * size;
+            offsets = Arrays.copyOf(offsets, capacity);
+            keyStarts = Arrays.copyOf(keyStarts, capacity);
+            keyLengths = Arrays.copyOf(keyLengths, capacity);
+        }
+        if ((long) arenaUsed + length > arena.length) {
+            long wanted = Math.max((long) arenaUsed + length, 2L * arena.length);
+            if (wanted > MAX_KEY_BYTES) {
+                throw new KStreamException(KStreamException.Kind.KStreamError, "latestPerKey: the distinct keys of one "
+                    + "partition take more than 2 GB; read fewer offsets (endingOffsets) or use more partitions");
+            }
+            arena = Arrays.copyOf(arena, (int) Math.min(wanted, MAX_KEY_BYTES));
+        }
+        System.arraycopy(frameKeys, start, arena, arenaUsed, length);
+        offsets[size] = offset;
+        keyStarts[size] = arenaUsed;
+        keyLengths[size] = length;
+        arenaUsed += length;
+        return size++;
+    }
+
+    private void grow() {
+        long[] bigger = new long[slots.length * 2];
+        int mask = bigger.length - 1;
+        for (long taken : slots) {
+            if (taken == 0) continue;
+            int slot = (int) (taken >>> 32) & mask;
+            while (bigger[slot] != 0) slot = (slot + 1) & mask;
+            bigger[slot] = taken;
+        }
+        slots = bigger;
+    }
+
+    private static int hash(byte[] bytes, int start, int length) {
+        int h = 0x9747b28c;
+        for (int i = start; i < start + length; i++) h = 31 * h + bytes[i];
+        h ^= h >>> 16; // spread the bits: the table takes the low ones
+        h *= 0x85ebca6b;
+        h ^= h >>> 13;
+        return h;
+    }
+}

@@ -1,0 +1,153 @@
+package io.kstream.spark.read;
+
+import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.SharedAllocator;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * A latestPerKey read of one split (Python's kstream.source.latest_per_key.read_latest): one row
+ * per key, its latest visible record in [start, end), in offset order; a key whose latest record
+ * is a tombstone is left out unless includeTombstones. All of a key's records are in its
+ * partition, so the reduction runs in the partition's own task, with no shuffle.
+ *
+ * <p>Two passes over the split, each through {@link VisibleFrames}: {@link LatestOffsets} decodes
+ * the keys alone and keeps each key's latest offset; the second decodes the read's columns and
+ * the value columns (the tombstone rule reads them) and keeps the rows at those offsets (a merge
+ * walk, the offsets ascending in both). A tombstone is the log cleaner's (Python's
+ * frame_rewrite.tombstones): a null value, or on a typed topic every value column null. Each run
+ * of consecutive kept rows of a frame is one ColumnarBatch (a frame the cleaner already reduced to
+ * its latest records is one batch, zero copy; another is sliced). Should a kept offset have no
+ * row in the second pass (the cleaner rewrote the partition between the passes, under a newer
+ * record of that key), the read fails rather than leave the key out. A batch is valid until the
+ * next call to next(). Not thread-safe.
+ */
+public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> {
+    private final BufferAllocator allocator = SharedAllocator.child("kstream-latest-per-key");
+    private final OffsetRange split;
+    private final boolean includeTombstones;
+    private final Set<String> valueColumns;
+    private final long[] winners;
+    private final VisibleFrames frames;
+    private final BatchAssembler assembler;
+    private final List<VectorSchemaRoot> slices = new ArrayList<>();
+    private int winner; // the next kept offset to find
+    private boolean[] keep = new boolean[0];
+    private boolean inFrame;
+    private int rows;
+    private int position; // the next row of the current frame to look at
+    private ColumnarBatch batch;
+
+    /** {@code valueColumns}: the topic's value columns ("value", or a typed topic's own). */
+    public LatestPerKeyReader(OffsetRange split, StructType schema, Set<String> valueColumns, boolean failOnDataLoss,
+                              boolean verifyChecksums, boolean includeTombstones) {
+        this.split = split;
+        this.includeTombstones = includeTombstones;
+        this.valueColumns = valueColumns;
+        this.assembler = new BatchAssembler(split.tp, schema);
+        Set<String> decoded = new HashSet<>(assembler.storedColumns());
+        decoded.addAll(valueColumns);
+        try {
+            this.winners = LatestOffsets.of(split, failOnDataLoss, verifyChecksums, allocator);
+            this.frames = new VisibleFrames(split, decoded, failOnDataLoss, verifyChecksums, allocator);
+        } catch (RuntimeException e) {
+            assembler.close();
+            allocator.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public boolean next() {
+        releaseSlices();
+        batch = null;
+        while (true) {
+            if (inFrame) {
+                while (position < rows && !keep[position]) position++;
+                if (position < rows) {
+                    int first = position;
+                    while (position < rows && keep[position]) position++;
+                    batch = build(first, position - first);
+                    return true;
+                }
+                inFrame = false;
+            }
+            if (!frames.next()) {
+                if (winner < winners.length) throw rewritten(winners[winner]);
+                return false;
+            }
+            mark();
+            inFrame = true;
+            position = 0;
+        }
+    }
+
+    /** keep[r]: row r of the current frame is its key's latest record (and not a dropped tombstone). */
+    private void mark() {
+        rows = frames.count();
+        if (keep.length < rows) keep = new boolean[Math.max(rows, 2 * keep.length)];
+        List<FieldVector> values = new ArrayList<>();
+        for (FieldVector v : frames.root().getFieldVectors()) if (valueColumns.contains(v.getName())) values.add(v);
+        for (int r = 0; r < rows; r++) {
+            long offset = frames.rowOffset(r);
+            keep[r] = false;
+            if (winner >= winners.length || winners[winner] > offset) continue; // a superseded record
+            if (winners[winner] < offset) throw rewritten(winners[winner]);
+            winner++;
+            keep[r] = includeTombstones || !tombstone(values, r);
+        }
+    }
+
+    private ColumnarBatch build(int first, int n) {
+        VectorSchemaRoot root = frames.root();
+        if ((first != 0 || n != rows) && !root.getFieldVectors().isEmpty()) {
+            root = root.slice(first, n);
+            slices.add(root);
+        }
+        return assembler.build(frames.frame(), frames.rows(), frames.firstRow() + first, n, root);
+    }
+
+    /**
+     * The cleaner's rule: every value column the frame holds null at {@code row} (a bytes topic's
+     * one column, value; a frame holding none of them, a bytes frame stored without values, has no
+     * tombstone, as Python's frame_rewrite.tombstones says).
+     */
+    private static boolean tombstone(List<FieldVector> values, int row) {
+        if (values.isEmpty()) return false;
+        for (FieldVector v : values) if (!v.isNull(row)) return false;
+        return true;
+    }
+
+    private KStreamException rewritten(long offset) {
+        return new KStreamException(KStreamException.Kind.KStreamError, split + ": the latest record of a key (offset "
+            + offset + ") was gone when read a second time: the log cleaner rewrote the partition during the read "
+            + "(a newer record of that key arrived after the read was planned); run the read again");
+    }
+
+    private void releaseSlices() {
+        for (VectorSchemaRoot slice : slices) slice.close();
+        slices.clear();
+    }
+
+    @Override
+    public ColumnarBatch get() {
+        return batch;
+    }
+
+    @Override
+    public void close() {
+        batch = null;
+        releaseSlices();
+        frames.close();
+        assembler.close();
+        allocator.close();
+    }
+}

@@ -1,0 +1,113 @@
+"""Executor side of ``latestPerKey=true``: one split's latest record of each key, reduced in its task.
+
+All of a key's records are in one partition (the producer's partitioner hashes the key), so
+the latest record of each key is found inside the partition's own task, with no shuffle: the
+planner never cuts such a partition into several splits (read_options refuses minPartitions and
+maxRecordsPerPartition with latestPerKey). The split's records are the ones a plain read of
+``[start, end)`` returns (:func:`kstream.source.partition_reader.read_range`: under
+read_committed no aborted or open transaction's record), in offset order, each marked a
+tombstone or not by the log cleaner's rule (a null value; a typed topic: every value column
+null). Of each key the last one wins; a winning tombstone removes its key, unless
+``includeTombstones`` keeps it (value null). Rows come out in offset order.
+
+A record without a key has no latest value: :class:`InvalidRecordError` naming its offset
+(compacted topics refuse keyless records; any other topic may hold them).
+
+Memory: the rows of the distinct keys seen so far plus at most ``max(REDUCE_ROWS, keys)``
+rows read since the last reduction (each reduction is an Arrow hash aggregation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kstream.errors import InvalidRecordError
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.storage.output import output_schema
+from kstream.source.partition_reader import read_range
+from kstream.source.planning import PartitionRange, bounds
+from kstream.source.read_options import EARLIEST, LATEST
+
+REDUCE_ROWS = 1 << 20
+"""Rows read before the rows read so far are reduced to one per key (at least as many as kept)."""
+OUTPUT_ROWS = 1 << 16
+"""Rows per batch handed to Spark."""
+_TOMBSTONE = "__kstream_tombstone"
+_ROW = "__kstream_row"
+
+
+def keyless_message(topic: str, partition: int, offset: int) -> str:
+    """The error for a keyless record (the JVM reader's LatestPerKey says the same words)."""
+    return (f"{topic}-{partition}: the record at offset {offset} has no key, so latestPerKey=true cannot "
+            "tell whose latest value it is; read the topic without latestPerKey (and filter keyless records "
+            "out), or write keyed records (a compacted topic refuses keyless ones)")
+
+
+def read_latest(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The latest record of each key of ``split`` as batches of ``schema`` (Spark's Arrow types).
+    A start of EARLIEST or an end of LATEST is the partition's log start or its end now (the HW,
+    or the LSO under read_committed): the data source leaves them so (data_source._latest_splits)."""
+    internal, split = _internal_schema(split, schema)
+    if split.end <= split.start:
+        return
+    kept: pa.Table | None = None
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    for batch in read_range(split, internal, tombstone_column=_TOMBSTONE):
+        _check_keys(split, batch)
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        if pending_rows >= max(REDUCE_ROWS, 0 if kept is None else kept.num_rows):
+            kept = _reduce(kept, pending)
+            pending, pending_rows = [], 0
+    if pending:
+        kept = _reduce(kept, pending)
+    if kept is None or kept.num_rows == 0:
+        return
+    if not split.include_tombstones:
+        kept = kept.filter(pc.invert(kept.column(_TOMBSTONE)))
+    kept = kept.select(schema.names).cast(schema)
+    yield from kept.to_batches(max_chunksize=OUTPUT_ROWS)
+
+
+def _internal_schema(split: PartitionRange, schema: pa.Schema) -> tuple[pa.Schema, PartitionRange]:
+    """(``schema`` plus what the reduction reads whatever the read's columns: key, offset and the
+    value columns, which the tombstone rule reads (an Avro read's raw value); ``split`` with its
+    start and end resolved)."""
+    cluster = Cluster.open(split.cluster)
+    try:
+        stored = output_schema(Cluster.topic_schema(cluster.topic(split.topic)))
+        if split.start < 0 or split.end < 0:
+            log_start, end = bounds(cluster, split.topic, split.partition, split.isolation_level)
+            split = replace(split, start=log_start if split.start == EARLIEST else split.start,
+                            end=end if split.end == LATEST else split.end)
+    finally:
+        cluster.close()
+    meta = {"topic", "partition", "offset", "timestamp", "timestampType", "headers"}
+    wanted = ["key", "offset", *(f.name for f in stored if f.name not in meta and f.name != "key")]
+    extra = [stored.field(name) for name in wanted if name not in schema.names]
+    return pa.schema([*schema, *extra]), split
+
+
+def _check_keys(split: PartitionRange, batch: pa.RecordBatch) -> None:
+    keys = batch.column("key")
+    if keys.null_count:
+        row = int(np.flatnonzero(keys.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InvalidRecordError(keyless_message(split.topic, split.partition, batch.column("offset")[row].as_py()))
+
+
+def _reduce(kept: pa.Table | None, pending: list[pa.RecordBatch]) -> pa.Table:
+    """The last row of each key of ``kept`` (older) then ``pending``, in offset order."""
+    table = pa.Table.from_batches(pending)
+    if kept is not None:
+        table = pa.concat_tables([kept, table])
+    rows = pa.array(np.arange(table.num_rows, dtype=np.int64))
+    last = (pa.table({"key": table.column("key"), _ROW: rows})
+            .group_by("key", use_threads=False).aggregate([(_ROW, "max")]))
+    chosen = np.sort(last.column(f"{_ROW}_max").to_numpy())
+    return table.take(pa.array(chosen))

@@ -1,0 +1,93 @@
+"""The Python reader's latestPerKey reduction without Spark: random puts and deletes against a dict
+oracle, reduced in many small rounds (REDUCE_ROWS lowered) as a large partition is; an open
+transaction holds the end (the LSO) under read_committed; keyless records are refused."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from kstream import Admin, NewTopic, Producer
+from kstream.errors import InvalidRecordError
+from kstream.log.storage.output import output_schema
+from kstream.source import latest_per_key
+from kstream.source.latest_per_key import read_latest
+from kstream.source.planning import PartitionRange
+from kstream.source.read_options import EARLIEST, LATEST
+
+SCHEMA = pa.schema([f for f in output_schema(None) if f.name != "headers"])
+
+
+def _latest(cluster_path: str, topic: str, start: int = EARLIEST, end: int = LATEST, tombstones: bool = False,
+            isolation: str = "read_committed") -> list[tuple]:
+    split = PartitionRange(cluster_path, topic, 0, start, end, True, isolation, latest_per_key=True,
+                           include_tombstones=tombstones)
+    return [(r["offset"], r["key"], r["value"]) for b in read_latest(split, SCHEMA) for r in b.to_pylist()]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_puts_and_deletes_reduce_to_the_dict_oracle_in_many_rounds(cluster_path, monkeypatch, seed):
+    monkeypatch.setattr(latest_per_key, "REDUCE_ROWS", 5)
+    rng = random.Random(seed)
+    with Admin({"cluster": cluster_path}) as admin:
+        admin.create_topics([NewTopic("t", 1)])["t"].result()
+    written = []
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        for i in range(120):
+            key = f"k{rng.randrange(15)}".encode()
+            value = None if rng.random() < 0.2 else f"v{i}".encode()
+            producer.produce("t", value, key=key)
+            written.append((i, key, value))
+            if rng.random() < 0.3:
+                producer.flush()  # frames of one and of several records
+        producer.flush()
+    for end in (1, 17, 64, 120):
+        for tombstones in (False, True):
+            want = _oracle(written[:end], tombstones)
+            assert _latest(cluster_path, "t", end=end, tombstones=tombstones) == want, (end, tombstones)
+    assert _latest(cluster_path, "t", start=60) == _oracle(written[60:], False)
+
+
+def _oracle(written: list[tuple], tombstones: bool) -> list[tuple]:
+    """(offset, key, value) of each key's last record in ``written``; tombstones removing it."""
+    latest: dict[bytes, tuple] = {}
+    for offset, key, value in written:
+        latest[key] = (offset, key, value)
+    return sorted(r for r in latest.values() if tombstones or r[2] is not None)
+
+
+def test_an_open_transaction_holds_the_end_at_the_last_stable_offset(cluster_path):
+    with Admin({"cluster": cluster_path}) as admin:
+        admin.create_topics([NewTopic("t", 1)])["t"].result()
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        producer.produce("t", b"a1", key=b"a")
+        producer.flush()
+    tx = Producer({"cluster": cluster_path, "transactional.id": "open", "linger.ms": 0})
+    try:
+        tx.init_transactions()
+        tx.begin_transaction()
+        tx.produce("t", b"a-open", key=b"a", partition=0)
+        tx.flush()
+        with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+            producer.produce("t", b"b1", key=b"b")  # after the open transaction: above the LSO
+            producer.flush()
+        assert _latest(cluster_path, "t") == [(0, b"a", b"a1")]
+        got = _latest(cluster_path, "t", isolation="read_uncommitted")
+        assert [(k, v) for _, k, v in got] == [(b"a", b"a-open"), (b"b", b"b1")]
+        tx.abort_transaction()
+        assert [(k, v) for _, k, v in _latest(cluster_path, "t")] == [(b"a", b"a1"), (b"b", b"b1")]
+    finally:
+        tx.close()
+
+
+def test_a_keyless_record_is_refused_naming_its_offset(cluster_path):
+    with Admin({"cluster": cluster_path}) as admin:
+        admin.create_topics([NewTopic("t", 1)])["t"].result()
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        producer.produce("t", b"x", key=b"k", partition=0)
+        producer.produce("t", b"y", partition=0)
+        producer.flush()
+    with pytest.raises(InvalidRecordError, match="t-0: the record at offset 1 has no key"):
+        _latest(cluster_path, "t")
