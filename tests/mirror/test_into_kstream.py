@@ -129,3 +129,20 @@ def test_an_unreachable_broker_is_an_error_within_the_timeout(tmp_path, mirror_n
         IntoKstream(options(f"127.0.0.1:{port}", str(tmp_path / "c"), mirror_name, topics=("t",),
                             timeout_s=2)).run()
     assert time.monotonic() - started < 10
+
+
+def test_a_pattern_copies_the_topics_whose_whole_name_matches(kafka_broker, tmp_path, topic_name, mirror_name):
+    for suffix in ("a", "b", "a-not"):
+        create_kafka_topic(kafka_broker, f"{topic_name}.{suffix}", 1)
+        produce_kafka(kafka_broker, f"{topic_name}.{suffix}", sample(1, 5, salt=suffix))
+    cluster = str(tmp_path / "c")
+
+    progress = IntoKstream(options(kafka_broker, cluster, mirror_name, pattern=rf"{topic_name}\.[ab]")).run()
+
+    assert progress.records == 10
+    from kstream import Admin
+
+    with Admin({"cluster": cluster}) as admin:
+        copied = sorted(t for t in admin.list_topics().topics if not t.startswith("__"))
+    assert copied == [f"{topic_name}.a", f"{topic_name}.b"]
+    assert read_kstream(cluster, f"{topic_name}.b", 1) == sample(1, 5, salt="b")
