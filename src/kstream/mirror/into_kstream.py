@@ -115,9 +115,8 @@ class IntoKstream:
     def _copy(self, kafka: KafkaSide, kstream: KstreamSide, group_consumer: Any,
               partitions: list[TopicPartitionKey], stop: threading.Event) -> None:
         options, progress = self.options, self.progress
-        positions = {tp: source_position(meta) for tp, (_, meta) in
-                     committed_positions(group_consumer, partitions).items()}
-        positions = {tp: offset for tp, offset in positions.items() if offset is not None}
+        found = {tp: source_position(meta) for tp, (_, meta) in committed_positions(group_consumer, partitions).items()}
+        positions = {tp: offset for tp, offset in found.items() if offset is not None}
         progress.positions.update(positions)
         progress.ends.update(kafka.end_offsets(partitions))
         ends = dict(progress.ends) if options.until_end else None
