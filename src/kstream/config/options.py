@@ -181,6 +181,12 @@ CLUSTER_OPTIONS = _table(
            "Delete oldest segments while a partition is larger (-1: no limit).", minimum=-1),
     Option("log.retention.check.interval.ms", "int", 300_000,
            "How often a writer applies retention to a partition.", minimum=0),
+    Option("log.cleaner.io.max.bytes.per.second", "float", 1.7976931348623157e308,
+           "The log cleaner's bytes read + written per second, per clean (it sleeps between frames, "
+           "never holding the partition lock). Default: unlimited (Kafka's Double.MaxValue): the "
+           "cleaner runs inside a writer's append when due, so a limit lengthens that append; set "
+           "one when a separate `kstream topics clean` shares the cores and disk with producers.",
+           minimum=1.0),
     Option("log.index.interval.bytes", "int", 4096, "Bytes between sparse index entries.",
            minimum=1),
     Option("log.flush.interval.messages", "int", LONG_MAX,

@@ -20,6 +20,11 @@ end, the in-sync replicas), builds the cleaned segments without it (holding the
 partition's cleaner lock, so one clean at a time builds), and takes it again to swap them
 in, after checking that nothing it read changed (a failover, retention, a truncation: then
 it drops what it built and the next clean starts again). Readers never wait.
+
+The clean's reads (the plan's two passes over the leader, each replica's build) and writes
+(the cleaned segments) are held to ``log.cleaner.io.max.bytes.per.second`` (a cluster
+option, Kafka's name and meaning; unlimited by default) by sleeping between frames, only
+where no partition lock is held (cleaner.throttle).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from kstream.log.storage.cleaner.replica_cleaner import (
     swap_built,
     write_checkpoint,
 )
+from kstream.log.storage.cleaner.throttle import IoThrottle
 from kstream.log.storage.frames import FrameWalk, pread_from
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.records import PayloadCodec
@@ -77,11 +83,15 @@ class PartitionCleaned:
     records_removed: int = 0
 
 
-def clean_partition(handle: Partition, *, typed: bool, force: bool = False, now_ms: int | None = None
-                    ) -> PartitionCleaned:
+def clean_partition(handle: Partition, *, typed: bool, force: bool = False, now_ms: int | None = None,
+                    throttle: IoThrottle | None = None) -> PartitionCleaned:
     """Clean one partition of a compacted topic if it is due (see the module). ``typed``: the
-    topic declares a schema (a tombstone is then a record whose value columns are all null)."""
+    topic declares a schema (a tombstone is then a record whose value columns are all null).
+    ``throttle``: the clean's I/O throttle (default: one at the cluster's
+    log.cleaner.io.max.bytes.per.second)."""
     config = handle.config
+    if throttle is None:
+        throttle = IoThrottle(config.cleaner_io_max_bytes_per_second)
     if not config.compact:
         raise ConfigError(f"topic {handle.topic!r} has cleanup.policy={config.cleanup_policy}: only a "
                           "compacted topic is cleaned; alter it to cleanup.policy=compact first")
@@ -101,17 +111,18 @@ def clean_partition(handle: Partition, *, typed: bool, force: bool = False, now_
                       + [fmt.list_segment_bases(handle.replica_dirs[r])[-1] for r in in_sync])
         # First the frame headers only (is a clean due?), then, if it is, the keys.
         plan, start, dirty_bytes, total_bytes, oldest_dirty = _plan(handle, end, state.aborted, now, typed,
-                                                                    build_map=False)
+                                                                    throttle, build_map=False)
         ratio = dirty_bytes / total_bytes if total_bytes else 0.0
         due, reason = _due(handle, plan.end_offset, start, ratio, oldest_dirty, now, force)
         if not due:
             return PartitionCleaned(handle.topic, handle.partition, False, reason, plan.end_offset, ratio)
-        plan = _plan(handle, plan.end_offset, state.aborted, now, typed, build_map=True)[0]
+        plan = _plan(handle, plan.end_offset, state.aborted, now, typed, throttle, build_map=True)[0]
         plan = replace(plan, horizons=_horizons([handle.replica_dirs[r] for r in in_sync], plan.end_offset))
         built: list[BuiltReplica] = []
         try:
             for replica in in_sync:
-                built.append(build_replica(handle.replica_dirs[replica], plan, config.index_interval_bytes))
+                built.append(build_replica(handle.replica_dirs[replica], plan, config.index_interval_bytes,
+                                           throttle))
             with handle.lock:
                 handle.refresh_locked()
                 now_in_sync = [r for r in handle.info.isr if os.path.isdir(handle.replica_dirs.get(r, ""))]
@@ -170,7 +181,7 @@ def _due(handle: Partition, end: int, start: int, ratio: float, oldest_dirty: in
 
 
 def _plan(handle: Partition, end: int, aborted: tuple[tuple[int, int, int], ...], now: int, typed: bool,
-          *, build_map: bool) -> tuple[CleaningPlan, int, int, int, int | None]:
+          throttle: IoThrottle, *, build_map: bool) -> tuple[CleaningPlan, int, int, int, int | None]:
     """The plan (its end moved back for min.compaction.lag.ms and the key limit), the log start,
     dirty and total bytes below the end, and the oldest dirty record's time (ms, None when
     nothing is dirty)."""
@@ -199,6 +210,7 @@ def _plan(handle: Partition, end: int, aborted: tuple[tuple[int, int, int], ...]
                     end = header.base_offset  # too young to clean yet, or the map is full
                     break
                 total += header.frame_size
+                throttle.spent(header.frame_size)
                 if header.base_offset >= dirty_from:
                     dirty += header.frame_size
                     if header.holds_records and (oldest is None or header.min_timestamp < oldest):

@@ -36,6 +36,7 @@ class LogConfig:
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
     replica_fetch_max_bytes: int = 1 << 20
+    cleaner_io_max_bytes_per_second: float = 1.7976931348623157e308  # (cluster-wide; Kafka's unlimited)
     min_cleanable_dirty_ratio: float = 0.5
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = 9223372036854775807
@@ -93,6 +94,7 @@ class LogConfig:
         values = {name.replace(".", "_"): value for name, value in topic.items()}
         values["retention_check_interval_ms"] = cluster["log.retention.check.interval.ms"]
         values["replica_fetch_max_bytes"] = cluster["replica.fetch.max.bytes"]
+        values["cleaner_io_max_bytes_per_second"] = cluster["log.cleaner.io.max.bytes.per.second"]
         return cls(**values)
 
 

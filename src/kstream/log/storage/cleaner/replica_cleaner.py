@@ -36,6 +36,7 @@ from kstream.errors import CorruptBatchError
 from kstream.log.storage import disk
 from kstream.log.storage import format as fmt
 from kstream.log.storage.cleaner.frame_rewrite import CleaningPlan, Rewritten, filler, rewrite
+from kstream.log.storage.cleaner.throttle import UNLIMITED, IoThrottle
 from kstream.log.storage.durable_file import write_atomically
 from kstream.log.storage.frames import FrameWalk, pread_from
 from kstream.log.storage.records import PayloadCodec
@@ -85,11 +86,14 @@ def clean_replica(directory: str, plan: CleaningPlan, index_interval_bytes: int)
     return built.result
 
 
-def build_replica(directory: str, plan: CleaningPlan, index_interval_bytes: int) -> BuiltReplica:
+def build_replica(directory: str, plan: CleaningPlan, index_interval_bytes: int,
+                  throttle: IoThrottle | None = None) -> BuiltReplica:
     """Step 1 without the partition lock (see the module); the caller holds the partition's
     cleaner lock. Sealed segments below ``plan.end_offset`` do not change under it but by
-    retention, a truncation or a recovery, which :func:`still_as_read` detects."""
-    return _build(directory, plan, index_interval_bytes, lambda: building_dir(directory))
+    retention, a truncation or a recovery, which :func:`still_as_read` detects. ``throttle``
+    (log.cleaner.io.max.bytes.per.second) counts every frame read and written and sleeps
+    between frames to keep under its limit."""
+    return _build(directory, plan, index_interval_bytes, lambda: building_dir(directory), throttle)
 
 
 def still_as_read(built: BuiltReplica) -> bool:
@@ -118,7 +122,9 @@ def discard_built(built: BuiltReplica) -> None:
         built.staging = None
 
 
-def _build(directory: str, plan: CleaningPlan, index_interval_bytes: int, make_staging) -> BuiltReplica:
+def _build(directory: str, plan: CleaningPlan, index_interval_bytes: int, make_staging,
+           throttle: IoThrottle | None = None) -> BuiltReplica:
+    throttle = throttle or IoThrottle(UNLIMITED)
     bases = fmt.list_segment_bases(directory)
     codec = PayloadCodec()
     live: dict[int, bool] = {}  # producer id -> its open transaction still has a record
@@ -128,13 +134,13 @@ def _build(directory: str, plan: CleaningPlan, index_interval_bytes: int, make_s
         for base in bases[:-1]:
             if base >= plan.end_offset:
                 break
-            frames = _cleaned_frames(directory, base, plan, codec, live, built.read)
+            frames = _cleaned_frames(directory, base, plan, codec, live, built.read, throttle)
             changed = [frame for frame in frames if frame.out is not None]
             if not changed:
                 continue
             if built.staging is None:
                 built.staging = make_staging()
-            _write_segment(built.staging, base, frames, index_interval_bytes)
+            _write_segment(built.staging, base, frames, index_interval_bytes, throttle)
             rewritten += 1
             before += sum(len(frame.raw) for frame in changed)
             after += sum(len(frame.out.header) + len(frame.out.payload) for frame in changed if frame.out)
@@ -151,7 +157,8 @@ def _identity(stat: os.stat_result) -> tuple[int, int, int]:
 
 
 def _cleaned_frames(directory: str, base: int, plan: CleaningPlan, codec: PayloadCodec,
-                    live: dict[int, bool], read_files: dict[int, tuple[int, int, int]]) -> list[_Frame]:
+                    live: dict[int, bool], read_files: dict[int, tuple[int, int, int]],
+                    throttle: IoThrottle) -> list[_Frame]:
     """Every frame of a sealed segment, with its cleaned form where it changes; the file's
     identity goes to ``read_files``."""
     path = os.path.join(directory, fmt.segment_file_name(base))
@@ -165,6 +172,7 @@ def _cleaned_frames(directory: str, base: int, plan: CleaningPlan, codec: Payloa
         frames = []
         for position, header in walk:
             frame = _Frame(header, bytes(read(position, header.frame_size)))
+            throttle.spent(header.frame_size)
             if header.next_offset <= plan.end_offset:
                 frame.out = _clean(frame, plan, codec, live)
             _note_transaction(frame, live)
@@ -218,7 +226,8 @@ def _rows(header: fmt.FrameHeader, raw: bytes) -> int:
                                  frozenset({fmt.OFFSET_DELTA_COLUMN})).num_rows
 
 
-def _write_segment(staging: str, base: int, frames: list[_Frame], index_interval_bytes: int) -> None:
+def _write_segment(staging: str, base: int, frames: list[_Frame], index_interval_bytes: int,
+                   throttle: IoThrottle) -> None:
     """The cleaned segment's four files in ``staging``, fsynced (step 1 of the swap)."""
     segment = Segment.create(staging, base, index_interval_bytes, sync_dir=False)
     try:
@@ -227,6 +236,7 @@ def _write_segment(staging: str, base: int, frames: list[_Frame], index_interval
             header = fmt.unpack_header(header_bytes)
             position = segment.append(header_bytes, [payload], len(payload), header.base_offset,
                                       header.record_count, header.max_timestamp)
+            throttle.spent(len(header_bytes) + len(payload))
             kind = fmt.txn_entry_kind(header.attributes)
             if kind is not None:
                 if kind == 0:
