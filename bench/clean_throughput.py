@@ -3,7 +3,7 @@ the same bytes" and "a producer's throughput on the same partition drops by <= 2
 cleaner runs"). One run, the two sides alternating inside every repeat, medians.
 
     python -m bench.clean_throughput [--mb 32] [--keys 100000] [--value-size 100] [--segment-mb 8] [--repeats 5]
-        [--produce-seconds 4] [--out bench/results]
+        [--produce-seconds 4] [--throttle-mb 16 4] [--out bench/results]
 
 (a) Cleaning throughput. Each repeat writes ``--mb`` MB of keyed records (``--keys`` keys drawn
     at random, ``--value-size``-byte values, 10% tombstones) to a fresh compacted partition
@@ -18,6 +18,10 @@ cleaner runs"). One run, the two sides alternating inside every repeat, medians.
     the partition for ``--produce-seconds``, alone, and while another process, started first,
     cleans the same partition again and again (forced, each clean over the whole log); records/s,
     alternating; the drop is 1 - with / alone. On 2 cores the two processes also share the CPU.
+    The cleaner runs unthrottled, and at each ``--throttle-mb`` MB/s of
+    ``log.cleaner.io.max.bytes.per.second`` (bytes read + written; set in the cluster's
+    properties file before the cleaner process opens it), all in the same repeat, in rotating
+    order.
 
 Prints markdown tables and writes OUT/clean_throughput.json. A timed measurement: run under
 ``flock /tmp/kstream-bench.lock``.
@@ -44,6 +48,7 @@ import pyarrow.ipc as ipc
 from kstream import Admin, NewTopic, Producer
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage import format as fmt
+from kstream.log.storage.durable_file import read_properties, write_properties_atomically
 from kstream.log.storage.frames import FrameWalk, pread_from
 from kstream.log.storage.records import PayloadCodec
 
@@ -191,9 +196,26 @@ def _child(code: str, *args: str) -> subprocess.Popen:
     return child
 
 
-def produce_rate(cluster: str, seconds: float, with_cleaner: bool) -> tuple[float, int]:
+THROTTLE = "log.cleaner.io.max.bytes.per.second"
+
+
+def set_throttle(cluster: str, limit: float | None) -> None:
+    """Set (None: remove, i.e. unlimited) the cluster's cleaner throttle in its properties file,
+    which every process reads when it opens the cluster."""
+    path = os.path.join(cluster, fmt.CLUSTER_PROPERTIES)
+    values = read_properties(path)
+    values.pop(THROTTLE, None)
+    if limit is not None:
+        values[THROTTLE] = repr(float(limit))
+    write_properties_atomically(path, values, "kstream cluster: broker-side settings, fixed at creation")
+
+
+def produce_rate(cluster: str, seconds: float, with_cleaner: bool, limit: float | None = None
+                 ) -> tuple[float, int]:
     """The producer's records/s over ``seconds``, alone or while a cleaner process cleans the
-    partition again and again (started first: it is cleaning when the producer starts)."""
+    partition again and again (started first: it is cleaning when the producer starts), with
+    the cleaner's I/O throttled to ``limit`` bytes/s (None: unlimited)."""
+    set_throttle(cluster, limit)
     producer = _child(_PRODUCER, cluster, str(seconds))
     cleaner = _child(_CLEANER, cluster) if with_cleaner else None
     if cleaner is not None:
@@ -220,9 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--segment-mb", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--produce-seconds", type=float, default=4.0)
+    parser.add_argument("--throttle-mb", type=float, nargs="*", default=[16.0, 4.0],
+                        help="log.cleaner.io.max.bytes.per.second limits (MB/s) to run the cleaner at too")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
     clean_rates, raw_rates, alone, beside, cleans = [], [], [], [], []
+    throttled: dict[float, list[float]] = {mb: [] for mb in args.throttle_mb}
+    throttled_cleans: dict[float, list[int]] = {mb: [] for mb in args.throttle_mb}
     for repeat in range(args.repeats):
         root = tempfile.mkdtemp(prefix="clean-bench-")
         try:
@@ -239,22 +265,33 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     raw_rates.append(size_mb / run_raw(copy, os.path.join(root, "raw-out")))
             # (b) on the cleaned partition, refilled with dirty records so every clean has work
-            make_more = [False, True] if repeat % 2 == 0 else [True, False]
-            for with_cleaner in make_more:
-                rate, n = produce_rate(cluster, args.produce_seconds, with_cleaner)
-                (beside if with_cleaner else alone).append(rate)
-                if with_cleaner:
+            sides: list[str | float] = ["alone", "cleaner", *args.throttle_mb]
+            shift = repeat % len(sides)
+            for side in sides[shift:] + sides[:shift]:  # rotating order
+                if side == "alone":
+                    alone.append(produce_rate(cluster, args.produce_seconds, False)[0])
+                elif side == "cleaner":
+                    rate, n = produce_rate(cluster, args.produce_seconds, True)
+                    beside.append(rate)
                     cleans.append(n)
+                else:
+                    rate, n = produce_rate(cluster, args.produce_seconds, True, float(side) * (1 << 20))
+                    throttled[side].append(rate)
+                    throttled_cleans[side].append(n)
+            extra = "".join(f"; at {mb:g} MB/s {throttled[mb][-1]:.0f}/s ({throttled_cleans[mb][-1]} cleans)"
+                            for mb in args.throttle_mb)
             print(f"repeat {repeat}: {size_mb:.1f} MB sealed; clean {clean_rates[-1]:.1f} MB/s, raw "
                   f"{raw_rates[-1]:.1f} MB/s; producer alone {alone[-1]:.0f}/s, beside the cleaner "
-                  f"{beside[-1]:.0f}/s ({cleans[-1]} cleans)", flush=True)
+                  f"{beside[-1]:.0f}/s ({cleans[-1]} cleans){extra}", flush=True)
         finally:
             shutil.rmtree(root, ignore_errors=True)
     med = statistics.median
     result = {"mb": args.mb, "keys": args.keys, "value_size": args.value_size, "repeats": args.repeats,
               "clean_mb_s": clean_rates, "raw_mb_s": raw_rates, "producer_alone": alone,
               "producer_beside_cleaner": beside, "cleans_during_produce": cleans,
-              "ratio": med(clean_rates) / med(raw_rates), "drop": 1 - med(beside) / med(alone)}
+              "ratio": med(clean_rates) / med(raw_rates), "drop": 1 - med(beside) / med(alone),
+              "throttle_mb_s": {str(mb): {"producer_beside_cleaner": throttled[mb], "cleans": throttled_cleans[mb],
+                                          "drop": 1 - med(throttled[mb]) / med(alone)} for mb in args.throttle_mb}}
     print()
     print("| measure | kstream cleaner | raw Arrow IPC rewrite | ratio (goal >= 0.5) |")
     print("|---|---|---|---|")
@@ -265,6 +302,16 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|")
     print(f"| records/s, median of {args.repeats} | {med(alone):.0f} | {med(beside):.0f} | "
           f"{100 * result['drop']:.0f}% |")
+    if args.throttle_mb:
+        print()
+        print(f"| cleaner ({THROTTLE}) | producer records/s beside it, median of {args.repeats} | "
+              "drop vs alone | cleans finished (per repeat) |")
+        print("|---|---|---|---|")
+        print(f"| none (producer alone) | {med(alone):.0f} | - | - |")
+        print(f"| unlimited | {med(beside):.0f} | {100 * result['drop']:.0f}% | {cleans} |")
+        for mb in args.throttle_mb:
+            print(f"| {mb:g} MB/s | {med(throttled[mb]):.0f} | "
+                  f"{100 * result['throttle_mb_s'][str(mb)]['drop']:.0f}% | {throttled_cleans[mb]} |")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     Path(args.out, "clean_throughput.json").write_text(json.dumps(result, indent=1))
     return 0
