@@ -204,7 +204,8 @@ def clean(ctx: click.Context, topic: str | None, topic_option: str | None, parti
           force: bool) -> None:
     """Run the log cleaner once on compacted TOPIC (or --topic TOPIC): in each partition, keep the
     latest record of every key in the sealed segments below the LSO (offsets preserved), when
-    its dirty ratio reaches min.cleanable.dirty.ratio (or with --force)."""
+    its dirty ratio reaches min.cleanable.dirty.ratio (or with --force). Its reads and writes are
+    held to the cluster's log.cleaner.io.max.bytes.per.second (default unlimited)."""
     topic = one_topic(topic, topic_option)
     with Admin(cluster_options(ctx)) as admin:
         results = admin.cluster.clean_topic(topic, list(partitions) or None, force=force)
