@@ -69,6 +69,8 @@ public final class Format {
     public static final String TIME_INDEX_SUFFIX = ".timeindex";
     public static final String TXN_INDEX_SUFFIX = ".txnindex";
     public static final String RECOVERY_POINT_FILE = "recovery-point";
+    /** Python's format.CLEANER_CHECKPOINT_FILE: the offset the last clean ended at, as ASCII text. */
+    public static final String CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint";
     public static final String LOCKS_DIR = "locks";
     public static final String LOCK_SUFFIX = ".lock";
     public static final String METADATA_SNAPSHOT = "metadata-snapshot.json";

@@ -1,6 +1,10 @@
 package io.kstream.spark.read;
 
 import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.CleanerCheckpoint;
+import io.kstream.spark.format.Frame;
+import io.kstream.spark.format.LogReader;
+import java.io.IOException;
 import java.util.Arrays;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
@@ -8,11 +12,14 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VarBinaryVector;
 
 /**
- * The first pass of a latestPerKey read: the offset of each key's latest visible record in a
- * split, found by walking {@link VisibleFrames} with the key column alone decoded (so aborted
- * transactions, markers and fillers never count). The result is those offsets, sorted: the rows
- * {@link LatestPerKeyReader} keeps. A record without a key is an InvalidRecordError naming its
- * offset, in the words of Python's kstream.source.latest_per_key.keyless_message.
+ * The first pass of a latestPerKey read: the offset of each key's latest visible record in the
+ * dirty part of a split, found by walking {@link VisibleFrames} with the key column alone decoded
+ * (so aborted transactions, markers and fillers never count). The dirty part starts at
+ * {@link #dirtyFrom}: below it the log cleaner has already left at most one record per key (see
+ * there), so the pass reads only [dirtyFrom, end). {@link #winners} are those offsets, sorted;
+ * {@link #containsRow} tells the second pass whether a cleaned row's key has a newer record in
+ * the dirty part. A record without a key is an InvalidRecordError naming its offset, in the words
+ * of Python's kstream.source.latest_per_key.keyless_message.
  *
  * <p>The keys live in an open-addressing hash table of primitive arrays (each distinct key's
  * bytes once, in one growing byte arena; no object per key), so a partition of millions of keys
@@ -31,6 +38,9 @@ final class LatestOffsets {
     private int arenaUsed;
     private int size;
     private byte[] frameKeys = new byte[1 << 16]; // the current frame's key bytes, copied at once
+    private ArrowBuf frameKeyOffsets; // the current frame's key offsets (into its data buffer)
+    private int frameKeyBase;
+    private long[] winners;
 
     private LatestOffsets(long expected) {
         int capacity = 1 << 10;
@@ -44,42 +54,104 @@ final class LatestOffsets {
             + "keyed records (a compacted topic refuses keyless ones)";
     }
 
-    /** The sorted offsets of the latest record of each key of {@code split}. */
-    static long[] of(OffsetRange split, boolean failOnDataLoss, boolean verifyChecksums, BufferAllocator allocator) {
-        // at most one key per offset: size the table for the split (up to a bound) so it rarely grows
-        LatestOffsets table = new LatestOffsets(Math.min(split.end - split.start, 1L << 22));
-        try (VisibleFrames frames = new VisibleFrames(split, java.util.Set.of("key"), failOnDataLoss, verifyChecksums,
-                allocator)) {
-            while (frames.next()) {
-                FieldVector vector = frames.root().getVector("key");
-                int n = frames.count();
-                if (!(vector instanceof VarBinaryVector keys) || keys.getNullCount() > 0) {
-                    int r = 0;
-                    while (vector instanceof VarBinaryVector keys && r < n && !keys.isNull(r)) r++;
-                    throw new KStreamException(KStreamException.Kind.InvalidRecordError,
-                        keylessMessage(split.tp, frames.rowOffset(r)));
-                }
-                table.putFrame(keys, n, frames);
-            }
+    /**
+     * Where the dirty part of {@code split} starts: the cleaner's end offset (the replica's
+     * cleaner-offset-checkpoint, written only once the cleaned segments are swapped in and
+     * fsynced), moved back to the start of the frame holding it (the cleaner rewrites only frames
+     * wholly below its end), within [start, end]. Every visible record below it is the latest of
+     * its key below the cleaner's end: the clean kept one record per key there, removed aborted
+     * records, and never cleaned past the LSO, so no transaction open at the clean has records
+     * there. The split's start when the partition was never cleaned (or the checkpoint is damaged).
+     */
+    static long dirtyFrom(OffsetRange split, boolean verifyChecksums) {
+        long cleaned;
+        try {
+            cleaned = CleanerCheckpoint.read(split.replicaDir);
+        } catch (IOException e) {
+            return split.start; // unreadable: a full first pass is always right
         }
-        long[] out = Arrays.copyOf(table.offsets, table.size);
-        Arrays.sort(out);
-        return out;
+        if (cleaned <= split.start) return split.start;
+        long from = cleaned;
+        try (LogReader reader = new LogReader(split.replicaDir, verifyChecksums)) {
+            reader.seek(cleaned);
+            Frame frame = reader.next(Long.MAX_VALUE);
+            if (frame != null && frame.header.baseOffset < cleaned) from = frame.header.baseOffset;
+        } catch (KStreamException e) {
+            return split.start; // the log moved under us (retention): read it all
+        }
+        return Math.max(split.start, Math.min(from, split.end));
     }
 
-    /** Record each row's offset as its key's latest (offsets ascend: the later wins). */
-    private void putFrame(VarBinaryVector keys, int n, VisibleFrames frames) {
+    /** The latest record of each key of {@code split} in [dirtyFrom, end). */
+    static LatestOffsets of(OffsetRange split, long dirtyFrom, boolean failOnDataLoss, boolean verifyChecksums,
+                            BufferAllocator allocator) {
+        // at most one key per offset: size the table for the dirty part (up to a bound) so it rarely grows
+        LatestOffsets table = new LatestOffsets(Math.min(split.end - dirtyFrom, 1L << 22));
+        if (dirtyFrom < split.end) {
+            OffsetRange dirty = new OffsetRange(split.tp, split.replicaDir, dirtyFrom, split.end, split.transactions);
+            try (VisibleFrames frames = new VisibleFrames(dirty, java.util.Set.of("key"), failOnDataLoss,
+                    verifyChecksums, allocator)) {
+                while (frames.next()) {
+                    FieldVector vector = frames.root().getVector("key");
+                    int n = frames.count();
+                    table.load(split.tp, vector, n, frames);
+                    int start = 0;
+                    for (int r = 0; r < n; r++) {
+                        int next = table.keyEnd(r);
+                        table.put(start, next - start, frames.rowOffset(r));
+                        start = next;
+                    }
+                }
+            }
+        }
+        table.winners = Arrays.copyOf(table.offsets, table.size);
+        Arrays.sort(table.winners);
+        return table;
+    }
+
+    /** The sorted offsets of the latest record of each key in the dirty part. */
+    long[] winners() {
+        return winners;
+    }
+
+    /**
+     * Load a frame's key column (the second pass calls it for a frame below dirtyFrom before
+     * {@link #containsRow}). A null key is an InvalidRecordError naming its offset.
+     */
+    void load(TopicPartition tp, FieldVector vector, int n, VisibleFrames frames) {
+        if (!(vector instanceof VarBinaryVector keys) || keys.getNullCount() > 0) {
+            int r = 0;
+            while (vector instanceof VarBinaryVector keys && r < n && !keys.isNull(r)) r++;
+            throw new KStreamException(KStreamException.Kind.InvalidRecordError, keylessMessage(tp, frames.rowOffset(r)));
+        }
+        frameKeyOffsets = keys.getOffsetBuffer();
         if (n == 0) return;
-        ArrowBuf offsetBuffer = keys.getOffsetBuffer();
-        int base = offsetBuffer.getInt(0);
-        int total = offsetBuffer.getInt((long) n * VarBinaryVector.OFFSET_WIDTH) - base;
+        frameKeyBase = frameKeyOffsets.getInt(0);
+        int total = frameKeyOffsets.getInt((long) n * VarBinaryVector.OFFSET_WIDTH) - frameKeyBase;
         if (frameKeys.length < total) frameKeys = new byte[Math.max(total, 2 * frameKeys.length)];
-        keys.getDataBuffer().getBytes(base, frameKeys, 0, total);
-        int start = 0;
-        for (int r = 0; r < n; r++) {
-            int next = offsetBuffer.getInt((long) (r + 1) * VarBinaryVector.OFFSET_WIDTH) - base;
-            put(start, next - start, frames.rowOffset(r));
-            start = next;
+        keys.getDataBuffer().getBytes(frameKeyBase, frameKeys, 0, total);
+    }
+
+    /** Where row r's key ends in frameKeys (it starts where row r - 1's ends). */
+    private int keyEnd(int r) {
+        return frameKeyOffsets.getInt((long) (r + 1) * VarBinaryVector.OFFSET_WIDTH) - frameKeyBase;
+    }
+
+    /** Whether row r of the loaded frame has a key with a record in the dirty part. */
+    boolean containsRow(int r) {
+        if (size == 0) return false;
+        int start = frameKeyOffsets.getInt((long) r * VarBinaryVector.OFFSET_WIDTH) - frameKeyBase;
+        int length = keyEnd(r) - start;
+        int hash = hash(frameKeys, start, length);
+        int mask = slots.length - 1;
+        for (int slot = hash & mask; ; slot = (slot + 1) & mask) {
+            long taken = slots[slot];
+            if (taken == 0) return false;
+            int entry = (int) taken - 1;
+            if ((int) (taken >>> 32) == hash && keyLengths[entry] == length
+                    && Arrays.equals(arena, keyStarts[entry], keyStarts[entry] + length, frameKeys, start, start + length)) {
+                return true;
+            }
         }
     }
 

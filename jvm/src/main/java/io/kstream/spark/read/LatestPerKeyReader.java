@@ -1,6 +1,7 @@
 package io.kstream.spark.read;
 
 import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.CleanerCheckpoint;
 import io.kstream.spark.format.SharedAllocator;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -19,16 +20,21 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * is a tombstone is left out unless includeTombstones. All of a key's records are in its
  * partition, so the reduction runs in the partition's own task, with no shuffle.
  *
- * <p>Two passes over the split, each through {@link VisibleFrames}: {@link LatestOffsets} decodes
- * the keys alone and keeps each key's latest offset; the second decodes the read's columns and
- * the value columns (the tombstone rule reads them) and keeps the rows at those offsets (a merge
- * walk, the offsets ascending in both). A tombstone is the log cleaner's (Python's
+ * <p>Two passes, each through {@link VisibleFrames}. Below the log cleaner's end (its
+ * cleaner-offset-checkpoint, {@link LatestOffsets#dirtyFrom}) the cleaner left at most one record
+ * per key, so the first pass, {@link LatestOffsets}, decodes the keys alone of the dirty part
+ * [dirtyFrom, end) only and keeps each key's latest offset there. The second decodes the read's
+ * columns, the key and the value columns (the tombstone rule reads them) of the whole split: a
+ * row below dirtyFrom is kept when its key has no record in the dirty part, a row at or above it
+ * when it is at its key's latest offset (a merge walk, the offsets ascending in both). A tombstone is the log cleaner's (Python's
  * frame_rewrite.tombstones): a null value, or on a typed topic every value column null. Each run
  * of consecutive kept rows of a frame is one ColumnarBatch (a frame the cleaner already reduced to
  * its latest records is one batch, zero copy; another is sliced). Should a kept offset have no
  * row in the second pass (the cleaner rewrote the partition between the passes, under a newer
- * record of that key), the read fails rather than leave the key out. A batch is valid until the
- * next call to next(). Not thread-safe.
+ * record of that key), the read fails rather than leave the key out; so does a clean that ended
+ * past the split's end during the read (it may have removed a cleaned row whose newer record lies
+ * past the end), seen by reading the checkpoint again at the end. A batch is valid until the next
+ * call to next(). Not thread-safe.
  */
 public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> {
     private final BufferAllocator allocator = SharedAllocator.child("kstream-latest-per-key");
@@ -36,6 +42,9 @@ public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> 
     private final boolean includeTombstones;
     private final Set<String> valueColumns;
     private final long[] winners;
+    private final LatestOffsets latest;
+    private final long dirtyFrom;
+    private final long cleanedAtStart;
     private final VisibleFrames frames;
     private final BatchAssembler assembler;
     private final List<VectorSchemaRoot> slices = new ArrayList<>();
@@ -55,8 +64,12 @@ public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> 
         this.assembler = new BatchAssembler(split.tp, schema);
         Set<String> decoded = new HashSet<>(assembler.storedColumns());
         decoded.addAll(valueColumns);
+        decoded.add("key");
         try {
-            this.winners = LatestOffsets.of(split, failOnDataLoss, verifyChecksums, allocator);
+            this.cleanedAtStart = checkpoint(split);
+            this.dirtyFrom = LatestOffsets.dirtyFrom(split, verifyChecksums);
+            this.latest = LatestOffsets.of(split, dirtyFrom, failOnDataLoss, verifyChecksums, allocator);
+            this.winners = latest.winners();
             this.frames = new VisibleFrames(split, decoded, failOnDataLoss, verifyChecksums, allocator);
         } catch (RuntimeException e) {
             assembler.close();
@@ -82,6 +95,12 @@ public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> 
             }
             if (!frames.next()) {
                 if (winner < winners.length) throw rewritten(winners[winner]);
+                long cleanedNow = checkpoint(split);
+                if (cleanedNow != cleanedAtStart && (cleanedNow > split.end || cleanedNow < cleanedAtStart)) {
+                    throw new KStreamException(KStreamException.Kind.KStreamError, split + ": the log cleaner "
+                        + "cleaned the partition to offset " + cleanedNow + " (past the read's end) during the read, "
+                        + "and may have removed a key's latest record below the end; run the read again");
+                }
                 return false;
             }
             mark();
@@ -96,8 +115,13 @@ public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> 
         if (keep.length < rows) keep = new boolean[Math.max(rows, 2 * keep.length)];
         List<FieldVector> values = new ArrayList<>();
         for (FieldVector v : frames.root().getFieldVectors()) if (valueColumns.contains(v.getName())) values.add(v);
+        if (frames.rowOffset(0) < dirtyFrom) latest.load(split.tp, frames.root().getVector("key"), rows, frames);
         for (int r = 0; r < rows; r++) {
             long offset = frames.rowOffset(r);
+            if (offset < dirtyFrom) { // cleaned: its key's only record below dirtyFrom
+                keep[r] = !latest.containsRow(r) && (includeTombstones || !tombstone(values, r));
+                continue;
+            }
             keep[r] = false;
             if (winner >= winners.length || winners[winner] > offset) continue; // a superseded record
             if (winners[winner] < offset) throw rewritten(winners[winner]);
@@ -124,6 +148,15 @@ public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> 
         if (values.isEmpty()) return false;
         for (FieldVector v : values) if (!v.isNull(row)) return false;
         return true;
+    }
+
+    /** The replica's cleaner-offset-checkpoint now (-1: none or unreadable). */
+    private static long checkpoint(OffsetRange split) {
+        try {
+            return CleanerCheckpoint.read(split.replicaDir);
+        } catch (java.io.IOException e) {
+            return -1;
+        }
     }
 
     private KStreamException rewritten(long offset) {
