@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
+from click.testing import CliRunner
 
 from kstream.errors import ConfigError
 from kstream.mirror import MirrorOptions, parse_endpoint
 from kstream.mirror.topic_configs import kafka_to_kstream, kstream_to_kafka
+from kstream.tools.cli import mirror as mirror_cli
+from kstream.tools.cli.main import cli
 
 
 def test_endpoints_are_kafka_host_port_or_cluster_path():
@@ -54,3 +58,28 @@ def test_import_kstream_and_the_cli_never_load_confluent_kafka():
             "kstream.tools.cli.main; print('confluent_kafka' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_the_side_left_out_is_the_cluster_of_cluster(monkeypatch, tmp_path):
+    """`kstream --cluster PATH mirror --from kafka:...`: the kstream side is --cluster's, as every
+    other command's cluster is; neither side given is a usage error."""
+    seen = []
+
+    class Recorded:
+        def __init__(self, options, _out):
+            seen.append((str(options.source), str(options.target)))
+
+        def run(self, _stop):
+            raise SystemExit(0)
+
+    monkeypatch.setattr(mirror_cli, "IntoKstream", Recorded)
+    monkeypatch.setattr(mirror_cli, "IntoKafka", Recorded)
+    cluster = str(tmp_path / "c")
+    for args in (["--cluster", cluster, "mirror", "--from", "kafka:localhost:9092", "--topics", "t"],
+                 ["mirror", "--cluster", cluster, "--to", "kafka:localhost:9092", "--topics", "t"]):
+        assert CliRunner().invoke(cli, args).exit_code == 0
+    assert [sorted(pair) for pair in seen] == [sorted([f"cluster:{cluster}", "kafka:localhost:9092"])] * 2
+    assert seen[0][0].startswith("kafka:") and seen[1][1].startswith("kafka:")
+    neither = CliRunner().invoke(cli, ["--cluster", cluster, "mirror", "--topics", "t"])
+    assert neither.exit_code == 2 and "give --from or --to" in neither.output
+    assert not os.path.exists(cluster)

@@ -62,10 +62,9 @@ def _accept_cluster_anywhere(command: click.Command) -> None:
 
 
 for command in (backup, topics, groups, produce, consume, get_offsets, delete_records, dump_log, perf, log_dirs,
-                replicator, elect_leaders, reassign, verify_replicas, jar_path, console_command, tier, table):
+                replicator, elect_leaders, reassign, verify_replicas, jar_path, console_command, tier, table, mirror):
     _accept_cluster_anywhere(command)
     cli.add_command(command)
-cli.add_command(mirror)  # no --cluster: its two sides are --from and --to
 
 
 def main() -> None:

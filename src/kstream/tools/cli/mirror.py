@@ -45,10 +45,12 @@ def _stop_on_signals() -> Iterator[threading.Event]:
 
 
 @click.command("mirror")
-@click.option("--from", "source", required=True, metavar="kafka:HOST:PORT|cluster:PATH",
-              help="Where to copy from: Apache Kafka's bootstrap servers or a kstream cluster path.")
-@click.option("--to", "target", required=True, metavar="kafka:HOST:PORT|cluster:PATH",
-              help="Where to copy to (the other kind; a missing kstream cluster is created).")
+@click.option("--from", "source", metavar="kafka:HOST:PORT|cluster:PATH",
+              help="Where to copy from: Apache Kafka's bootstrap servers or a kstream cluster path "
+                   "(default: the --cluster path, when --to is Kafka).")
+@click.option("--to", "target", metavar="kafka:HOST:PORT|cluster:PATH",
+              help="Where to copy to, the other kind (default: the --cluster path, when --from is Kafka; "
+                   "a missing kstream cluster is created).")
 @click.option("--topics", metavar="NAME[,NAME]", help="The topics to copy, by name.")
 @click.option("--pattern", metavar="REGEX", help="The topics to copy: those whose whole name matches (no '__' ones).")
 @click.option("--until-end", is_flag=True,
@@ -61,7 +63,9 @@ def _stop_on_signals() -> Iterator[threading.Event]:
               help="Seconds a Kafka broker may take to answer before the mirror gives up.")
 @click.option("--progress-interval", "progress_s", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
               help="Seconds between progress lines on stderr.")
-def mirror(source: str, target: str, topics: str | None, pattern: str | None, until_end: bool, name: str,
+@click.pass_context
+def mirror(ctx: click.Context, source: str | None, target: str | None, topics: str | None, pattern: str | None,
+           until_end: bool, name: str,
            chunk_records: int, timeout_s: float, progress_s: float) -> None:
     """Copy topics between Apache Kafka and kstream, as MirrorMaker 2 does.
 
@@ -70,10 +74,16 @@ def mirror(source: str, target: str, topics: str | None, pattern: str | None, un
     after the Kafka producer confirmed the records). Partitions, keys, values, headers and
     timestamps are kept; a restarted mirror goes on from its committed positions.
 
+    One of --from and --to may be left out: that side is the kstream cluster --cluster names.
+
     \b
     kstream mirror --from kafka:localhost:9092 --to cluster:./data --topics clicks --until-end
-    kstream mirror --from cluster:./data --to kafka:localhost:9092 --pattern 'orders.*'
+    kstream --cluster ./data mirror --to kafka:localhost:9092 --pattern 'orders.*'
     """
+    if source is None and target is None:
+        raise click.UsageError("give --from or --to (or both): the side left out is the kstream cluster of --cluster")
+    own = f"cluster:{ctx.find_root().obj['cluster']}"
+    source, target = source or own, target or own
     options = MirrorOptions(
         parse_endpoint(source, "--from"), parse_endpoint(target, "--to"), name,
         topics=tuple(t for t in (topics or "").split(",") if t), pattern=pattern, until_end=until_end,
