@@ -5,7 +5,7 @@ Java make the same files (segments, indexes, recovery point, leader epochs); a P
 and a Java appender appending at once keep offsets contiguous with no frame interleaved; a
 SIGKILLed Java appender loses nothing it acknowledged and its torn tail is cut.
 
-Java runs AppenderProbe.java (source-file mode; the kstream jar and pyspark's jars on the class
+Java runs AppenderProbe.java (compiled once by tests/java_probes.py; the kstream jar and pyspark's jars on the class
 path; skipped with one line without java or a built jar). Frames are encoded once by Java
 (``encode``) so that both writers append the very same payloads and the files can be compared
 byte for byte.
@@ -22,9 +22,9 @@ import threading
 import time
 import zlib
 
-import pyspark
 import pytest
 
+from java_probes import SPARK_JARS, probe, probe_command
 from kstream import OFFSET_BEGINNING, Admin, Consumer, NewTopic, Producer, TopicPartition
 from kstream.jars import jar_path
 from kstream.log.cluster.cluster import Cluster
@@ -34,9 +34,7 @@ from kstream.log.storage.lock import PartitionLock
 from kstream.log.storage.partition_log import EncodedBatch, PartitionLog
 from kstream.log.storage.records import Payload
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROBE = os.path.join(ROOT, "jvm", "src", "test", "java", "io", "kstream", "spark", "log", "AppenderProbe.java")
-SPARK_JARS = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+PROBE = probe("log/AppenderProbe.java")
 JAVA_TIMEOUT_S = 180
 # Small segments and index intervals, so a few hundred frames roll several segments and index often.
 TOPIC_CONFIG = {"segment.bytes": "20000", "index.interval.bytes": "700"}
@@ -47,8 +45,8 @@ pytestmark = pytest.mark.jvm
 def _java_command(*args: str) -> list[str]:
     if shutil.which("java") is None or jar_path() is None:
         pytest.skip("no java or no kstream jar (jvm/build.sh): the Java appender not checked")
-    classpath = os.pathsep.join([jar_path(), os.path.join(SPARK_JARS, "*")])
-    return ["java", "--add-opens=java.base/java.nio=ALL-UNNAMED", "-cp", classpath, PROBE, *args]
+    return probe_command(PROBE, *args, classpath=[jar_path(), SPARK_JARS],
+                         java_options=["--add-opens=java.base/java.nio=ALL-UNNAMED"])
 
 
 def _java(*args: str) -> str:

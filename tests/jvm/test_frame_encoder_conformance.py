@@ -2,7 +2,7 @@
 headers and checksums, contiguous offsets, and the same records as Python's encoder makes of the
 same rows, for each codec (none, lz4, zstd).
 
-Java writes them through FrameEncoderProbe.java (source-file mode; the kstream jar and pyspark's
+Java writes them through FrameEncoderProbe.java (compiled once by tests/java_probes.py; the kstream jar and pyspark's
 jars on the class path; skipped with one line without java or a built jar), whose rows follow
 ``_row`` here. Byte identity with Python's frames is not expected and is checked not to be
 relied on: the headers agree field by field except ``payload_crc``/``header_crc`` and the length,
@@ -17,17 +17,15 @@ import shutil
 import subprocess
 
 import pyarrow as pa
-import pyspark
 import pytest
 
+from java_probes import SPARK_JARS, probe, probe_command
 from kstream.jars import jar_path
 from kstream.log.storage import format as fmt
 from kstream.log.storage.frames import FrameWalk, pread_from
 from kstream.log.storage.records import HEADER_TYPE, PayloadCodec
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROBE = os.path.join(ROOT, "jvm", "src", "test", "java", "io", "kstream", "spark", "format", "FrameEncoderProbe.java")
-SPARK_JARS = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+PROBE = probe("format/FrameEncoderProbe.java")
 BATCH_ROWS = (1, 17, 300)  # FrameEncoderProbe.BATCH_ROWS
 BASE_TIMESTAMP_MS = 1_700_000_000_000
 LEADER_EPOCH = 3
@@ -54,8 +52,9 @@ def java_frames(tmp_path_factory) -> str:
     if shutil.which("java") is None or jar_path() is None:
         pytest.skip("no java or no kstream jar (jvm/build.sh): the Java frame encoder not compared")
     out = str(tmp_path_factory.mktemp("java-frames"))
-    classpath = os.pathsep.join([jar_path(), os.path.join(SPARK_JARS, "*")])
-    result = subprocess.run(["java", "--add-opens=java.base/java.nio=ALL-UNNAMED", "-cp", classpath, PROBE, out],
+    command = probe_command(PROBE, out, classpath=[jar_path(), SPARK_JARS],
+                            java_options=["--add-opens=java.base/java.nio=ALL-UNNAMED"])
+    result = subprocess.run(command,
                             capture_output=True, text=True, timeout=JAVA_TIMEOUT_S, check=False)
     assert result.returncode == 0, result.stderr[-5000:]
     return out

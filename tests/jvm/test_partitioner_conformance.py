@@ -4,13 +4,12 @@ jars are there (``make kafka``, ``$KSTREAM_KAFKA_LIB``), where Kafka's own Java 
 
 The keys are generated here (seeded): empty, ASCII, non-ASCII UTF-8, every length 0..64 of
 random bytes (each tail length of murmur2), and long keys, over partition counts from 1 to
-2**31 - 1. Java answers through PartitionerProbe.java (source-file mode, the kstream jar on the
+2**31 - 1. Java answers through PartitionerProbe.java (compiled once by tests/java_probes.py, the kstream jar on the
 class path); without java or a built jar this skips with one line.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import subprocess
@@ -18,12 +17,12 @@ import subprocess
 import pyarrow as pa
 import pytest
 
+from java_probes import probe, probe_command
 from kstream.client.partitioner import murmur2, partition_for_key, partitions_for_keys
 from kstream.jars import jar_path
 from kstream.tools.perf.kafka_peer import kafka_lib
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROBE = os.path.join(ROOT, "jvm", "src", "test", "java", "io", "kstream", "spark", "write", "PartitionerProbe.java")
+PROBE = probe("write/PartitionerProbe.java")
 PARTITION_COUNTS = (1, 2, 3, 7, 12, 100, 1000, 2**31 - 1)
 JAVA_TIMEOUT_S = 120
 
@@ -46,7 +45,7 @@ def _java(cases: list[tuple[bytes, int]]) -> tuple[list[list[int]], bool]:
     if with_kafka:
         classpath.append(str(broker / "*"))
     stdin = "".join(f"{key.hex()} {count}\n" for key, count in cases)
-    result = subprocess.run(["java", "-cp", os.pathsep.join(classpath), PROBE], input=stdin, capture_output=True,
+    result = subprocess.run(probe_command(PROBE, classpath=classpath), input=stdin, capture_output=True,
                             text=True, timeout=JAVA_TIMEOUT_S, check=False)
     assert result.returncode == 0, result.stderr[-5000:]
     rows = [[int(v) for v in line.split()] for line in result.stdout.splitlines()]

@@ -5,7 +5,7 @@ task of either language is committed or aborted by a driver of either, zombies a
 across languages, and what is not committed is never visible to read_committed readers (Python's
 consumer and the JVM reader's TransactionState + LogReader).
 
-Java runs TxnProbe.java (source-file mode; the kstream jar and pyspark's jars on the class path;
+Java runs TxnProbe.java (compiled once by tests/java_probes.py; the kstream jar and pyspark's jars on the class path;
 skipped with one line without java or a built jar); frames are encoded by AppenderProbe.java.
 """
 
@@ -20,10 +20,10 @@ import sys
 import threading
 import time
 
-import pyspark
 import pytest
 
 from helpers import consume_values
+from java_probes import SPARK_JARS, probe, probe_command
 from kstream import Admin, FencedError, NewTopic, Producer
 from kstream.jars import jar_path
 from kstream.log.cluster.cluster import Cluster
@@ -38,10 +38,8 @@ from kstream.log.transactions.sink import SinkStore, SinkTaskWriter, TaskWrites
 from kstream.log.transactions.store import TransactionStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-JAVA_TESTS = os.path.join(ROOT, "jvm", "src", "test", "java", "io", "kstream", "spark")
-TXN_PROBE = os.path.join(JAVA_TESTS, "txn", "TxnProbe.java")
-APPENDER_PROBE = os.path.join(JAVA_TESTS, "log", "AppenderProbe.java")
-SPARK_JARS = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+TXN_PROBE = probe("txn/TxnProbe.java")
+APPENDER_PROBE = probe("log/AppenderProbe.java")
 JAVA_TIMEOUT_S = 180
 FRAMES, ROWS = 6, 5  # per encoded file: 30 records
 
@@ -51,8 +49,8 @@ pytestmark = pytest.mark.jvm
 def _java_command(probe: str, *args: str) -> list[str]:
     if shutil.which("java") is None or jar_path() is None:
         pytest.skip("no java or no kstream jar (jvm/build.sh): the Java sink protocol not checked")
-    classpath = os.pathsep.join([jar_path(), os.path.join(SPARK_JARS, "*")])
-    return ["java", "--add-opens=java.base/java.nio=ALL-UNNAMED", "-cp", classpath, probe, *args]
+    return probe_command(probe, *args, classpath=[jar_path(), SPARK_JARS],
+                         java_options=["--add-opens=java.base/java.nio=ALL-UNNAMED"])
 
 
 def _java(probe: str, *args: str, expect: int = 0) -> str:

@@ -1,9 +1,9 @@
 """The partition lock excludes every other writer: Python (this kstream, in this process or
 another), an older kstream that takes only ``flock``, and Java's ``FileChannel.lock`` (the
-JVM writer's lock kind; jvm/src/test/java/io/kstream/spark/log/LockProbe.java, run as a child
-JVM in source-file mode, skipped with one line without ``java``), also as the Java writer
-takes it (io.kstream.spark.log.PartitionLock, through PartitionLockProbe.java; skipped with one
-line without a built jar)."""
+JVM writer's lock kind; jvm/src/test/java/io/kstream/spark/log/LockProbe.java, compiled once
+per session by tests/java_probes.py and run as a child JVM, skipped with one line without
+``java``), also as the Java writer takes it (io.kstream.spark.log.PartitionLock, through
+PartitionLockProbe.java; skipped with one line without a built jar)."""
 
 from __future__ import annotations
 
@@ -16,14 +16,13 @@ import threading
 
 import pytest
 
+from java_probes import probe, probe_command
 from kstream.jars import jar_path
 from kstream.log.storage import file_lock
 from kstream.log.storage.lock import PartitionLock
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROBES = os.path.join(ROOT, "jvm", "src", "test", "java", "io", "kstream", "spark", "log")
-PROBE = os.path.join(PROBES, "LockProbe.java")
-HELPER_PROBE = os.path.join(PROBES, "PartitionLockProbe.java")
+PROBE = probe("log/LockProbe.java")
+HELPER_PROBE = probe("log/PartitionLockProbe.java")
 CHILD_TIMEOUT_S = 60
 STILL_WAITING_S = 0.5  # a locker that got through within this would have failed the exclusion
 # An old kstream: flock only, then holds it until stdin closes.
@@ -137,7 +136,7 @@ def test_a_failed_try_leaves_no_half_taken_lock(tmp_path):
 @needs_java
 def test_a_java_filechannel_lock_holder_excludes_the_partition_lock(tmp_path):
     path = str(tmp_path / "p.lock")
-    java = _holder(["java", PROBE, "hold", path])
+    java = _holder(probe_command(PROBE, "hold", path))
     probe = os.open(path, os.O_RDWR)
     try:
         assert file_lock.record_lock_holder(probe) == java.pid  # a POSIX lock over the whole file
@@ -151,15 +150,15 @@ def test_the_partition_lock_excludes_a_java_filechannel_locker(tmp_path):
     path = str(tmp_path / "p.lock")
     lock = PartitionLock(path)
     with lock:
-        assert _try(["java", PROBE, "try", path]) == "busy"
-    assert _try(["java", PROBE, "try", path]) == "acquired"
+        assert _try(probe_command(PROBE, "try", path)) == "busy"
+    assert _try(probe_command(PROBE, "try", path)) == "acquired"
     lock.close()
 
 
 @needs_jar
 def test_a_java_partition_lock_holder_excludes_the_partition_lock(tmp_path):
     path = str(tmp_path / "p.lock")
-    java = _holder(["java", "-cp", jar_path(), HELPER_PROBE, "hold", path])
+    java = _holder(probe_command(HELPER_PROBE, "hold", path, classpath=[jar_path()]))
     _waits_for_release(path, lambda: _release(java))
 
 
@@ -168,8 +167,8 @@ def test_the_java_partition_lock_times_out_naming_the_python_holder(tmp_path):
     path = str(tmp_path / "p.lock")
     lock = PartitionLock(path)
     with lock:
-        said = _try(["java", "-cp", jar_path(), HELPER_PROBE, "try", path, "200"])
+        said = _try(probe_command(HELPER_PROBE, "try", path, "200", classpath=[jar_path()]))
         assert said.startswith("busy: KStreamError: the partition lock " + path), said
         assert f"FLOCK by pid {os.getpid()}" in said and "OFDLCK" in said, said
-    assert _try(["java", "-cp", jar_path(), HELPER_PROBE, "try", path, "0"]) == "acquired"
+    assert _try(probe_command(HELPER_PROBE, "try", path, "0", classpath=[jar_path()])) == "acquired"
     lock.close()
