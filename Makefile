@@ -71,7 +71,7 @@ run-cli: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash jobs/quickstart_cli.sh
 
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=30
 
 test-slow: install
 	$(PY) -m pytest -q -m slow

@@ -24,7 +24,8 @@ def mirror_process(*args: str) -> subprocess.Popen:
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+# one seed in make test, the others in make test-slow (about 20 s each)
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
 def test_a_mirror_into_kstream_killed_at_a_random_moment_and_rerun_copies_each_record_exactly_once(
         kafka_broker, tmp_path, topic_name, mirror_name, seed):
     rng = random.Random(seed)
