@@ -20,6 +20,10 @@ run or in the baseline, whichever is wider, and never less than ``--band`` (defa
 A figure that moved by more than its band is named, better or worse; the exit status is 1
 when one got worse. ``--record`` writes this run as the new baseline (do that on purpose,
 after a change whose figures you have written down in docs/BENCHMARKS.md).
+
+The band measures one run's repeats, not how far a whole run moves with the machine's load
+(a third, for ``poll()``, on the shared 2-core VM): before bisecting a figure named worse, run
+it side by side with the baseline's commit (``python -m bench.poll_trees`` for ``poll()``).
 """
 
 from __future__ import annotations
