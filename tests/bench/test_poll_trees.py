@@ -15,6 +15,7 @@ from bench import poll_trees
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # about 9 s, for a benchmark tool: make test-slow
 def test_each_tree_is_measured_in_its_own_process_in_alternating_order(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the children's clusters
     other = tmp_path / "other-checkout"
