@@ -42,7 +42,7 @@ from chaos.power_cut import power_cut, sync_all
 from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage import faults
-from kstream.log.storage.cleaner.replica_cleaner import read_checkpoint
+from kstream.log.storage.cleaner_checkpoint import read_checkpoint
 from kstream.source.partition_reader import read_range
 from kstream.source.planning import PartitionRange, bounds
 

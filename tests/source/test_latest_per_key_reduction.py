@@ -91,3 +91,48 @@ def test_a_keyless_record_is_refused_naming_its_offset(cluster_path):
         producer.flush()
     with pytest.raises(InvalidRecordError, match="t-0: the record at offset 1 has no key"):
         _latest(cluster_path, "t")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_cleaned_partition_is_read_in_two_passes_and_agrees_with_the_plain_read_folded(cluster_path, seed):
+    """Below the cleaner's end (its checkpoint) each key has one record: the reader keeps such a row
+    unless its key has a record in the dirty part above, which it reduces. Random puts and deletes,
+    cleaned at a random point, then more; every start and end around the cleaner's end (inside a
+    frame of several records too) against the plain read of the same range, folded by a dict."""
+    from kstream.log.cluster.cluster import Cluster
+    from kstream.log.storage.cleaner_checkpoint import read_checkpoint
+    from kstream.source.partition_reader import read_range
+    from kstream.source.planning import bounds
+
+    rng = random.Random(seed)
+    config = {"cleanup.policy": "compact", "segment.bytes": "2048", "min.cleanable.dirty.ratio": "0.01"}
+    with Admin({"cluster": cluster_path}) as admin:
+        admin.create_topics([NewTopic("t", 1, config=config)])["t"].result()
+
+    def write(count: int) -> None:
+        with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+            for i in range(count):
+                producer.produce("t", None if rng.random() < 0.15 else f"v{seed}-{i}".encode(),
+                                 key=f"k{rng.randrange(12)}".encode())
+                if rng.random() < 0.4:
+                    producer.flush()  # frames of one and of several records
+            producer.flush()
+
+    write(rng.randrange(60, 120))
+    cluster = Cluster.open(cluster_path)
+    try:
+        assert cluster.clean_topic("t", force=True)[0].cleaned
+        cleaned_to = read_checkpoint(cluster.partition("t", 0).leader_dir)
+        write(rng.randrange(10, 40))
+        end = bounds(cluster, "t", 0, "read_committed")[1]
+    finally:
+        cluster.close()
+    assert cleaned_to and cleaned_to > 0
+    plain = [(r["offset"], r["key"], r["value"]) for b in read_range(
+        PartitionRange(cluster_path, "t", 0, 0, end, True), SCHEMA) for r in b.to_pylist()]
+    for start, stop in [(0, end), (0, cleaned_to), (0, cleaned_to - 1), (0, cleaned_to + 1), (cleaned_to - 2, end),
+                        (cleaned_to + 1, end), (rng.randrange(cleaned_to), rng.randrange(cleaned_to, end + 1))]:
+        for tombstones in (False, True):
+            want = _oracle([r for r in plain if start <= r[0] < stop], tombstones)
+            got = _latest(cluster_path, "t", start=start, end=stop, tombstones=tombstones)
+            assert got == want, (start, stop, tombstones, cleaned_to)

@@ -44,7 +44,7 @@ from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.metadata import TopicInfo
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage.cleaner.frame_rewrite import tombstones
-from kstream.log.storage.cleaner.replica_cleaner import read_checkpoint
+from kstream.log.storage.cleaner_checkpoint import read_checkpoint
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.output import StoredBatch, decode_frame
 from kstream.log.storage.records import RECORD_COLUMNS, PayloadCodec

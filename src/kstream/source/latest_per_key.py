@@ -13,14 +13,22 @@ null). Of each key the last one wins; a winning tombstone removes its key, unles
 A record without a key has no latest value: :class:`InvalidRecordError` naming its offset
 (compacted topics refuse keyless records; any other topic may hold them).
 
-Memory: the rows of the distinct keys seen so far plus at most ``max(REDUCE_ROWS, keys)``
-rows read since the last reduction (each reduction is an Arrow hash aggregation).
+Two passes, as the JVM reader's (docs/JVM_READER.md): below the log cleaner's end (the leader's
+``cleaner-offset-checkpoint``, :func:`_dirty_from`) a compacted partition holds at most one record
+per key, so only the dirty part above it is reduced (first); the cleaned part is then streamed,
+a row dropped only when its key has a record in the dirty part (an Arrow ``is_in``), with no
+reduction and nothing held. A partition never cleaned is all dirty.
+
+Memory: the dirty part's rows of its distinct keys plus at most ``max(REDUCE_ROWS, keys)`` rows
+read since the last reduction (each reduction is an Arrow hash aggregation), and one batch of the
+cleaned part at a time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +36,7 @@ import pyarrow.compute as pc
 
 from kstream.errors import InvalidRecordError
 from kstream.log.cluster.cluster import Cluster
+from kstream.log.storage.cleaner_checkpoint import read_checkpoint
 from kstream.log.storage.output import output_schema
 from kstream.source.partition_reader import read_range
 from kstream.source.planning import PartitionRange, bounds
@@ -38,6 +47,7 @@ REDUCE_ROWS = 1 << 20
 OUTPUT_ROWS = 1 << 16
 """Rows per batch handed to Spark."""
 _TOMBSTONE = "__kstream_tombstone"
+_Rows = TypeVar("_Rows", pa.Table, pa.RecordBatch)
 _ROW = "__kstream_row"
 
 
@@ -52,9 +62,25 @@ def read_latest(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordB
     """The latest record of each key of ``split`` as batches of ``schema`` (Spark's Arrow types).
     A start of EARLIEST or an end of LATEST is the partition's log start or its end now (the HW,
     or the LSO under read_committed): the data source leaves them so (data_source._latest_splits)."""
-    internal, split = _internal_schema(split, schema)
+    internal, split, dirty_from = _internal_schema(split, schema)
     if split.end <= split.start:
         return
+    # First the dirty part, reduced; then the cleaned part, streamed: a row there is the only one
+    # of its key there, kept unless its key has a record in the dirty part.
+    dirty = _reduced(replace(split, start=dirty_from), internal) if dirty_from < split.end else None
+    if dirty_from > split.start:
+        dirty_keys = None if dirty is None or dirty.num_rows == 0 else dirty.column("key")
+        for batch in read_range(replace(split, end=dirty_from), internal, tombstone_column=_TOMBSTONE):
+            _check_keys(split, batch)
+            if dirty_keys is not None:
+                batch = _drop(batch, pc.is_in(batch.column("key"), value_set=dirty_keys))
+            yield from _output(split, pa.Table.from_batches([batch]), schema)
+    if dirty is not None:
+        yield from _output(split, dirty, schema)
+
+
+def _reduced(split: PartitionRange, internal: pa.Schema) -> pa.Table | None:
+    """The last record of each key of ``split`` (with the tombstone column), in offset order."""
     kept: pa.Table | None = None
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
@@ -67,18 +93,51 @@ def read_latest(split: PartitionRange, schema: pa.Schema) -> Iterator[pa.RecordB
             pending, pending_rows = [], 0
     if pending:
         kept = _reduce(kept, pending)
-    if kept is None or kept.num_rows == 0:
+    return kept
+
+
+def _output(split: PartitionRange, kept: pa.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Kept rows as batches of ``schema``: tombstones left out unless includeTombstones."""
+    if kept.num_rows and not split.include_tombstones:
+        kept = _drop(kept, kept.column(_TOMBSTONE))
+    if kept.num_rows == 0:
         return
-    if not split.include_tombstones:
-        kept = kept.filter(pc.invert(kept.column(_TOMBSTONE)))
-    kept = kept.select(schema.names).cast(schema)
-    yield from kept.to_batches(max_chunksize=OUTPUT_ROWS)
+    yield from kept.select(schema.names).cast(schema).to_batches(max_chunksize=OUTPUT_ROWS)
 
 
-def _internal_schema(split: PartitionRange, schema: pa.Schema) -> tuple[pa.Schema, PartitionRange]:
+def _drop(rows: _Rows, mask: pa.Array | pa.ChunkedArray) -> _Rows:
+    """``rows`` without those ``mask`` marks (no copy when it marks none, the usual case)."""
+    return rows.filter(pc.invert(mask)) if pc.any(mask).as_py() else rows
+
+
+def _dirty_from(cluster: Cluster, split: PartitionRange) -> int:
+    """Where the dirty part of ``split`` starts: the log cleaner's end (the leader's
+    cleaner-offset-checkpoint), moved back to the start of the frame holding it (the cleaner
+    rewrites only frames wholly below its end), within [start, end]. Below it the cleaner left
+    at most one record per key and no aborted record, and it never cleaned past the LSO; the
+    storage engine lowers it before a truncation (kstream.log.storage.cleaner_checkpoint). The
+    split's start when never cleaned (or the checkpoint is damaged). The JVM reader's
+    LatestOffsets.dirtyFrom, in Python."""
+    handle = cluster.partition(split.topic, split.partition)
+    try:
+        cleaned = read_checkpoint(handle.leader_dir)
+        if cleaned is None or cleaned <= split.start:
+            return split.start
+        reader = handle.reader(check_crcs=False)
+        try:
+            frames = reader.read(cleaned, 1, verify=False)
+        finally:
+            reader.close()
+    finally:
+        handle.close()
+    found = frames[0].header.base_offset if frames and frames[0].header.base_offset < cleaned else cleaned
+    return max(split.start, min(found, split.end))
+
+
+def _internal_schema(split: PartitionRange, schema: pa.Schema) -> tuple[pa.Schema, PartitionRange, int]:
     """(``schema`` plus what the reduction reads whatever the read's columns: key, offset and the
     value columns, which the tombstone rule reads (an Avro read's raw value); ``split`` with its
-    start and end resolved)."""
+    start and end resolved; where its dirty part starts, :func:`_dirty_from`)."""
     cluster = Cluster.open(split.cluster)
     try:
         stored = output_schema(Cluster.topic_schema(cluster.topic(split.topic)))
@@ -86,12 +145,13 @@ def _internal_schema(split: PartitionRange, schema: pa.Schema) -> tuple[pa.Schem
             log_start, end = bounds(cluster, split.topic, split.partition, split.isolation_level)
             split = replace(split, start=log_start if split.start == EARLIEST else split.start,
                             end=end if split.end == LATEST else split.end)
+        dirty_from = _dirty_from(cluster, split) if split.end > split.start else split.start
     finally:
         cluster.close()
     meta = {"topic", "partition", "offset", "timestamp", "timestampType", "headers"}
     wanted = ["key", "offset", *(f.name for f in stored if f.name not in meta and f.name != "key")]
     extra = [stored.field(name) for name in wanted if name not in schema.names]
-    return pa.schema([*schema, *extra]), split
+    return pa.schema([*schema, *extra]), split, dirty_from
 
 
 def _check_keys(split: PartitionRange, batch: pa.RecordBatch) -> None:

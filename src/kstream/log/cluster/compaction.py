@@ -48,12 +48,11 @@ from kstream.log.storage.cleaner.replica_cleaner import (
     BuiltReplica,
     build_replica,
     discard_built,
-    read_checkpoint,
     still_as_read,
     swap_built,
-    write_checkpoint,
 )
 from kstream.log.storage.cleaner.throttle import IoThrottle
+from kstream.log.storage.cleaner_checkpoint import read_checkpoint, write_checkpoint
 from kstream.log.storage.frames import FrameWalk, pread_from
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.records import PayloadCodec

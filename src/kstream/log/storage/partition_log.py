@@ -22,6 +22,9 @@ Contract:
   written (:mod:`kstream.log.storage.txn_index`); the index is fdatasynced before the
   recovery point moves past the frame, recovered past the recovery point on
   open, rebuilt from the frames when missing or damaged, and cut with the log.
+* The cleaner's checkpoint (:mod:`kstream.log.storage.cleaner_checkpoint`) is never above
+  the log end: a cut lowers it first, durably, and opening lowers one found above it, so
+  offsets written again after a truncation never count as cleaned.
 * An ``OSError`` from the disk raises :class:`LogDirOfflineError`; the caller
   takes the log dir offline. A failed fsync is never retried.
 
@@ -49,6 +52,7 @@ from kstream.errors import (
 )
 from kstream.log.storage import disk
 from kstream.log.storage import format as fmt
+from kstream.log.storage.cleaner_checkpoint import lower_checkpoint
 from kstream.log.storage.disk import fsync_dir
 from kstream.log.storage.leader_epochs import LeaderEpochCache
 from kstream.log.storage.lock import PartitionLock
@@ -183,6 +187,8 @@ class PartitionLog:
             verify_from = point.position
         self._note_truncation(active, active.open_existing(verify_tail_from=verify_from))
         self._files.recover_txn_indexes(bases, active, point)
+        # Nothing is appended above a cleaner's end that a cut (or a torn tail) left past the log end.
+        lower_checkpoint(self.directory, active.next_offset, "above the log end when opened")
         self._active = active
         self._seen_generation = self._lock.generation
         return active

@@ -12,8 +12,8 @@ transaction indexes derivable, and cutting the log back.
   active index is rebuilt from the frames when next used
   (:func:`kstream.log.storage.txn_index.recover`).
 * :meth:`SegmentFiles.cut` removes whole segments, or cuts the last one kept at
-  a frame boundary, moving the recovery point back first (files are replaced or
-  deleted, never shrunk in place).
+  a frame boundary, moving the cleaner's checkpoint and the recovery point back
+  first (files are replaced or deleted, never shrunk in place).
 
 Not thread-safe: the caller holds the partition lock. ``OSError`` is raised as
 is (the writer turns it into LogDirOfflineError).
@@ -27,6 +27,7 @@ import os
 from kstream.errors import InvalidRecordError
 from kstream.log.storage import format as fmt
 from kstream.log.storage import txn_index
+from kstream.log.storage.cleaner_checkpoint import lower_checkpoint
 from kstream.log.storage.disk import fsync_dir
 from kstream.log.storage.leader_epochs import LeaderEpochCache
 from kstream.log.storage.lock import PartitionLock
@@ -104,6 +105,10 @@ class SegmentFiles:
         """Make ``offset`` (a frame boundary) the log's end: delete the segments past it and cut
         the last one kept; ``restart``: delete every segment and start empty at ``offset``.
         The caller closed its active segment and bumped the lock's generation."""
+        # First, durably: the cleaner's end comes down to the new log end, so the offsets
+        # written again past it never count as cleaned (cleaner_checkpoint; a crash right after
+        # leaves it merely lower than it could be).
+        lower_checkpoint(self.directory, offset, "the log is cut back" if not restart else "the log restarts")
         bases = list_segment_bases(self.directory)
         keep = [] if restart else [b for b in bases if b < offset]
         if not keep:

@@ -37,7 +37,6 @@ from kstream.log.storage import disk
 from kstream.log.storage import format as fmt
 from kstream.log.storage.cleaner.frame_rewrite import CleaningPlan, Rewritten, filler, rewrite
 from kstream.log.storage.cleaner.throttle import UNLIMITED, IoThrottle
-from kstream.log.storage.durable_file import write_atomically
 from kstream.log.storage.frames import FrameWalk, pread_from
 from kstream.log.storage.records import PayloadCodec
 from kstream.log.storage.segment import Segment
@@ -256,18 +255,3 @@ def _write_segment(staging: str, base: int, frames: list[_Frame], index_interval
                 os.close(fd)
     finally:
         segment.close()
-
-
-def read_checkpoint(directory: str) -> int | None:
-    """The first dirty offset the last clean of this replica recorded (None: never cleaned)."""
-    try:
-        with open(os.path.join(directory, fmt.CLEANER_CHECKPOINT_FILE), encoding="ascii") as f:
-            text = f.read().strip()
-    except FileNotFoundError:
-        return None
-    return int(text) if text.isdigit() else None  # a damaged hint counts as none
-
-
-def write_checkpoint(directory: str, offset: int) -> None:
-    """Record where the next clean's dirty part starts (a hint: derived, rebuilt as 'all dirty')."""
-    write_atomically(os.path.join(directory, fmt.CLEANER_CHECKPOINT_FILE), f"{offset}\n".encode("ascii"))
