@@ -299,3 +299,45 @@ def test_the_cli_prints_spark_json_the_reset_csv_and_says_what_it_could_not_tran
     assert as_table.stdout.splitlines()[1].split() == [topic_name, "0", "9", "9", IDENTITY]
     unknown = runner.invoke(cli, [*args[:-1], "nothing-here"])
     assert unknown.exit_code != 0 and "run the mirror first, with the same --name" in str(unknown.exception)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_kstream_to_kafka_after_a_mirror_killed_and_rerun_the_translation_follows_the_rerun_copy(
+        kafka_broker, tmp_path, topic_name, mirror_name, seed):
+    """A mirror into Kafka SIGKILLed at a random moment sent some records twice (at least once);
+    the rerun's syncs replace the killed run's from where it started again, so a consumer from
+    the translation reads every record the group had not read, none it had, and twice only those
+    the killed run sent past its last commit (any consumer of the topic reads those twice)."""
+    import random
+    import re
+    import signal
+
+    from tests.mirror.test_mirror_cli import mirror_process
+
+    rng = random.Random(seed)
+    cluster = str(tmp_path / "c")
+    make_kstream_topic(cluster, topic_name, 2)
+    records = sample(2, 3000)
+    produce_kstream(cluster, topic_name, records[:1000], transactional_id="tx")
+    produce_kstream(cluster, topic_name, records[1000:])
+    consumed = {0: rng.randrange(100, 1400), 1: rng.randrange(100, 1400)}
+    kstream_commit_after(cluster, topic_name, GROUP, consumed)
+    args = ("--from", f"cluster:{cluster}", "--to", f"kafka:{kafka_broker}", "--topics", topic_name,
+            "--name", mirror_name, "--until-end", "--chunk-records", "25", "--progress-interval", "0.1")
+    killed = mirror_process(*args)
+    for line in killed.stderr:
+        if re.search(r": [1-9]\d* records", line):
+            break
+    time.sleep(rng.uniform(0, 0.3))
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(30)
+    rerun = mirror_process(*args)
+    _, err = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, err
+
+    report = translate(f"cluster:{cluster}", f"kafka:{kafka_broker}", mirror_name)
+
+    rest = read_kafka_from(kafka_broker, topic_name, {r.partition: r.target_offset for r in report.rows})
+    for p in (0, 1):
+        assert list(dict.fromkeys(rest[p])) == values(records, p)[consumed[p]:], (p, consumed[p])
+        print(f"seed {seed} partition {p}: {len(rest[p]) - len(set(rest[p]))} read twice")
