@@ -101,7 +101,8 @@ class KafkaSide:
             result = self._admin.list_consumer_group_offsets(request, request_timeout=self.timeout_s)[group].result(
                 timeout=self.timeout_s)
         except self.ck.KafkaException as err:
-            raise MirrorError(f"listing the offsets of group {group!r} at {self.bootstrap} failed: {err}") from err
+            raise MirrorError(f"listing the offsets of group {group!r} at {self.bootstrap} failed: {err}; check "
+                              "the address and that the broker runs") from err
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions or [] if tp.offset >= 0}
 
     def active_members(self, group: str) -> list[str]:
