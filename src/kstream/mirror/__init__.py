@@ -9,6 +9,9 @@ Two directions, one-shot (``until_end``) or continuous, topics by name or patter
 - :class:`~kstream.mirror.into_kafka.IntoKafka` copies kstream topics into Kafka at least
   once: kstream positions are committed after the Kafka producer's ``flush()`` confirmed the
   records (acks=all, idempotent producer).
+- :class:`~kstream.mirror.offset_translation.OffsetTranslator` carries a consumer group's
+  committed offsets across a mirror, with the offset syncs both directions record
+  (:mod:`kstream.mirror.offset_syncs`, MM2's OffsetSync and OffsetSyncStore).
 
 This room sits above the client (it uses kstream's Producer, Consumer and AdminClient) and
 is the only place that imports confluent-kafka, lazily (:mod:`kstream.mirror.kafka_side`):

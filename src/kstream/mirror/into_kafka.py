@@ -13,6 +13,14 @@ Arrow batches (``poll_batch``); a confluent-kafka producer with ``acks=all`` and
 checks that every delivery succeeded, and only then commits the consumer's positions as
 the group's offsets in kstream. A failed delivery stops the mirror before the commit.
 
+Offset syncs (MM2's OffsetSync, for the translation of group offsets, offset_syncs.py): the
+record at the start of each partition's run, the first after a gap in the kstream offsets
+(markers, aborted or compacted records) and the last of each batch sent carry a delivery
+callback of their own that receives their Kafka offset; after a flush confirmed them, their
+``(kstream offset, Kafka offset)`` syncs are appended to the kstream topic
+``__mirror.<name>.offset-syncs`` in the source cluster (as MM2 keeps its syncs beside the
+source by default), and only then are the positions committed.
+
 Not built yet: exactly once into Kafka (KIP-618: a Kafka transaction carrying the records
 and the positions), and typed kstream topics (their values have no Kafka encoding yet).
 Record timestamps are sent as CreateTime; a Kafka topic with
@@ -24,13 +32,16 @@ from __future__ import annotations
 import threading
 from typing import Any, TextIO
 
+import numpy as np
 import pyarrow as pa
 
+from kstream.client.producer import Producer
 from kstream.message import OFFSET_BEGINNING, TopicPartition
 from kstream.mirror.errors import MirrorError
 from kstream.mirror.kafka_side import KafkaSide
 from kstream.mirror.kstream_side import KstreamSide, committed_positions
-from kstream.mirror.options import MirrorOptions
+from kstream.mirror.offset_syncs import OffsetSync
+from kstream.mirror.options import OFFSET_SYNCS_CONFIG, MirrorOptions
 from kstream.mirror.progress import Progress
 from kstream.mirror.topic_configs import kstream_to_kafka
 
@@ -44,7 +55,13 @@ class IntoKafka:
         assert not options.source.is_kafka and options.target.is_kafka
         self.options = options
         self.progress = Progress(options.name, stream, options.progress_interval_s)
-        self._failed: list[str] = []  # delivery errors since the last flush
+        # the producer's delivery callback is this dict's __setitem__ (C, no Python call per
+        # record): a success sets [None], a failure [its KafkaError]; cleared at each flush
+        self._delivered: dict[Any, Any] = {}
+        # records whose Kafka offset becomes a sync: (topic, partition, kstream offset, their own
+        # delivery dict, filled the same way), since the last flush
+        self._sync_records: list[tuple[str, int, int, dict[Any, Any]]] = []
+        self._last_sent: dict[TopicPartitionKey, int] = {}  # kstream offset of the last record sent, this run
 
     def prepare(self, kstream: KstreamSide, kafka: KafkaSide) -> dict[str, int]:
         """The topics to copy with their partition counts, made on Kafka where missing.
@@ -65,6 +82,7 @@ class IntoKafka:
             if topic not in existing:
                 config, _ = kstream_to_kafka(details[topic].config)
                 kafka.create_topic(topic, count, config)
+        kstream.create_topic(self.options.offset_syncs_topic, 1, OFFSET_SYNCS_CONFIG)
         return topics
 
     def run(self, stop: threading.Event | None = None) -> Progress:
@@ -98,7 +116,8 @@ class IntoKafka:
         if not todo:
             return
         consumer.assign([TopicPartition(t, p, positions.get((t, p), OFFSET_BEGINNING)) for t, p in todo])
-        producer = kafka.producer(self._report)
+        producer = kafka.producer(self._delivered.__setitem__)
+        self._syncs_producer = Producer({"cluster": kstream.path})
         remaining = set(todo)
         pending: dict[TopicPartitionKey, int] = {}  # records sent since the last commit, per partition
         try:
@@ -117,6 +136,7 @@ class IntoKafka:
                 self._flush_and_commit(producer, consumer, pending, ends)
         finally:
             producer.flush(options.timeout_s)
+            self._syncs_producer.close()
 
     def _send(self, producer: Any, batch: Any, ends: dict[TopicPartitionKey, int] | None,
               pending: dict[TopicPartitionKey, int]) -> None:
@@ -135,12 +155,14 @@ class IntoKafka:
         keys = batch.column("key").slice(0, n).to_pylist()
         values = batch.column("value").slice(0, n).to_pylist()
         headers = _headers(batch.column("headers").slice(0, n))
+        callbacks = self._sync_callbacks(topic, partition, offsets[:n])
         produce = producer.produce
         sent = 0
-        for key, value, stamp, header in zip(keys, values, stamps.slice(0, n).to_pylist(), headers, strict=True):
+        for key, value, stamp, header, callback in zip(keys, values, stamps.slice(0, n).to_pylist(), headers,
+                                                       callbacks, strict=True):
             while True:
                 try:
-                    produce(topic, value, key, partition, timestamp=stamp or 0, headers=header)
+                    produce(topic, value, key, partition, timestamp=stamp or 0, headers=header, on_delivery=callback)
                     break
                 except BufferError:  # the producer's queue is full: let it send, then go on
                     producer.poll(0.05)
@@ -148,20 +170,38 @@ class IntoKafka:
         pending[(topic, partition)] = pending.get((topic, partition), 0) + sent
         producer.poll(0)
 
-    def _report(self, err: Any, message: Any) -> None:
-        """Delivery reports: failures only (the producer's delivery.report.only.error)."""
-        if err is not None and len(self._failed) < 10:
-            self._failed.append(f"{message.topic()}[{message.partition()}]: {err.str()}")
+    def _sync_callbacks(self, topic: str, partition: int, offsets: np.ndarray) -> list[Any]:
+        """Each record's own delivery callback: a dict's __setitem__ for the records that become
+        syncs (the first of the run, the first after a gap, the last), None (the producer's) else."""
+        key = (topic, partition)
+        callbacks: list[Any] = [None] * len(offsets)
+        previous = self._last_sent.get(key)
+        marks = set((np.flatnonzero(np.diff(offsets) != 1) + 1).tolist())
+        if previous is None or int(offsets[0]) != previous + 1:
+            marks.add(0)
+        marks.add(len(offsets) - 1)
+        for i in sorted(marks):
+            box: dict[Any, Any] = {}
+            callbacks[i] = box.__setitem__
+            self._sync_records.append((topic, partition, int(offsets[i]), box))
+        self._last_sent[key] = int(offsets[-1])
+        return callbacks
 
     def _flush_and_commit(self, producer: Any, consumer: Any, pending: dict[TopicPartitionKey, int],
                           ends: dict[TopicPartitionKey, int] | None) -> None:
-        """At least once: the kstream positions are committed only once Kafka confirmed every record."""
+        """At least once: the kstream positions are committed only once Kafka confirmed every
+        record, and after the offset syncs of what was sent are appended."""
         left = producer.flush(self.options.timeout_s)
-        if left or self._failed:
-            why = "; ".join(self._failed) or "flush timed out"
+        failed = [f"{m.topic()}[{m.partition()}]: {e.str()}"
+                  for d in (self._delivered, *(box for *_, box in self._sync_records)) for e, m in d.items()
+                  if e is not None]
+        if left or failed:
+            why = "; ".join(failed[:10]) or "flush timed out"
             raise MirrorError(f"Apache Kafka at {self.options.target.address} did not confirm "
-                              f"{left or len(self._failed)} record(s) ({why}); "
+                              f"{left or len(failed)} record(s) ({why}); "
                               "nothing past the last commit is marked copied: run the mirror again")
+        self._delivered.clear()
+        self._write_syncs()
         positions = consumer.position([TopicPartition(t, p) for t, p in pending])
         if ends is not None:  # records read past the end at start were not sent: the next run's
             positions = [TopicPartition(tp.topic, tp.partition, min(tp.offset, ends[(tp.topic, tp.partition)]))
@@ -171,6 +211,15 @@ class IntoKafka:
             self.progress.copied((tp.topic, tp.partition), pending[(tp.topic, tp.partition)], tp.offset)
         pending.clear()
 
+    def _write_syncs(self) -> None:
+        """The confirmed sync records as offset syncs in the kstream source cluster."""
+        syncs = [OffsetSync(topic, partition, source_offset, box[None].offset())
+                 for topic, partition, source_offset, box in self._sync_records]
+        self._sync_records.clear()
+        if syncs:
+            self._syncs_producer.produce_batch(self.options.offset_syncs_topic, pa.table({
+                "key": [f"{s.topic}/{s.partition}".encode() for s in syncs],
+                "value": [s.to_json() for s in syncs]}), partition=0)
 
 
 def _headers(column: pa.Array) -> list[list[tuple[str, bytes | None]] | None]:

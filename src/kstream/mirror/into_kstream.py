@@ -49,7 +49,7 @@ from kstream.message import TopicPartition
 from kstream.mirror.errors import MirrorError
 from kstream.mirror.kafka_side import KafkaSide
 from kstream.mirror.kstream_side import KstreamSide, committed_positions
-from kstream.mirror.options import MirrorOptions
+from kstream.mirror.options import OFFSET_SYNCS_CONFIG, MirrorOptions
 from kstream.mirror.progress import Progress
 from kstream.mirror.topic_configs import kafka_to_kstream
 
@@ -89,7 +89,7 @@ class IntoKstream:
                     log.info("topic %r: Kafka configs not copied into kstream: %s", topic, ", ".join(left_out))
                 kstream.create_topic(topic, count, config)
         if self.options.offset_syncs_topic not in existing:
-            kstream.create_topic(self.options.offset_syncs_topic, 1, {})
+            kstream.create_topic(self.options.offset_syncs_topic, 1, OFFSET_SYNCS_CONFIG)
         return topics
 
     def run(self, stop: threading.Event | None = None) -> Progress:

@@ -15,6 +15,11 @@ offset-syncs topic ``__mirror.<name>.offset-syncs``. Topics starting with ``__``
 
 MAX_CHUNK_RECORDS = 1_000_000
 
+OFFSET_SYNCS_CONFIG = {"retention.ms": "-1"}
+"""The offset-syncs topic's config: kept until deleted (a translation reads every sync of a
+partition; MM2 compacts its topic but keeps the history in memory, a translation here starts
+from the topic)."""
+
 
 @dataclass(frozen=True)
 class MirrorOptions:

@@ -7,6 +7,11 @@ topics into Kafka at least once (docs/MIRROR.md). Topics by ``--topics A,B`` or
 finish the chunk in flight (commit it) and exit 0; with it, it copies up to each source
 partition's end at start (its last stable offset) and exits 0. A progress line (records,
 rate, lag per partition) goes to stderr every ``--progress-interval`` seconds.
+
+``kstream mirror offsets --group G`` translates G's committed offsets across a mirror
+(kstream.mirror.offset_translation): Spark ``startingOffsets`` JSON, the
+``kafka-consumer-groups --reset-offsets --from-file`` CSV, or a table; ``--apply`` commits
+them as G's offsets on the target side.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import click
 from kstream.mirror import MirrorOptions, parse_endpoint
 from kstream.mirror.into_kafka import IntoKafka
 from kstream.mirror.into_kstream import IntoKstream
+from kstream.mirror.offset_translation import OffsetsRequest, OffsetTranslator, format_table
 
 
 @contextmanager
@@ -44,7 +50,7 @@ def _stop_on_signals() -> Iterator[threading.Event]:
             signal.signal(sig, old)
 
 
-@click.command("mirror")
+@click.group("mirror", invoke_without_command=True)
 @click.option("--from", "source", metavar="kafka:HOST:PORT|cluster:PATH",
               help="Where to copy from: Apache Kafka's bootstrap servers or a kstream cluster path "
                    "(default: the --cluster path, when --to is Kafka).")
@@ -79,11 +85,17 @@ def mirror(ctx: click.Context, source: str | None, target: str | None, topics: s
     \b
     kstream mirror --from kafka:localhost:9092 --to cluster:./data --topics clicks --until-end
     kstream --cluster ./data mirror --to kafka:localhost:9092 --pattern 'orders.*'
+
+    `kstream mirror offsets --group G ...` translates a consumer group's offsets across a
+    mirror (see its --help).
     """
-    if source is None and target is None:
-        raise click.UsageError("give --from or --to (or both): the side left out is the kstream cluster of --cluster")
-    own = f"cluster:{ctx.find_root().obj['cluster']}"
-    source, target = source or own, target or own
+    if ctx.invoked_subcommand is not None:
+        if source or target or topics or pattern or until_end or ctx.get_parameter_source("name") != \
+                click.core.ParameterSource.DEFAULT:
+            raise click.UsageError(f"give the options after '{ctx.invoked_subcommand}' "
+                                   f"(kstream mirror {ctx.invoked_subcommand} --from ... --to ... --name ...)")
+        return
+    source, target = _sides(ctx, source, target)
     options = MirrorOptions(
         parse_endpoint(source, "--from"), parse_endpoint(target, "--to"), name,
         topics=tuple(t for t in (topics or "").split(",") if t), pattern=pattern, until_end=until_end,
@@ -92,3 +104,71 @@ def mirror(ctx: click.Context, source: str | None, target: str | None, topics: s
     with _stop_on_signals() as stop:
         progress = runner.run(stop)
     click.echo(f"mirrored {progress.records} records from {options.source} to {options.target}")
+
+
+def _sides(ctx: click.Context, source: str | None, target: str | None) -> tuple[str, str]:
+    """--from and --to, the one left out being the kstream cluster of --cluster."""
+    if source is None and target is None:
+        raise click.UsageError("give --from or --to (or both): the side left out is the kstream cluster of --cluster")
+    own = f"cluster:{ctx.find_root().obj['cluster']}"
+    return source or own, target or own
+
+
+@mirror.command("offsets")
+@click.option("--group", required=True, help="The consumer group whose committed offsets on the source to translate.")
+@click.option("--from", "source", metavar="kafka:HOST:PORT|cluster:PATH",
+              help="The mirror's source, as `kstream mirror` was given it (default: the --cluster path).")
+@click.option("--to", "target", metavar="kafka:HOST:PORT|cluster:PATH",
+              help="The mirror's target, as `kstream mirror` was given it (default: the --cluster path).")
+@click.option("--name", default="mirror", show_default=True,
+              help="The mirror's name, as `kstream mirror` was given it.")
+@click.option("--format", "output", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
+              help="table; json: Spark's startingOffsets for the target topics (every partition, -2 = earliest "
+                   "where nothing translates); csv: topic,partition,offset lines for kafka-consumer-groups "
+                   "--reset-offsets --from-file (translated partitions only).")
+@click.option("--apply", is_flag=True,
+              help="Also commit the translated offsets as the group's on the target: refused while the group has "
+                   "active members there; a partition where the group is ahead keeps its offset.")
+@click.option("--allow-backwards", is_flag=True,
+              help="With --apply: move a partition back where the target group is ahead of the translation.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              help="Seconds a Kafka broker may take to answer.")
+@click.pass_context
+def offsets(ctx: click.Context, group: str, source: str | None, target: str | None, name: str, output: str,
+            apply: bool, allow_backwards: bool, timeout_s: float) -> None:
+    """Translate a consumer group's committed offsets across a mirror (MM2's checkpoints).
+
+    Reads GROUP's committed offsets on the mirror's source side and translates each with the
+    offset syncs the mirror recorded (__mirror.NAME.offset-syncs in the kstream cluster): the
+    last sync at or below the offset gives the target offset, never past what was copied. An
+    offset past what was copied is clamped to the end of the copy (the group re-reads the
+    rest once copied); one below the first sync is not translated (said on stderr).
+    Kafka -> kstream translates exactly (identity where the offsets were kept 1:1);
+    kstream -> Kafka exactly too when the mirror is the only writer of the Kafka topic.
+
+    \b
+    kstream mirror offsets --group etl --from kafka:localhost:9092 --to cluster:./data --format json
+    kstream --cluster ./data mirror offsets --group etl --to kafka:localhost:9092 --format csv > reset.csv
+    kafka-consumer-groups --bootstrap-server localhost:9092 --group etl --reset-offsets \\
+        --from-file reset.csv --execute
+    """
+    if allow_backwards and not apply:
+        raise click.UsageError("--allow-backwards only goes with --apply")
+    source, target = _sides(ctx, source, target)
+    request = OffsetsRequest(parse_endpoint(source, "--from"), parse_endpoint(target, "--to"), name, group,
+                             timeout_s=timeout_s)
+    with OffsetTranslator(request) as translator:
+        report = translator.translate()
+        applied = translator.apply(report, allow_backwards) if apply else None
+    for note in report.notes():
+        click.echo(f"note: {note}", err=True)
+    if output == "json":
+        click.echo(report.spark_json())
+    elif output == "csv":
+        click.echo(report.reset_csv(), nl=False)
+    else:
+        click.echo(format_table(report, applied), nl=False)
+    if applied is not None:
+        changed = sum(1 for _, what in applied if what.startswith("set"))
+        click.echo(f"applied: {changed} partition(s) of group {group!r} set on {request.target}, "
+                   f"{len(applied) - changed} kept", err=True)
