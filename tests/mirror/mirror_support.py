@@ -63,39 +63,32 @@ def read_kafka(bootstrap: str, topic: str, partitions: int) -> list[Record]:
     from confluent_kafka import KafkaError
     from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-    consumer = KafkaConsumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False,
-                              "isolation.level": "read_committed", "enable.partition.eof": True})
-    consumer.assign([KafkaTopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    out: list[Record] = []
-    at_end: set[int] = set()
-    try:
-        while len(at_end) < partitions:
-            message = consumer.poll(30)
-            assert message is not None, f"no record nor end of partition from Kafka within 30s ({topic})"
-            if message.error() is not None:
-                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
-                at_end.add(message.partition())
-                continue
-            at_end.discard(message.partition())
-            out.append((message.partition(), message.key(), message.value(),
-                        tuple(message.headers() or ()), message.timestamp()[1]))
-    finally:
-        consumer.close()
-    return out
+    consumer = KafkaConsumer({"bootstrap.servers": bootstrap, **_READER})
+    return _read_to_end(consumer, KafkaTopicPartition, topic, partitions, 30, KafkaError._PARTITION_EOF)
 
 
 def read_kstream(cluster: str, topic: str, partitions: int) -> list[Record]:
     """Every committed record of a kstream topic (read_committed, up to the end)."""
-    consumer = Consumer({"cluster": cluster, "group.id": "reader", "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    return _read_to_end(Consumer({"cluster": cluster, **_READER}), TopicPartition, topic, partitions, 10, None)
+
+
+_READER = {"group.id": "reader", "enable.auto.commit": False, "isolation.level": "read_committed",
+           "enable.partition.eof": True}
+
+
+def _read_to_end(consumer: Any, topic_partition: Any, topic: str, partitions: int, timeout_s: float,
+                 eof_code: int | None) -> list[Record]:
+    """What a confluent-shaped ``consumer`` reads of ``topic`` from the beginning until every
+    partition reported its end (``eof_code``: the only error expected; None: any error is an end)."""
+    consumer.assign([topic_partition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     out: list[Record] = []
     at_end: set[int] = set()
     try:
         while len(at_end) < partitions:
-            message = consumer.poll(10)
-            assert message is not None, f"no record nor end of partition within 10s ({topic})"
+            message = consumer.poll(timeout_s)
+            assert message is not None, f"no record nor end of partition within {timeout_s}s ({topic})"
             if message.error() is not None:
+                assert eof_code is None or message.error().code() == eof_code, message.error()
                 at_end.add(message.partition())
                 continue
             at_end.discard(message.partition())
