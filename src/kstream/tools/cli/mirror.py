@@ -6,7 +6,8 @@ topics into Kafka at least once (docs/MIRROR.md). Topics by ``--topics A,B`` or
 ``--pattern REGEX``. Without ``--until-end`` it runs until SIGINT or SIGTERM, which
 finish the chunk in flight (commit it) and exit 0; with it, it copies up to each source
 partition's end at start (its last stable offset) and exits 0. A progress line (records,
-rate, lag per partition) goes to stderr every ``--progress-interval`` seconds.
+rate, lag per partition) goes to stderr every ``--progress-interval`` seconds;
+``--metrics-port`` serves the same figures to Prometheus (kstream.mirror.metrics).
 
 ``kstream mirror offsets --group G`` translates G's committed offsets across a mirror
 (kstream.mirror.offset_translation): Spark ``startingOffsets`` JSON, the
@@ -23,11 +24,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import click
+from prometheus_client import start_http_server
 
-from kstream.mirror import MirrorOptions, parse_endpoint
+from kstream.mirror import MirrorOptions, metrics, parse_endpoint
 from kstream.mirror.into_kafka import IntoKafka
 from kstream.mirror.into_kstream import IntoKstream
 from kstream.mirror.offset_translation import OffsetsRequest, OffsetTranslator, format_table
+from kstream.mirror.progress import Progress
 
 
 @contextmanager
@@ -50,6 +53,27 @@ def _stop_on_signals() -> Iterator[threading.Event]:
             signal.signal(sig, old)
 
 
+@contextmanager
+def _metrics_server(progress: Progress, options: MirrorOptions, host: str, port: int | None) -> Iterator[None]:
+    """The run's Prometheus figures served over HTTP while it runs (nothing without a port)."""
+    if port is None:
+        yield
+        return
+    direction = "into-kstream" if options.source.is_kafka else "into-kafka"
+    try:
+        server, thread = start_http_server(port, addr=host, registry=metrics.registry(progress, direction))
+    except OSError as err:
+        raise click.UsageError(f"--metrics-port {port}: cannot listen on {host}:{port} ({err.strerror}); "
+                               f"choose a free port") from err
+    print(f"mirror {options.name}: metrics on http://{host}:{server.server_port}/", file=sys.stderr, flush=True)
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
 @click.group("mirror", invoke_without_command=True)
 @click.option("--from", "source", metavar="kafka:HOST:PORT|cluster:PATH",
               help="Where to copy from: Apache Kafka's bootstrap servers or a kstream cluster path "
@@ -68,11 +92,15 @@ def _stop_on_signals() -> Iterator[threading.Event]:
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
               help="Seconds a Kafka broker may take to answer before the mirror gives up.")
 @click.option("--progress-interval", "progress_s", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
-              help="Seconds between progress lines on stderr.")
+              help="Seconds between progress lines on stderr (and refreshes of the lag the metrics show).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve the run's Prometheus figures (records, rate, position and lag per partition) "
+                   "on http://HOST:PORT/ (0: a free port, printed on stderr; docs/MIRROR.md).")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address the metrics listen on.")
 @click.pass_context
 def mirror(ctx: click.Context, source: str | None, target: str | None, topics: str | None, pattern: str | None,
-           until_end: bool, name: str,
-           chunk_records: int, timeout_s: float, progress_s: float) -> None:
+           until_end: bool, name: str, chunk_records: int, timeout_s: float, progress_s: float,
+           metrics_port: int | None, metrics_host: str) -> None:
     """Copy topics between Apache Kafka and kstream, as MirrorMaker 2 does.
 
     Kafka -> kstream is exactly once (each kstream transaction commits the records and the
@@ -101,7 +129,7 @@ def mirror(ctx: click.Context, source: str | None, target: str | None, topics: s
         topics=tuple(t for t in (topics or "").split(",") if t), pattern=pattern, until_end=until_end,
         chunk_records=chunk_records, timeout_s=timeout_s, progress_interval_s=progress_s)
     runner = IntoKstream(options, sys.stderr) if options.source.is_kafka else IntoKafka(options, sys.stderr)
-    with _stop_on_signals() as stop:
+    with _stop_on_signals() as stop, _metrics_server(runner.progress, options, metrics_host, metrics_port):
         progress = runner.run(stop)
     click.echo(f"mirrored {progress.records} records from {options.source} to {options.target}")
 
