@@ -1,0 +1,165 @@
+"""The union read without Spark: the Python data source's planning and split reads, and the
+Consumer, over a tiered topic whose local segments below the lake end were deleted."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql.types import StructType
+from tier_helpers import SEGMENT_BYTES, fill, tier_then_trim
+
+from kstream import Consumer, TopicPartition
+from kstream.data_source import KStreamBatchReader, KStreamDataSource
+from kstream.errors import OffsetOutOfRangeError
+from kstream.message import OFFSET_BEGINNING
+
+PARTITIONS = 2
+STAMP_MS = 1_700_000_000_123  # milliseconds survive Delta's microseconds
+
+
+@pytest.fixture
+def scene(cluster_path, make_topic, tmp_path):
+    """(lake path, oracle, {partition: (lake end, log start)}): lake [0, e), log [e', ...) with
+    e' <= e, the log below the lake end gone."""
+    lake = str(tmp_path / "lake" / "t")
+    make_topic("t", PARTITIONS, config={"segment.bytes": SEGMENT_BYTES, "tier.delta.path": lake,
+                                        "retention.bytes": "1"})
+    fill(cluster_path, "t", PARTITIONS, timestamp_ms=STAMP_MS)
+    want, edges = tier_then_trim(cluster_path, "t", PARTITIONS, timestamp_ms=STAMP_MS)
+    for end, log_start in edges.values():
+        assert 0 < log_start <= end  # the lake holds what the log lost
+        assert any(row[1] < log_start for row in want)
+    return lake, want, edges
+
+
+def _schema(options: dict) -> StructType:
+    source = KStreamDataSource(options)
+    return source.schema()
+
+
+def _batch_rows(options: dict) -> list[tuple]:
+    """(partition, offset, key, value, headers, timestamp ms) read through the batch reader's
+    partitions and read(), as Spark's Python worker calls them."""
+    schema = _schema(options)
+    reader = KStreamBatchReader(options, schema)
+    rows = []
+    for split in reader.partitions():
+        for batch in reader.read(split):
+            for r in batch.to_pylist():
+                headers = tuple((h["key"], h["value"]) for h in (r.get("headers") or []))
+                rows.append((r["partition"], r["offset"], r["key"], r["value"], headers,
+                             int(r["timestamp"].timestamp() * 1000)))
+    return rows
+
+
+def _options(cluster_path, **more):
+    selector = {} if "assign" in more else {"subscribe": "t"}
+    return {"cluster": cluster_path, **selector, "includeHeaders": "true", "reader": "python", **more}
+
+
+def test_a_batch_read_from_earliest_is_the_full_log(cluster_path, scene):
+    _, want, _ = scene
+    got = _batch_rows(_options(cluster_path))
+    assert len(got) == len(set((p, o) for p, o, *_ in got))  # each offset once
+    assert sorted(got) == want
+
+
+def test_ranges_straddling_the_lake_end(cluster_path, scene):
+    _, want, edges = scene
+    for back, ahead in ((1, 1), (5, 7), (12, 3)):
+        start = {"t": {str(p): max(0, end - back) for p, (end, _) in edges.items()}}
+        stop = {"t": {str(p): end + ahead for p, (end, _) in edges.items()}}
+        got = _batch_rows(_options(cluster_path, startingOffsets=_json(start), endingOffsets=_json(stop)))
+        expected = [row for row in want if start["t"][str(row[0])] <= row[1] < stop["t"][str(row[0])]]
+        assert sorted(got) == expected, (back, ahead)
+        assert got or back == 1
+    # Wholly in the lake, below the log start.
+    start = {"t": {str(p): 1 for p in edges}}
+    stop = {"t": {str(p): log_start - 1 for p, (_, log_start) in edges.items()}}
+    got = _batch_rows(_options(cluster_path, startingOffsets=_json(start), endingOffsets=_json(stop)))
+    assert sorted(got) == [row for row in want if 1 <= row[1] < stop["t"][str(row[0])]]
+
+
+def test_split_cutting_in_the_lake(cluster_path, scene):
+    _, want, _ = scene
+    options = _options(cluster_path, maxRecordsPerPartition="7")
+    reader = KStreamBatchReader(options, _schema(options))
+    assert len(reader.partitions()) > 2 * PARTITIONS
+    assert sorted(_batch_rows(options)) == want
+
+
+def test_an_offset_in_neither_lake_nor_log_is_data_loss(cluster_path, scene, tmp_path):
+    """The lake starts at 0 here; a hole is made by the lake's range pinned below: reading an
+    offset between the lake end and the log start (delete-records past the lake end) fails with
+    failOnDataLoss, and is skipped without it."""
+    from kstream import AdminClient
+
+    _, want, edges = scene
+    end, _ = edges[0]
+    admin = AdminClient({"cluster": cluster_path})
+    try:
+        admin.delete_records([TopicPartition("t", 0, end + 4)])
+    finally:
+        admin.close()
+    options = _options(cluster_path, assign='{"t":[0]}')
+    with pytest.raises(OffsetOutOfRangeError, match=rf"offsets {end}\.\.{end + 3} "):
+        _batch_rows(options)
+    got = _batch_rows({**options, "failOnDataLoss": "false"})
+    assert sorted(got) == [row for row in want if row[0] == 0 and not end <= row[1] < end + 4]
+
+
+def _json(offsets: dict) -> str:
+    import json
+
+    return json.dumps(offsets)
+
+
+def _consume(consumer: Consumer) -> list[tuple]:
+    rows = []
+    while (m := consumer.poll(0.3)) is not None:
+        assert m.error() is None, m.error()
+        headers = tuple((k, v) for k, v in (m.headers() or []))
+        rows.append((m.partition(), m.offset(), m.key(), m.value(), headers, m.timestamp()[1]))
+    return rows
+
+
+def test_a_consumer_reads_the_lake_then_the_log(cluster_path, scene):
+    _, want, edges = scene
+    consumer = Consumer({"cluster": cluster_path, "auto.offset.reset": "error"})
+    try:
+        consumer.assign([TopicPartition("t", p, 0) for p in range(PARTITIONS)])
+        assert sorted(_consume(consumer)) == want
+        # seek() into the lake, just below its end: the rest of the lake, then the log.
+        end, _ = edges[1]
+        consumer.seek(TopicPartition("t", 1, end - 3))
+        assert sorted(_consume(consumer)) == [row for row in want if row[0] == 1 and row[1] >= end - 3]
+        consumer.assign([TopicPartition("t", 0, OFFSET_BEGINNING)])
+        assert consumer.position([TopicPartition("t", 0)])[0].offset == 0
+        assert sorted(_consume(consumer)) == [row for row in want if row[0] == 0]
+    finally:
+        consumer.close()
+
+
+def test_a_consumer_in_a_hole_gets_auto_offset_reset(cluster_path, scene):
+    from kstream import AdminClient
+
+    _, want, edges = scene
+    end, _ = edges[0]
+    admin = AdminClient({"cluster": cluster_path})
+    try:
+        admin.delete_records([TopicPartition("t", 0, end + 4)])
+    finally:
+        admin.close()
+    consumer = Consumer({"cluster": cluster_path, "auto.offset.reset": "error"})
+    try:
+        consumer.assign([TopicPartition("t", 0, end + 1)])
+        message = consumer.poll(2)
+        assert message is not None and message.error() is not None
+        assert "_AUTO_OFFSET_RESET" in message.error().name()
+        consumer.seek(TopicPartition("t", 0, end - 2))  # the lake's last offsets, then the hole
+        rows = []
+        while (m := consumer.poll(0.5)) is not None and m.error() is None:
+            rows.append((m.partition(), m.offset()))
+        assert rows == [(p, o) for p, o, *_ in want if p == 0 and end - 2 <= o < end]
+        assert m is not None and m.error() is not None
+    finally:
+        consumer.close()
