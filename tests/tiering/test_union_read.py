@@ -3,17 +3,23 @@ Consumer, over a tiered topic whose local segments below the lake end were delet
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 from pyspark.sql.types import StructType
 from tier_helpers import SEGMENT_BYTES, fill, tier_then_trim
 
-from kstream import Consumer, TopicPartition
+from kstream import AdminClient, Consumer, TopicPartition
 from kstream.data_source import KStreamBatchReader, KStreamDataSource
 from kstream.errors import OffsetOutOfRangeError
+from kstream.log.cluster.cluster import Cluster
+from kstream.log.partition_bounds import bounds
 from kstream.message import OFFSET_BEGINNING
 
 PARTITIONS = 2
-STAMP_MS = 1_700_000_000_123  # milliseconds survive Delta's microseconds
+# Milliseconds survive Delta's microseconds; recent, so time retention (7 days) keeps them.
+STAMP_MS = int(time.time()) * 1000 - 3_600_000 + 123
 
 
 @pytest.fixture
@@ -21,8 +27,7 @@ def scene(cluster_path, make_topic, tmp_path):
     """(lake path, oracle, {partition: (lake end, log start)}): lake [0, e), log [e', ...) with
     e' <= e, the log below the lake end gone."""
     lake = str(tmp_path / "lake" / "t")
-    make_topic("t", PARTITIONS, config={"segment.bytes": SEGMENT_BYTES, "tier.delta.path": lake,
-                                        "retention.bytes": "1"})
+    make_topic("t", PARTITIONS, config={"segment.bytes": SEGMENT_BYTES, "tier.delta.path": lake})
     fill(cluster_path, "t", PARTITIONS, timestamp_ms=STAMP_MS)
     want, edges = tier_then_trim(cluster_path, "t", PARTITIONS, timestamp_ms=STAMP_MS)
     for end, log_start in edges.values():
@@ -88,11 +93,8 @@ def test_split_cutting_in_the_lake(cluster_path, scene):
 
 
 def test_an_offset_in_neither_lake_nor_log_is_data_loss(cluster_path, scene, tmp_path):
-    """The lake starts at 0 here; a hole is made by the lake's range pinned below: reading an
-    offset between the lake end and the log start (delete-records past the lake end) fails with
-    failOnDataLoss, and is skipped without it."""
-    from kstream import AdminClient
-
+    """delete-records past the lake end makes a hole between the lake end and the log start:
+    reading it fails with failOnDataLoss, and is skipped without it."""
     _, want, edges = scene
     end, _ = edges[0]
     admin = AdminClient({"cluster": cluster_path})
@@ -100,16 +102,21 @@ def test_an_offset_in_neither_lake_nor_log_is_data_loss(cluster_path, scene, tmp
         admin.delete_records([TopicPartition("t", 0, end + 4)])
     finally:
         admin.close()
+    cluster = Cluster.open(cluster_path)
+    try:
+        log_start = bounds(cluster, "t", 0).log_start_offset
+    finally:
+        cluster.close()
+    assert log_start > end
     options = _options(cluster_path, assign='{"t":[0]}')
-    with pytest.raises(OffsetOutOfRangeError, match=rf"offsets {end}\.\.{end + 3} "):
+    with pytest.raises(OffsetOutOfRangeError, match=rf"offsets {end}\.\.{log_start - 1} were deleted .* "
+                                                    rf"holds the partition below {end}"):
         _batch_rows(options)
     got = _batch_rows({**options, "failOnDataLoss": "false"})
-    assert sorted(got) == [row for row in want if row[0] == 0 and not end <= row[1] < end + 4]
+    assert sorted(got) == [row for row in want if row[0] == 0 and not end <= row[1] < log_start]
 
 
 def _json(offsets: dict) -> str:
-    import json
-
     return json.dumps(offsets)
 
 
@@ -140,8 +147,6 @@ def test_a_consumer_reads_the_lake_then_the_log(cluster_path, scene):
 
 
 def test_a_consumer_in_a_hole_gets_auto_offset_reset(cluster_path, scene):
-    from kstream import AdminClient
-
     _, want, edges = scene
     end, _ = edges[0]
     admin = AdminClient({"cluster": cluster_path})
@@ -155,11 +160,12 @@ def test_a_consumer_in_a_hole_gets_auto_offset_reset(cluster_path, scene):
         message = consumer.poll(2)
         assert message is not None and message.error() is not None
         assert "_AUTO_OFFSET_RESET" in message.error().name()
-        consumer.seek(TopicPartition("t", 0, end - 2))  # the lake's last offsets, then the hole
+        last = max(o for p, o, *_ in want if p == 0 and o < end)
+        consumer.seek(TopicPartition("t", 0, last))  # the lake's last record, then the hole
         rows = []
         while (m := consumer.poll(0.5)) is not None and m.error() is None:
             rows.append((m.partition(), m.offset()))
-        assert rows == [(p, o) for p, o, *_ in want if p == 0 and end - 2 <= o < end]
+        assert rows == [(0, last)]
         assert m is not None and m.error() is not None
     finally:
         consumer.close()

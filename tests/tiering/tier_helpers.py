@@ -110,9 +110,9 @@ def segment_count(cluster_path: str, topic: str, partition: int) -> int:
 def tier_then_trim(cluster_path: str, topic: str, partitions: int, more_rounds: int = 2, timestamp_ms: int = 0
                    ) -> tuple[list[tuple], dict]:
     """The union read's scene: the filled topic tiered (every sealed segment), ``more_rounds``
-    more rounds written to the log only, the read_committed oracle taken, then retention run
-    (the topic has ``retention.bytes=1``: it deletes every segment the lake holds). Returns
-    (oracle, {partition: (lake end, log start)})."""
+    more rounds written to the log only, the read_committed oracle taken (nothing deleted yet:
+    the topic has no retention bound so far), then ``retention.bytes=1`` set and retention run:
+    it deletes every segment the lake holds. Returns (oracle, {partition: (lake end, log start)})."""
     cluster = Cluster.open(cluster_path)
     try:
         Tierer(cluster).run([topic], force=True)
@@ -120,8 +120,10 @@ def tier_then_trim(cluster_path: str, topic: str, partitions: int, more_rounds: 
         cluster.close()
     fill(cluster_path, topic, partitions, rounds=more_rounds, timestamp_ms=timestamp_ms)
     want = oracle(cluster_path, topic, partitions)
+    assert [offset for _, offset, *_ in want if offset == 0], "the oracle must start at offset 0"
     cluster = Cluster.open(cluster_path)
     try:
+        cluster.alter_topic_config(topic, {"retention.bytes": "1"})
         edges = {}
         lake_ends = recorded_ends(cluster_path, topic)
         for p in range(partitions):
