@@ -6,16 +6,18 @@ from __future__ import annotations
 import json
 import time
 
+import pyarrow as pa
 import pytest
 from pyspark.sql.types import StructType
 from tier_helpers import SEGMENT_BYTES, fill, tier_then_trim
 
-from kstream import AdminClient, Consumer, TopicPartition
+from kstream import AdminClient, Consumer, NewTopic, Producer, TopicPartition
 from kstream.data_source import KStreamBatchReader, KStreamDataSource
 from kstream.errors import OffsetOutOfRangeError
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.partition_bounds import bounds
 from kstream.message import OFFSET_BEGINNING
+from kstream.tiering import Tierer
 
 PARTITIONS = 2
 # Milliseconds survive Delta's microseconds; recent, so time retention (7 days) keeps them.
@@ -169,3 +171,85 @@ def test_a_consumer_in_a_hole_gets_auto_offset_reset(cluster_path, scene):
         assert m is not None and m.error() is not None
     finally:
         consumer.close()
+
+
+def _typed_rows(batches) -> list[dict]:
+    rows = []
+    for batch in batches:
+        for r in batch.to_pylist():
+            r["timestamp"] = int(r["timestamp"].timestamp() * 1000)
+            rows.append(r)
+    return sorted(rows, key=lambda r: r["offset"])
+
+
+def test_a_typed_topic_with_an_added_column(cluster_path, admin, tmp_path):
+    """A typed topic's own columns, and one added by schema evolution partway through the lake
+    (older lake files lack it: null), come back as the log gave them; latestPerKey too."""
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
+    lake = str(tmp_path / "typed")
+    admin.create_topics([NewTopic("typed", 1, 1, config={"segment.bytes": SEGMENT_BYTES, "tier.delta.path": lake},
+                                  schema=schema)])["typed"].result()
+
+    def produce(start, count, note=False):
+        with Producer({"cluster": cluster_path}) as producer:
+            for first in range(start, start + count, 10):
+                ids = list(range(first, first + 10))
+                columns = {"key": [(f"early{i}" if i < 10 else f"k{i % 7}").encode() for i in ids], "id": ids, "name": [f"n{i}" for i in ids],
+                           "timestamp": pa.array([STAMP_MS + i for i in ids], pa.timestamp("ms"))}
+                if note:
+                    columns["note"] = [f"note{i}" for i in ids]
+                producer.produce_batch("typed", pa.table(columns), partition=0)
+
+    def tier():
+        cluster = Cluster.open(cluster_path)
+        try:
+            Tierer(cluster).run(["typed"], force=True)
+        finally:
+            cluster.close()
+
+    produce(0, 200)
+    tier()
+    admin.evolve_schema("typed", schema.append(pa.field("note", pa.string())))
+    produce(200, 200, note=True)
+    tier()
+    produce(400, 100, note=True)
+    consumer = Consumer({"cluster": cluster_path})
+    consumer.assign([TopicPartition("typed", 0, 0)])
+    try:
+        batches = []
+        while (batch := consumer.poll_batch(timeout=0.3)) is not None:
+            batches.append(batch)
+    finally:
+        consumer.close()
+    want = _typed_rows(batches)  # the log's, before anything is deleted
+    assert len(want) == 500
+    cluster = Cluster.open(cluster_path)
+    try:
+        cluster.alter_topic_config("typed", {"retention.bytes": "1"})
+        handle = cluster.partition("typed", 0)
+        try:
+            handle.leader_log.apply_retention()
+        finally:
+            handle.close()
+        assert bounds(cluster, "typed", 0).log_start_offset > 200  # the lake holds the added column's start
+    finally:
+        cluster.close()
+    options = {"cluster": cluster_path, "subscribe": "typed", "includeHeaders": "true", "reader": "python"}
+    reader = KStreamBatchReader(options, _schema(options))
+    got = _typed_rows(b for split in reader.partitions() for b in reader.read(split))
+    assert got == want
+    latest = {"latestPerKey": "true", **options}
+    reader = KStreamBatchReader(latest, _schema(latest))
+    got = _typed_rows(b for split in reader.partitions() for b in reader.read(split))
+    newest = {r["key"]: r for r in want}
+    assert b"early3" in newest  # a key only the lake holds
+    assert got == sorted(newest.values(), key=lambda r: r["offset"])
+    consumer = Consumer({"cluster": cluster_path})
+    consumer.assign([TopicPartition("typed", 0, 0)])
+    try:
+        batches = []
+        while (batch := consumer.poll_batch(timeout=0.3)) is not None:
+            batches.append(batch)
+    finally:
+        consumer.close()
+    assert _typed_rows(batches) == want
