@@ -8,6 +8,7 @@ import json
 import time
 
 import pytest
+from tests.spark.jvm_support import JAR, NO_JAR_REASON
 from tests.tiering.tier_helpers import SEGMENT_BYTES, fill, tier_then_trim
 
 pytestmark = pytest.mark.spark
@@ -74,3 +75,15 @@ def test_a_stream_from_earliest_crosses_into_the_log(spark, cluster_path, scene,
     got = _rows(written)
     assert len(got) == len({(p, o) for p, o, *_ in got})  # each offset once
     assert got == want
+
+
+@pytest.mark.skipif(JAR is None, reason=NO_JAR_REASON)
+def test_the_jvm_provider_hands_a_tiered_topic_to_python(spark, cluster_path, scene):
+    """Until the JVM reader does the union read: reader=auto gives a tiered topic to the Python
+    reader (which reads the lake), reader=jvm refuses it, naming the topic and its table."""
+    want, _ = scene
+    plan = _load(spark, cluster_path, reader="auto")._jdf.queryExecution().executedPlan().toString()
+    assert "kstream JVM reader" not in plan
+    assert _rows(_load(spark, cluster_path, reader="auto")) == want
+    with pytest.raises(Exception, match="does not do the union read of a tiered topic .*topic 't' has tier.delta.path"):
+        _load(spark, cluster_path, reader="jvm").collect()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -66,6 +67,14 @@ def read_range(split: PartitionRange, schema: pa.Schema, tombstone_column: str |
             if offset >= split.end:
                 return
         log_start = reader.log_start_offset()
+        newer = _newer_lake(cluster, split, offset) if offset < log_start else None
+        if newer is not None:  # deleted since the planning, tiered meanwhile: the table has it now
+            yield from _read_lake(replace(split, start=offset), newer, schema, pa.schema(built), avro_wanted, parsed,
+                                  typed, tombstone_column, where)
+            offset = min(split.end, newer.end_offset)
+            if offset >= split.end:
+                return
+            log_start = reader.log_start_offset()
         if offset < log_start:
             message = (f"{split.topic}-{split.partition}: offsets {offset}..{log_start - 1} were deleted by "
                        "retention before they were read")
@@ -99,6 +108,22 @@ def read_range(split: PartitionRange, schema: pa.Schema, tombstone_column: str |
         reader.close()
         handle.close()
         cluster.close()
+
+
+def _newer_lake(cluster: Cluster, split: PartitionRange, offset: int) -> LakeRange | None:
+    """The topic's table at its latest version when it holds ``offset`` (which the log no longer
+    does): a split planned to read the log whose records retention deleted after a tier commit.
+    The lake is append-only, so a newer version has the same rows as the planned one below its
+    end."""
+    info = cluster.topic(split.topic)
+    table_dir = cluster.log_config(info).tier_table_dir
+    if table_dir is None:
+        return None
+    snapshot = LakeSnapshot.open(table_dir, info.name, info.topic_id)
+    if snapshot is None:
+        return None
+    found = snapshot.range_of(split.partition)
+    return found if found.start_offset <= offset < found.end_offset else None
 
 
 def _read_lake(split: PartitionRange, lake: LakeRange, schema: pa.Schema, built: pa.Schema,

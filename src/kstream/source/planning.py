@@ -77,9 +77,24 @@ class Lakes:
             return None
         return lake.range_of(partition)
 
+    def for_split(self, topic: str, partition: int, begin: int) -> LakeRange | None:
+        """The lake a split of ``partition`` from ``begin`` reads: None when ``begin`` is at or
+        past the lake end, or when the log still holds ``begin`` (the log has the same rows, so
+        a read of the log's tail opens no table; an executor that finds them deleted since reads
+        them from the table's latest version, partition_reader)."""
+        info = self.cluster.topic(topic)
+        if self.cluster.log_config(info).tier_table_dir is None:
+            return None
+        if begin >= partition_bounds(self.cluster, info, partition).log_start_offset:
+            return None
+        found = self.range_of(topic, partition)
+        return found if found is not None and begin < found.end_offset else None
+
     def start(self, topic: str, partition: int, log_start: int) -> int:
         """The first offset of the union of lake and log: the lake's first offset when it
         holds records, below the log start (else the log start)."""
+        if self.cluster.log_config(self.cluster.topic(topic)).tier_table_dir is None:
+            return log_start
         found = self.range_of(topic, partition)
         return log_start if found is None else min(found.start_offset, log_start)
 
@@ -277,9 +292,7 @@ def ranges(cluster_path: str, start: Offsets, end: Offsets, fail_on_data_loss: b
         for partition, stop in sorted(partitions.items(), key=lambda item: int(item[0])):
             begin = start.get(topic, {}).get(partition, 0)
             if stop > begin:
-                lake = None if lakes is None else lakes.range_of(topic, int(partition))
-                if lake is not None and begin >= lake.end_offset:
-                    lake = None
+                lake = None if lakes is None else lakes.for_split(topic, int(partition), begin)
                 splits.append(PartitionRange(cluster_path, topic, int(partition), begin, stop, fail_on_data_loss,
                                              isolation_level, avro_schema, check_crcs, latest_per_key,
                                              include_tombstones, lake))
@@ -345,8 +358,8 @@ def limit_bytes(cluster: Cluster, start: Offsets, latest: Offsets, max_bytes: in
         result.setdefault(topic, {})[partition] = begin
         if lag <= 0:
             continue
-        lake = None if lakes is None else lakes.get(topic)
-        if lake is not None and begin < lake.end_offset(int(partition)):
+        lake = None if lakes is None or lakes.for_split(topic, int(partition), begin) is None else lakes.get(topic)
+        if lake is not None:
             share = max(1, max_bytes * lag // total)
             result[topic][partition] = min(_lake_bytes_end(lake, int(partition), begin, share),
                                            latest[topic][partition])
