@@ -8,11 +8,12 @@ import time
 
 import pyarrow as pa
 import pytest
+from pyspark.sql.streaming.datasource import ReadMaxRows
 from pyspark.sql.types import StructType
 from tier_helpers import SEGMENT_BYTES, fill, tier_then_trim
 
 from kstream import AdminClient, Consumer, NewTopic, Producer, TopicPartition
-from kstream.data_source import KStreamBatchReader, KStreamDataSource
+from kstream.data_source import KStreamBatchReader, KStreamDataSource, KStreamStreamReader
 from kstream.errors import OffsetOutOfRangeError
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.partition_bounds import bounds
@@ -274,4 +275,40 @@ def test_a_split_planned_on_the_log_reads_the_lake_once_retention_deleted_it(clu
             rows += [(r["partition"], r["offset"], r["key"], r["value"],
                       tuple((h["key"], h["value"]) for h in (r["headers"] or [])),
                       int(r["timestamp"].timestamp() * 1000)) for r in batch.to_pylist()]
+    assert sorted(rows) == want
+
+
+def test_a_stream_reads_each_offset_once_while_the_lake_grows(cluster_path, make_topic, tmp_path):
+    """The stream reader driven as Spark drives it (latestOffset with a small limit, then
+    partitions and read per micro-batch) from earliest: part of the history is tiered and
+    deleted before it starts, more is tiered and deleted between its micro-batches; each
+    micro-batch pins the lake version it finds, and every offset comes once, as the oracle."""
+    make_topic("t", PARTITIONS, config={"segment.bytes": SEGMENT_BYTES, "tier.delta.path": str(tmp_path / "lake")})
+    fill(cluster_path, "t", PARTITIONS, timestamp_ms=STAMP_MS)
+    want, edges = tier_then_trim(cluster_path, "t", PARTITIONS, more_rounds=6, timestamp_ms=STAMP_MS)
+    options = {**_options(cluster_path), "startingOffsets": "earliest", "maxOffsetsPerTrigger": "13"}
+    reader = KStreamStreamReader(options, _schema(options))
+    start = reader.initialOffset()
+    assert start == {"t": {str(p): 0 for p in range(PARTITIONS)}}
+    rows, batches, tiered_again = [], 0, False
+    try:
+        while True:
+            end = reader.latestOffset(start, ReadMaxRows(13))
+            if end == start:
+                break
+            for split in reader.partitions(start, end):
+                for batch in reader.read(split):
+                    rows += [(r["partition"], r["offset"], r["key"], r["value"],
+                              tuple((h["key"], h["value"]) for h in (r["headers"] or [])),
+                              int(r["timestamp"].timestamp() * 1000)) for r in batch.to_pylist()]
+            reader.commit(end)
+            start, batches = end, batches + 1
+            if batches == 3 and not tiered_again:  # still in the first lake: tier the rest and delete it
+                _, later = tier_then_trim(cluster_path, "t", PARTITIONS, more_rounds=0)
+                assert all(later[p][1] > edges[p][1] for p in range(PARTITIONS))
+                tiered_again = True
+    finally:
+        reader.stop()
+    assert tiered_again and batches > 10
+    assert len(rows) == len({(p, o) for p, o, *_ in rows})
     assert sorted(rows) == want
