@@ -175,12 +175,13 @@ def read_files(found: LakePartition, partition: int, start: int, end: int, arrow
         if OFFSET_COLUMN not in present:
             present.append(OFFSET_COLUMN)
         table = pq.read_table(file.path, columns=present)
-        offsets = table.column(OFFSET_COLUMN)
-        table = table.filter(pc.and_(pc.greater_equal(offsets, start), pc.less(offsets, stop)))
+        if file.min_offset < start or file.max_offset >= stop:  # (a file wholly inside needs no filter)
+            offsets = table.column(OFFSET_COLUMN)
+            table = table.filter(pc.and_(pc.greater_equal(offsets, start), pc.less(offsets, stop)))
         if table.num_rows == 0:
             continue
         order = pc.sort_indices(table.column(OFFSET_COLUMN))
-        if not _ascending(order):
+        if not _ascending(order):  # delta-rs does not keep the order of the batches it was handed
             table = table.take(order)
         arrays = []
         for name in wanted:
