@@ -240,6 +240,11 @@ def test_a_typed_topic_with_an_added_column(cluster_path, admin, tmp_path):
     reader = KStreamBatchReader(options, _schema(options))
     got = _typed_rows(b for split in reader.partitions() for b in reader.read(split))
     assert got == want
+    # Offsets for times are looked up in the lake first (record i has timestamp STAMP_MS + i).
+    timed = {"startingTimestamp": str(STAMP_MS + 50), "endingTimestamp": str(STAMP_MS + 120), **options}
+    reader = KStreamBatchReader(timed, _schema(timed))
+    got = _typed_rows(b for split in reader.partitions() for b in reader.read(split))
+    assert [r["offset"] for r in got] == list(range(50, 120))
     latest = {"latestPerKey": "true", **options}
     reader = KStreamBatchReader(latest, _schema(latest))
     got = _typed_rows(b for split in reader.partitions() for b in reader.read(split))

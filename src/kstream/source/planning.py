@@ -180,16 +180,22 @@ def group_offsets(cluster: Cluster, group: str, position: GroupPosition) -> Offs
 
 
 def timestamp_offsets(cluster: Cluster, spec: TimestampPosition, tps: list[tuple[str, int]],
-                      isolation_level: str = "read_committed") -> Offsets:
+                      isolation_level: str = "read_committed", lakes: Lakes | None = None) -> Offsets:
     """Per partition, the first offset at or after the partition's timestamp among the records
     the read is handed (:func:`kstream.log.offset_for_timestamp` at the read's isolation level;
     partitions with no timestamp given are left out; a partition with no such record: LATEST,
-    or an error)."""
+    or an error). With ``lakes``, a tiered partition's lake is looked in first (the union
+    read: the lake holds the offsets below the log's)."""
     result: Offsets = {}
     store = TransactionStore.for_cluster(cluster)
     for topic, partition in tps:
         timestamp_ms = spec.for_partition(topic, partition)
         if timestamp_ms is None:
+            continue
+        lake = None if lakes is None or lakes.range_of(topic, partition) is None else lakes.get(topic)
+        in_lake = None if lake is None else lake.offset_for_timestamp(partition, timestamp_ms)
+        if in_lake is not None:
+            result.setdefault(topic, {})[str(partition)] = in_lake
             continue
         handle = cluster.partition(topic, partition)
         try:
@@ -222,7 +228,7 @@ def resolve(cluster: Cluster, spec: OffsetSpec, tps: list[tuple[str, int]],
         spec = group_offsets(cluster, group, spec)
         committed_by = group
     elif isinstance(spec, TimestampPosition):
-        spec = timestamp_offsets(cluster, spec, tps, isolation_level)
+        spec = timestamp_offsets(cluster, spec, tps, isolation_level, lakes)
     result: Offsets = {}
     for topic, partition in tps:
         if isinstance(spec, str):

@@ -47,6 +47,7 @@ class LakeFile:
     min_offset: int
     max_offset: int
     size_bytes: int
+    max_timestamp_us: int | None = None  # from the statistics (None: not kept)
 
 
 @dataclass(frozen=True)
@@ -128,23 +129,43 @@ class LakeSnapshot:
         partitions = actions.column(f"partition.{PARTITION_COLUMN}").to_pylist()
         paths = actions.column("path").to_pylist()
         sizes = actions.column("size_bytes").to_pylist()
+        times = actions.column("max.timestamp").cast(pa.int64()).to_pylist() if "max.timestamp" in names \
+            else [None] * len(paths)
         lows = actions.column(f"min.{OFFSET_COLUMN}").to_pylist() if f"min.{OFFSET_COLUMN}" in names \
             else [None] * len(paths)
         highs = actions.column(f"max.{OFFSET_COLUMN}").to_pylist() if f"max.{OFFSET_COLUMN}" in names \
             else [None] * len(paths)
         files: dict[int, list[LakeFile]] = {}
-        for partition, path, size, low, high in zip(partitions, paths, sizes, lows, highs, strict=True):
+        for partition, path, size, low, high, latest in zip(partitions, paths, sizes, lows, highs, times,
+                                                             strict=True):
             full = os.path.join(self.path, urllib.parse.unquote(path))
             if low is None or high is None:  # no statistics (a typed topic's offset past column 32)
                 low, high = _offset_bounds(full)
             if low is not None:
-                files.setdefault(int(partition), []).append(LakeFile(full, int(low), int(high), int(size)))
+                files.setdefault(int(partition), []).append(LakeFile(full, int(low), int(high), int(size), latest))
         result = {}
         for partition, found in files.items():
             found.sort(key=lambda f: f.min_offset)
             end = self._app_end(partition)
             result[partition] = LakePartition(end, min(found[0].min_offset, end), tuple(found))
         return result
+
+    def offset_for_timestamp(self, partition: int, timestamp_ms: int) -> int | None:
+        """The first offset of ``partition`` in the lake whose record's timestamp is at or after
+        ``timestamp_ms`` (None: none), the rule of :func:`kstream.log.offset_for_timestamp`: in
+        offset order, a file at a time (files whose ``timestamp`` statistics end before the time
+        are skipped)."""
+        found = self.partition(partition)
+        wanted = pa.scalar(timestamp_ms * 1000, pa.timestamp("us", tz="UTC"))
+        for file in found.files:
+            if file.max_timestamp_us is not None and file.max_timestamp_us < timestamp_ms * 1000:
+                continue
+            table = pq.read_table(file.path, columns=[OFFSET_COLUMN, "timestamp"])
+            hits = table.filter(pc.greater_equal(table.column("timestamp"), wanted)).column(OFFSET_COLUMN)
+            hits = hits.filter(pc.less(hits, found.end_offset))
+            if len(hits):
+                return int(pc.min(hits).as_py())
+        return None
 
     def read(self, partition: int, start: int, end: int, columns: list[str] | None = None
              ) -> Iterator[pa.Table]:
