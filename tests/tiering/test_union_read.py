@@ -245,6 +245,11 @@ def test_a_typed_topic_with_an_added_column(cluster_path, admin, tmp_path):
     reader = KStreamBatchReader(timed, _schema(timed))
     got = _typed_rows(b for split in reader.partitions() for b in reader.read(split))
     assert [r["offset"] for r in got] == list(range(50, 120))
+    consumer = Consumer({"cluster": cluster_path})
+    try:
+        assert consumer.offsets_for_times([TopicPartition("typed", 0, STAMP_MS + 50)])[0].offset == 50
+    finally:
+        consumer.close()
     latest = {"latestPerKey": "true", **options}
     reader = KStreamBatchReader(latest, _schema(latest))
     got = _typed_rows(b for split in reader.partitions() for b in reader.read(split))

@@ -23,9 +23,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import pyarrow as pa
+
 from kstream.client.fetcher import PartitionFetch
 from kstream.errors import OffsetOutOfRangeError, PartitionNotAssignedError
 from kstream.log.cluster.cluster import Cluster
+from kstream.log.cluster.metadata import TopicInfo
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage.change_notifier import ChangeNotifier
 from kstream.log.storage.output import output_schema
@@ -93,13 +96,17 @@ class Assignment:
         info = self._cluster.topic(tp.topic)
         handle = self._cluster.partition(info, tp.partition)
         schema = Cluster.topic_schema(info)
-        table_dir = self._cluster.log_config(info).tier_table_dir
-        lake = None if table_dir is None else LakeFetch(table_dir, info.name, info.topic_id, tp.partition, schema)
+        lake = self._lake(info, tp.partition, schema)
         isolation = Isolation(self._isolation_level, self.transactions(), tp.topic, tp.partition,
                               functools.partial(_leader_dir, handle),  # the leader's dir: it may move
                               generation=handle.lock.read_generation)
         return PartitionFetch(tp.topic, tp.partition, handle, handle.reader(check_crcs=self._check_crcs),
                               output_schema(schema), schema is not None, isolation=isolation, lake=lake)
+
+    def _lake(self, info: TopicInfo, partition: int, schema: pa.Schema | None) -> LakeFetch | None:
+        """A tiered topic's partition's lake (its Delta table), None when the topic is not tiered."""
+        table_dir = self._cluster.log_config(info).tier_table_dir
+        return None if table_dir is None else LakeFetch(table_dir, info.name, info.topic_id, partition, schema)
 
     def remove(self, tp: TopicPartition) -> PartitionFetch | None:
         """Unassign one partition (its stored offset and pause with it); the closed fetch
@@ -179,7 +186,8 @@ class Assignment:
             return
         info = self._cluster.topic(tp.topic)
         handle = self._cluster.partition(info, tp.partition)
-        temporary = PartitionFetch(tp.topic, tp.partition, handle, handle.reader(), output_schema(None), False)
+        temporary = PartitionFetch(tp.topic, tp.partition, handle, handle.reader(), output_schema(None), False,
+                                   lake=self._lake(info, tp.partition, Cluster.topic_schema(info)))
         try:
             yield temporary
         finally:

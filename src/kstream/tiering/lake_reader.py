@@ -263,6 +263,12 @@ class LakeFetch:
             return log_start
         return min(found.start_offset, log_start)
 
+    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        """The lake's answer to offsets_for_times (:meth:`LakeSnapshot.offset_for_timestamp`),
+        from the table's latest version; None when the lake holds no such record."""
+        self._snapshot = LakeSnapshot.open(self.path, self.topic, self.topic_id)
+        return None if self._snapshot is None else self._snapshot.offset_for_timestamp(self.partition, timestamp_ms)
+
     def covers(self, offset: int) -> bool:
         """Whether the lake holds ``offset``'s place: at or above its first offset, below its end."""
         found = self._lake(offset)
