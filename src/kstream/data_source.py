@@ -126,17 +126,18 @@ class KStreamBatchReader(DataSourceReader):
             planning.check_covers_selection("startingOffsets", self.options.starting_offsets, tps)
             planning.check_covers_selection("endingOffsets", self.options.ending_offsets, tps)
             known: dict[tuple[str, int], tuple[int, int]] = {}  # each partition's bounds, read once
+            lakes = planning.Lakes(cluster)  # tiered topics' tables, pinned for this read
 
             def resolve(spec: OffsetSpec, missing: int) -> planning.Offsets:
                 return planning.resolve(cluster, spec, tps, missing, self.options.isolation_level,
                                         self.options.group_id, _fallback(self.options), known,
-                                        self.options.fail_on_data_loss)
+                                        self.options.fail_on_data_loss, lakes)
 
             start = resolve(self.options.starting_offsets, EARLIEST)
             end = resolve(self.options.ending_offsets, LATEST)
             if self.options.latest_per_key:
                 return _latest_splits(cluster, self.options, start, end)
-            return _splits(cluster, self.options, start, end)
+            return _splits(cluster, self.options, start, end, lakes)
         finally:
             cluster.close()
 
@@ -154,12 +155,13 @@ def _read(partition: InputPartition, schema: StructType) -> Iterator[pa.RecordBa
             yield from read_range(partition.split, _arrow_schema(schema))
 
 
-def _splits(cluster: Cluster, options: ReaderOptions, start: planning.Offsets, end: planning.Offsets
-            ) -> list[InputPartition]:
-    """One split per partition range, cut further by maxRecordsPerPartition / minPartitions."""
+def _splits(cluster: Cluster, options: ReaderOptions, start: planning.Offsets, end: planning.Offsets,
+            lakes: planning.Lakes) -> list[InputPartition]:
+    """One split per partition range, cut further by maxRecordsPerPartition / minPartitions; a
+    tiered partition's offsets below its lake end come from ``lakes``' pinned table."""
     splits = planning.ranges(cluster.path, start, end, options.fail_on_data_loss, options.isolation_level,
                              options.avro_schema, options.check_crcs, options.latest_per_key,
-                             options.include_tombstones)
+                             options.include_tombstones, lakes)
     # (latestPerKey refuses both options: a partition is reduced in one task, read_options)
     if options.max_records_per_partition or options.min_partitions:
         splits = planning.split_large(cluster, splits, options.max_records_per_partition, options.min_partitions)
@@ -228,7 +230,7 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         planning.check_covers_selection("startingOffsets", self.options.starting_offsets, tps)
         return planning.resolve(self.cluster, self.options.starting_offsets, tps, EARLIEST,
                                 self.options.isolation_level, self.options.group_id, _fallback(self.options),
-                                fail_on_data_loss=self.options.fail_on_data_loss)
+                                fail_on_data_loss=self.options.fail_on_data_loss, lakes=planning.Lakes(self.cluster))
 
     def _group_member(self) -> tuple[ConsumerGroups, str, int]:
         """Claim the group once per run of the query (fencing any earlier query)."""
@@ -290,7 +292,7 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             latest = _limit(start, latest, max_rows)
         max_bytes = options.max_bytes_per_trigger or (limit.max_bytes if isinstance(limit, ReadMaxBytes) else None)
         if max_bytes:
-            latest = planning.limit_bytes(self.cluster, start, latest, max_bytes)
+            latest = planning.limit_bytes(self.cluster, start, latest, max_bytes, planning.Lakes(self.cluster))
         if latest != start:
             self._last_batch_at = now
         return latest
@@ -300,7 +302,9 @@ class KStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._reported_latest if self._reported_latest is not None else self._latest()
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        return _splits(self.cluster, self.options, start, end)
+        # Each micro-batch pins the lake version it finds now: the lake only grows, and holds
+        # the same rows below every partition's lake end at any later version.
+        return _splits(self.cluster, self.options, start, end, planning.Lakes(self.cluster))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from _read(partition, self.schema)

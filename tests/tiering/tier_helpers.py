@@ -10,7 +10,9 @@ from deltalake import DeltaTable
 from kstream import Consumer, Producer, TopicPartition
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.lake_offsets import LakeOffsets
+from kstream.log.partition_bounds import bounds
 from kstream.log.storage.retention import list_segment_bases
+from kstream.tiering import Tierer
 
 SEGMENT_BYTES = "1024"
 
@@ -103,3 +105,34 @@ def segment_count(cluster_path: str, topic: str, partition: int) -> int:
             handle.close()
     finally:
         cluster.close()
+
+
+def tier_then_trim(cluster_path: str, topic: str, partitions: int, more_rounds: int = 2, timestamp_ms: int = 0
+                   ) -> tuple[list[tuple], dict]:
+    """The union read's scene: the filled topic tiered (every sealed segment), ``more_rounds``
+    more rounds written to the log only, the read_committed oracle taken (nothing deleted yet:
+    the topic has no retention bound so far), then ``retention.bytes=1`` set and retention run:
+    it deletes every segment the lake holds. Returns (oracle, {partition: (lake end, log start)})."""
+    cluster = Cluster.open(cluster_path)
+    try:
+        Tierer(cluster).run([topic], force=True)
+    finally:
+        cluster.close()
+    fill(cluster_path, topic, partitions, rounds=more_rounds, timestamp_ms=timestamp_ms)
+    want = oracle(cluster_path, topic, partitions)
+    assert [offset for _, offset, *_ in want if offset == 0], "the oracle must start at offset 0"
+    cluster = Cluster.open(cluster_path)
+    try:
+        cluster.alter_topic_config(topic, {"retention.bytes": "1"})
+        edges = {}
+        lake_ends = recorded_ends(cluster_path, topic)
+        for p in range(partitions):
+            handle = cluster.partition(topic, p)
+            try:
+                handle.leader_log.apply_retention()
+            finally:
+                handle.close()
+            edges[p] = (lake_ends[p], bounds(cluster, topic, p).log_start_offset)
+    finally:
+        cluster.close()
+    return want, edges

@@ -4,7 +4,8 @@
 assigned partition (its handle, reader and fetch position), in assignment
 order, with the round-robin cursor the read loop turns, the paused
 partitions, and the offsets ``store_offsets()`` stored. It turns a requested
-offset into a position: ``OFFSET_BEGINNING`` is the log start offset,
+offset into a position: ``OFFSET_BEGINNING`` is the log start offset (a
+tiered topic's: the lake's first offset when the lake holds records below it),
 ``OFFSET_END`` the visible end (the HW, or the LSO under read_committed), an
 offset >= 0 itself, and anything else takes ``auto.offset.reset`` (with
 ``error``: no position, and a pending out-of-range error the read loop
@@ -22,15 +23,19 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import pyarrow as pa
+
 from kstream.client.fetcher import PartitionFetch
 from kstream.errors import OffsetOutOfRangeError, PartitionNotAssignedError
 from kstream.log.cluster.cluster import Cluster
+from kstream.log.cluster.metadata import TopicInfo
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage.change_notifier import ChangeNotifier
 from kstream.log.storage.output import output_schema
 from kstream.log.transactions.isolation import Isolation
 from kstream.log.transactions.store import TransactionStore
 from kstream.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, TopicPartition
+from kstream.tiering.lake_reader import LakeFetch
 
 PartitionKey = tuple[str, int]
 
@@ -91,11 +96,17 @@ class Assignment:
         info = self._cluster.topic(tp.topic)
         handle = self._cluster.partition(info, tp.partition)
         schema = Cluster.topic_schema(info)
+        lake = self._lake(info, tp.partition, schema)
         isolation = Isolation(self._isolation_level, self.transactions(), tp.topic, tp.partition,
                               functools.partial(_leader_dir, handle),  # the leader's dir: it may move
                               generation=handle.lock.read_generation)
         return PartitionFetch(tp.topic, tp.partition, handle, handle.reader(check_crcs=self._check_crcs),
-                              output_schema(schema), schema is not None, isolation=isolation)
+                              output_schema(schema), schema is not None, isolation=isolation, lake=lake)
+
+    def _lake(self, info: TopicInfo, partition: int, schema: pa.Schema | None) -> LakeFetch | None:
+        """A tiered topic's partition's lake (its Delta table), None when the topic is not tiered."""
+        table_dir = self._cluster.log_config(info).tier_table_dir
+        return None if table_dir is None else LakeFetch(table_dir, info.name, info.topic_id, partition, schema)
 
     def remove(self, tp: TopicPartition) -> PartitionFetch | None:
         """Unassign one partition (its stored offset and pause with it); the closed fetch
@@ -123,7 +134,7 @@ class Assignment:
     def resolve(self, assigned: PartitionFetch, offset: int) -> int:
         """The position ``offset`` asks for (see the module docstring)."""
         if offset == OFFSET_BEGINNING:
-            return assigned.reader.log_start_offset()
+            return assigned.earliest_offset()
         if offset == OFFSET_END:
             return assigned.visible_end()
         if offset >= 0:
@@ -134,7 +145,7 @@ class Assignment:
             assigned.out_of_range = OffsetOutOfRangeError(
                 f"no committed offset (no valid position) for {assigned.topic}-{assigned.partition}")
             return OFFSET_INVALID
-        return assigned.reader.log_start_offset() if self._reset == "earliest" else assigned.visible_end()
+        return assigned.earliest_offset() if self._reset == "earliest" else assigned.visible_end()
 
     def seek(self, assigned: PartitionFetch, offset: int) -> None:
         """Move a partition's position, dropping what was fetched and restarting a partition
@@ -175,7 +186,8 @@ class Assignment:
             return
         info = self._cluster.topic(tp.topic)
         handle = self._cluster.partition(info, tp.partition)
-        temporary = PartitionFetch(tp.topic, tp.partition, handle, handle.reader(), output_schema(None), False)
+        temporary = PartitionFetch(tp.topic, tp.partition, handle, handle.reader(), output_schema(None), False,
+                                   lake=self._lake(info, tp.partition, Cluster.topic_schema(info)))
         try:
             yield temporary
         finally:

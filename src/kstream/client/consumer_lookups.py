@@ -55,11 +55,16 @@ class PartitionLookups:
 
     def offsets_for_times(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         """Per partition, the earliest offset whose timestamp is >= tp.offset (ms) among the
-        records the consumer would be handed (isolation.level); -1 if none."""
+        records the consumer would be handed (isolation.level); -1 if none. A tiered topic's
+        lake is looked in first (it holds the offsets below the log's)."""
         result = []
         level = self._isolation_level
         for tp in partitions:
             with self._assignment.fetch_for(tp) as fetch:
+                in_lake = None if fetch.lake is None else fetch.lake.offset_for_timestamp(tp.offset)
+                if in_lake is not None:
+                    result.append(TopicPartition(tp.topic, tp.partition, in_lake))
+                    continue
                 store = self._assignment.transactions() if level == READ_COMMITTED else None
                 found = offset_for_timestamp(fetch.handle, tp.offset, level, store, fetch.reader)
             result.append(TopicPartition(tp.topic, tp.partition, -1 if found is None else found.offset))

@@ -180,7 +180,7 @@ class ReadLoop:
             if self._error_cb is not None:
                 self._error_cb(kafka_error)
             return make_message(assigned.topic, assigned.partition, assigned.fetch_offset, error=kafka_error)
-        offset = assigned.reader.log_start_offset() if reset == "earliest" else assigned.visible_end()
+        offset = assigned.earliest_offset() if reset == "earliest" else assigned.visible_end()
         self._log.warning("consumer %s: %s; auto.offset.reset=%s moves %s-%d to offset %d",
                           self._client_id, error, reset, assigned.topic, assigned.partition, offset)
         assigned.reset_to(offset)

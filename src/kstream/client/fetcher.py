@@ -20,6 +20,12 @@ the high watermark: a position between the two is valid and waits, as
 Kafka's is) — is not an error of the round either: the partition gets it as
 its pending :attr:`PartitionFetch.out_of_range` and is not read until the
 consumer applies ``auto.offset.reset`` (:meth:`PartitionFetch.reset_to`).
+
+A tiered topic's partition (``tier.delta.path``) has a :class:`~kstream.tiering.lake_reader.LakeFetch`:
+a fetch offset below the log start that the lake holds (from its first offset up to its lake
+end) is read from the Delta table instead, a data file at a time, and the fetch offset moves
+on from the lake end into the log without a seam (the union read, docs/TIERING.md). Only an
+offset in neither is out of range.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from kstream.log.storage.records import PayloadCodec
 from kstream.log.storage.segment import Frame
 from kstream.log.transactions.isolation import READ_UNCOMMITTED, Isolation
 from kstream.log.visible_reads import next_offset, visible_batches
+from kstream.tiering.lake_reader import LakeFetch
 
 
 class RecordsLag:
@@ -65,10 +72,12 @@ class PartitionFetch:
     """One assigned partition: its handle and reader, fetch offset and fetched-but-unreturned batches."""
 
     __slots__ = ("chunks", "eof_reported", "error", "fetch_offset", "fetched_end", "handle", "isolation", "lag",
-                 "out_of_range", "output", "partition", "reader", "stopped", "topic", "typed")
+                 "lake", "out_of_range", "output", "partition", "reader", "stopped", "topic", "typed")
 
     def __init__(self, topic: str, partition: int, handle: Partition, reader: LogReader, schema: pa.Schema,
-                 typed: bool, fetch_offset: int = 0, isolation: Isolation | None = None):
+                 typed: bool, fetch_offset: int = 0, isolation: Isolation | None = None,
+                 lake: LakeFetch | None = None):
+        self.lake = lake  # a tiered topic's Delta table: positions below the log start it holds
         self.isolation = isolation or Isolation(READ_UNCOMMITTED, None, topic, partition)
         self.topic = topic
         self.partition = partition
@@ -106,6 +115,22 @@ class PartitionFetch:
             f"offset {self.fetch_offset} is past the log end offset {log_end} of "
             f"{self.topic}-{self.partition}")
         return True
+
+    def earliest_offset(self) -> int:
+        """The first offset this consumer can read: the log start, or the lake's first offset
+        below it (a tiered topic whose lake holds records)."""
+        log_start = self.reader.log_start_offset()
+        return log_start if self.lake is None else self.lake.start_offset(log_start)
+
+    def read_lake(self, max_bytes: int) -> int:
+        """Queue the lake's records from the fetch offset (which the lake holds); returns the
+        bytes read."""
+        assert self.lake is not None
+        chunks, next_offset = self.lake.read(self.fetch_offset, max_bytes)
+        self.chunks.extend(chunks)
+        self.fetch_offset = next_offset
+        self.eof_reported = False
+        return sum(chunk.batch.nbytes for chunk in chunks)
 
     def reset_to(self, offset: int) -> None:
         """Move the fetch position (``auto.offset.reset`` after :attr:`out_of_range`)."""
@@ -154,6 +179,7 @@ class Fetcher:
         ``version``: the metadata's data version read for this round (transaction lookups
         are cached against it)."""
         budget = self.fetch_max_bytes
+        lake_read = False
         failure: KStreamError | None = None
         reads: list[tuple[PartitionFetch, int, list[Frame]]] = []
         for fetch in partitions:
@@ -168,6 +194,10 @@ class Fetcher:
                 frames = fetch.reader.read(fetch.fetch_offset, min(self.partition_max_bytes, budget),
                                            end_offset=end, verify=False)
             except OffsetOutOfRangeError as err:  # before the log start offset
+                if fetch.lake is not None and fetch.lake.covers(fetch.fetch_offset):
+                    budget -= fetch.read_lake(min(self.partition_max_bytes, budget))
+                    lake_read = True  # (a read of gaps only moves the position: read again)
+                    continue
                 fetch.out_of_range = err
                 continue
             except CorruptBatchError as err:
@@ -193,9 +223,10 @@ class Fetcher:
                     failure = failure or err
                     continue
             got = self._queue(fetch, end, frames, version) or got
-        if failure is not None and not got:
+        if failure is not None and not got and not lake_read:
             raise failure
-        return got or any(fetch.error is not None or fetch.out_of_range is not None for fetch in partitions)
+        return got or lake_read or any(fetch.error is not None or fetch.out_of_range is not None
+                                       for fetch in partitions)
 
     def _queue(self, fetch: PartitionFetch, end: int, frames: list[Frame], version: DataVersion | None) -> bool:
         """Decode a partition's checked frames into its buffer; True if any record became visible."""

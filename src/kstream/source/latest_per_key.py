@@ -39,7 +39,7 @@ from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage.cleaner_checkpoint import read_checkpoint
 from kstream.log.storage.output import output_schema
 from kstream.source.partition_reader import read_range
-from kstream.source.planning import PartitionRange, bounds
+from kstream.source.planning import Lakes, PartitionRange, bounds
 from kstream.source.read_options import EARLIEST, LATEST
 
 REDUCE_ROWS = 1 << 20
@@ -137,14 +137,20 @@ def _dirty_from(cluster: Cluster, split: PartitionRange) -> int:
 def _internal_schema(split: PartitionRange, schema: pa.Schema) -> tuple[pa.Schema, PartitionRange, int]:
     """(``schema`` plus what the reduction reads whatever the read's columns: key, offset and the
     value columns, which the tombstone rule reads (an Avro read's raw value); ``split`` with its
-    start and end resolved; where its dirty part starts, :func:`_dirty_from`)."""
+    start and end resolved: EARLIEST is a tiered topic's lake's first offset, and a start below
+    the log start reads the lake at the version it has now (the union read); where its dirty
+    part starts, :func:`_dirty_from`)."""
     cluster = Cluster.open(split.cluster)
     try:
         stored = output_schema(Cluster.topic_schema(cluster.topic(split.topic)))
+        lakes = Lakes(cluster)
         if split.start < 0 or split.end < 0:
-            log_start, end = bounds(cluster, split.topic, split.partition, split.isolation_level)
-            split = replace(split, start=log_start if split.start == EARLIEST else split.start,
+            start, end = bounds(cluster, split.topic, split.partition, split.isolation_level, lakes)
+            split = replace(split, start=start if split.start == EARLIEST else split.start,
                             end=end if split.end == LATEST else split.end)
+        lake = lakes.range_of(split.topic, split.partition)
+        if split.lake is None and lake is not None and split.start < lake.end_offset:
+            split = replace(split, lake=lake)
         dirty_from = _dirty_from(cluster, split) if split.end > split.start else split.start
     finally:
         cluster.close()

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING
 from kstream._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from kstream.tiering.lake_reader import LakeSnapshot
     from kstream.tiering.lake_status import PartitionTierStatus, tier_status
     from kstream.tiering.lake_table import LakeTable, TierError
     from kstream.tiering.tierer import PartitionTiered, Tierer
 
 _LAZY = {
+    "LakeSnapshot": "kstream.tiering.lake_reader",
     "LakeTable": "kstream.tiering.lake_table",
     "PartitionTierStatus": "kstream.tiering.lake_status",
     "PartitionTiered": "kstream.tiering.tierer",
@@ -25,6 +27,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "LakeSnapshot",
     "LakeTable",
     "PartitionTierStatus",
     "PartitionTiered",

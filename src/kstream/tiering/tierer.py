@@ -20,7 +20,8 @@ its untiered sealed segments hold ``tier.lag.bytes`` (``force``: now). One tiere
 a time: it holds the topic's tier lock (``<cluster>/locks/tier-<topic id>.lock``) for a pass.
 
 Compacted topics are refused by the topic config (the cleaner would rewrite what the lake
-holds). The union read (lake + log as one offset space) is not built yet (docs/TIERING.md).
+holds). Readers read lake and log as one offset space (the union read:
+:mod:`kstream.tiering.lake_reader`, docs/TIERING.md).
 """
 
 from __future__ import annotations

@@ -63,6 +63,9 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
      */
     private PythonDataSourceV2 python;
 
+    /** The topic config that makes a topic tiered (kstream.log.storage.log_config). */
+    static final String TIER_DELTA_PATH = "tier.delta.path";
+
     private PythonDataSourceV2 python() {
         if (python == null) {
             python = new PythonDataSourceV2();
@@ -91,6 +94,16 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
         MetadataSnapshot snapshot = planner.snapshot();
         TreeSet<String> topics = new TreeSet<>();
         for (TopicPartition tp : planner.topicPartitions()) topics.add(tp.topic);
+        for (String topic : topics) {
+            // A tiered topic's history below the lake end is in its Delta table: the union read
+            // (docs/TIERING.md) is the Python reader's until the JVM reader learns it.
+            String lake = snapshot.topic(topic).config.get(TIER_DELTA_PATH);
+            if (lake == null) continue;
+            if (ReaderChoice.isAuto(options)) return null;
+            throw KStreamException.config("option 'reader' is jvm, but the JVM reader does not do the union read "
+                + "of a tiered topic (topic '" + topic + "' has tier.delta.path=" + lake + "); use reader=python or "
+                + "reader=auto (docs/TIERING.md)");
+        }
         try {
             return OutputSchema.spark(OutputSchema.arrow(snapshot, new ArrayList<>(topics), parsed.includeHeaders),
                 parsed.columns);
