@@ -77,3 +77,28 @@ def test_an_unwritable_lake_fails_the_pass_with_a_tier_error_naming_the_table(cl
     faults.clear(tiered)
     tier(cluster_path)
     assert recorded_ends(cluster_path, "t") != before
+
+
+def test_a_commit_whose_file_a_crash_tore_is_not_recorded(cluster_path, tiered, journal):
+    """The machine crashed after delta-rs wrote a commit, before the tierer fsynced it: the
+    commit file survived, a Parquet file it names did not whole. The next pass must not record
+    the commit's lake end (retention would delete what the table lacks)."""
+    import json
+
+    from deltalake import DeltaTable
+
+    tier(cluster_path)
+    before = recorded_ends(cluster_path, "t")
+    fill(cluster_path, "t", PARTITIONS, rounds=2)
+    faults.inject(tiered, "EIO", only_fsync=True)  # the commit lands; the pass dies before its fsyncs
+    with pytest.raises(TierError):
+        tier(cluster_path)
+    faults.clear(tiered)
+    version = DeltaTable(tiered).version()
+    with open(os.path.join(tiered, "_delta_log", f"{version:020d}.json"), encoding="utf-8") as f:
+        added = [json.loads(line)["add"]["path"] for line in f if '"add"' in line]
+    with open(os.path.join(tiered, added[0]), "r+b") as f:
+        f.truncate(100)  # the page cache never reached the disk
+    with pytest.raises(TierError, match=rf"commit {version} names .* but the file has 100\b"):
+        tier(cluster_path)
+    assert recorded_ends(cluster_path, "t") == before

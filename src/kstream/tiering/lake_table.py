@@ -179,7 +179,7 @@ class LakeTable:
 
     def _durable(self, version: int) -> None:
         try:
-            self._sync_commit(version)
+            self._sync_commit(version)  # (a TierError is not an OSError: it goes up as it is)
         except OSError as err:
             raise TierError(
                 f"tiering topic {self.topic!r} into {self.path}: commit {version} landed but could not be "
@@ -198,6 +198,14 @@ class LakeTable:
                 add = json.loads(line).get("add")
                 if add is not None:
                     path = os.path.join(self.path, urllib.parse.unquote(add["path"]))
+                    size = os.path.getsize(path) if os.path.exists(path) else None
+                    if size != add.get("size", size):  # a crash of the machine before this fsync
+                        raise TierError(
+                            f"{self.path}: commit {version} names {add['path']} of {add['size']} bytes, but "
+                            f"the file {'is missing' if size is None else f'has {size}'}: the machine "
+                            "crashed before the tierer made the commit durable. kstream recorded nothing "
+                            "past the version before it, so the log still holds those offsets: restore "
+                            f"the table to version {version - 1} (or remove it to copy everything again)")
                     _fsync_file(path)
                     directories.add(os.path.dirname(path))
         for directory in directories:
