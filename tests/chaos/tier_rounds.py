@@ -258,11 +258,6 @@ def _after_fault(ctx: Ctx) -> None:
     check_lake(ctx)
 
 
-def _note_tierer(ctx: Ctx, tier_lines: list[str]) -> None:
-    if not any(line.startswith("P ") for line in tier_lines):
-        ctx.history.round_problems.append("the tiering child made no pass: " + "; ".join(tier_lines[-3:])[:300])
-
-
 # -- the rounds -------------------------------------------------------------------------------
 
 
