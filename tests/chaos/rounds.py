@@ -303,6 +303,11 @@ def _clean_rounds():
     return __import__("chaos.clean_rounds", fromlist=["_"])
 
 
+def _tier_rounds():
+    """tests/chaos/tier_rounds.py: the tierer's classes (issue 24)."""
+    return __import__("chaos.tier_rounds", fromlist=["_"])
+
+
 def _sink_rounds():
     """tests/chaos/sink_rounds.py, loaded when one of its classes runs (it imports pyspark)."""
     return __import__("chaos.sink_rounds", fromlist=["_"])
@@ -340,4 +345,7 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "clean_sigkill": lambda ctx: _clean_rounds().clean_sigkill_round(ctx),
     "clean_power_cut": lambda ctx: _clean_rounds().clean_power_cut_round(ctx),
     "clean_readers": lambda ctx: _clean_rounds().clean_readers_round(ctx),
+    "tier_sigkill": lambda ctx: _tier_rounds().tier_sigkill_round(ctx),
+    "tier_power_cut": lambda ctx: _tier_rounds().tier_power_cut_round(ctx),
+    "tier_lake_unwritable": lambda ctx: _tier_rounds().tier_lake_unwritable_round(ctx),
 }

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -195,3 +197,30 @@ def test_tier_run_keeps_passing_until_interrupted(cluster_path, make_topic, tmp_
         out, err = run.communicate(timeout=60)
     assert run.returncode == 130, err
     assert "t-0: tiered offsets" in out
+
+
+@pytest.mark.parametrize("point", ["retention.tiered-delete", "retention.tiered-delete:3"])
+def test_killed_between_the_lake_end_and_a_segment_deletion(cluster_path, make_topic, tmp_path, point):
+    """SIGKILL after the tierer recorded the lake end, while retention deletes what it covers
+    (before the first or the third segment goes): the log starts at or below the lake end, and
+    lake plus log is still everything a reader saw."""
+    lake = str(tmp_path / "lake")
+    make_topic("t", 1, config={"segment.bytes": SEGMENT_BYTES, "tier.delta.path": lake, "retention.ms": "60000"})
+    fill(cluster_path, "t", 1, timestamp_ms=OLD_MS)
+    want = oracle(cluster_path, "t", 1)
+    segments = segment_count(cluster_path, "t", 0)
+    cluster = Cluster.open(cluster_path)
+    try:
+        Tierer(cluster).run(force=True)
+    finally:
+        cluster.close()
+    env = dict(os.environ, KSTREAM_CRASH_AT=point, PYTHONPATH=os.pathsep.join(sys.path))
+    code = ("import sys; from kstream.log.cluster.cluster import Cluster; c = Cluster.open(sys.argv[1]); "
+            "h = c.partition('t', 0); h.leader_log.apply_retention()")
+    assert subprocess.run([sys.executable, "-c", code, cluster_path], env=env, timeout=120).returncode == -9
+    skipped = 2 if point.endswith(":3") else 0
+    assert segment_count(cluster_path, "t", 0) == segments - skipped  # killed before that deletion
+    deleted, log_start = _retention(cluster_path, "t")  # the next retention finishes the job
+    end = sealed_ends(cluster_path, "t")[0]
+    assert deleted == segments - 1 - skipped and log_start == end
+    assert lake_rows(lake) + [row for row in oracle(cluster_path, "t", 1) if row[1] >= log_start] == want

@@ -140,13 +140,15 @@ class LakeTable:
         failed: list[BaseException] = []
         reader = pa.RecordBatchReader.from_batches(schema, _keeping_error(batches, failed))
         try:
+            if table is not None:  # a disk the fault tests fail (read-only, full) fails here first
+                disk.check_writable(os.path.join(self.path, "_delta_log"))
             if table is None:
                 missing = self._check_new_directory()
                 # mode="error": a table another writer made meanwhile is not written into.
                 write_deltalake(self.path, reader, mode="error", partition_by=[PARTITION_COLUMN],
                                 name=self.topic, description=_description(self.topic, self.topic_id),
                                 configuration={"delta.appendOnly": "true"}, commit_properties=properties)
-                self._sync_commit(0)
+                self._durable(0)
                 for directory in missing:  # the entries of the directories delta-rs made
                     fsync_dir(os.path.dirname(directory))
                 log.info("made the tier table of %s at %s", self.topic, self.path)
@@ -163,8 +165,26 @@ class LakeTable:
                             f"{str(err).splitlines()[0]} (nothing was recorded; the next pass tries again)"
                             ) from err
         version = table.version()
-        self._sync_commit(version)
+        self._durable(version)
         return version
+
+    def sync_commits(self, first: int, last: int) -> None:
+        """Make commits ``first``..``last`` durable (their files, then the commit files): a
+        commit that landed in a pass whose fsync failed (a full disk) is in the table, but not
+        on disk for sure; the lake end it holds may be recorded (and trusted by retention) only
+        after this. TierError when an fsync fails again."""
+        for version in range(max(first, 0), last + 1):
+            if os.path.exists(os.path.join(self.path, "_delta_log", f"{version:020d}.json")):
+                self._durable(version)  # (an absent one: old, cleaned up after a checkpoint)
+
+    def _durable(self, version: int) -> None:
+        try:
+            self._sync_commit(version)  # (a TierError is not an OSError: it goes up as it is)
+        except OSError as err:
+            raise TierError(
+                f"tiering topic {self.topic!r} into {self.path}: commit {version} landed but could not be "
+                f"made durable: {err} (nothing was recorded; the next pass makes it durable before it "
+                "records it)") from err
 
     def _sync_commit(self, version: int) -> None:
         """fsync what commit ``version`` added: its data files and their directories, then the
@@ -178,6 +198,14 @@ class LakeTable:
                 add = json.loads(line).get("add")
                 if add is not None:
                     path = os.path.join(self.path, urllib.parse.unquote(add["path"]))
+                    size = os.path.getsize(path) if os.path.exists(path) else None
+                    if size != add.get("size", size):  # a crash of the machine before this fsync
+                        raise TierError(
+                            f"{self.path}: commit {version} names {add['path']} of {add['size']} bytes, but "
+                            f"the file {'is missing' if size is None else f'has {size}'}: the machine "
+                            "crashed before the tierer made the commit durable. kstream recorded nothing "
+                            "past the version before it, so the log still holds those offsets: restore "
+                            f"the table to version {version - 1} (or remove it to copy everything again)")
                     _fsync_file(path)
                     directories.add(os.path.dirname(path))
         for directory in directories:

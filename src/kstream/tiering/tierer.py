@@ -185,6 +185,10 @@ class Tierer:
             log.warning("%s-%d: the tier table %s ends at %d, below the %d kstream recorded; copying "
                         "again from %d (the log still has it)", info.name, number, table.path, lake_end,
                         cached, lake_end)
+        elif version is not None:
+            # Delta is ahead: a pass died after its commit, or its fsync failed (a full disk).
+            # Retention trusts the row: the commits it would now cover are made durable first.
+            table.sync_commits(-1 if recorded is None else recorded.delta_version + 1, version)
         self.lakes.record(info.name, info.topic_id, {number: lake_end}, -1 if version is None else version)
 
     def _commit(self, info: TopicInfo, handles: dict[int, Partition], table: LakeTable, schema: pa.Schema,

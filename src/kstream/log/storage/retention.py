@@ -8,7 +8,9 @@ limit without them. Readers that have a deleted segment mapped keep their view;
 the log start offset moves to the first remaining segment.
 A tiered topic (``tier.delta.path``) passes ``keep_from``, the lake end offset its
 tierer recorded: a segment goes only when it lies wholly below it (its successor's
-base offset is at most ``keep_from``), so nothing the Delta table lacks is deleted.
+base offset is at most ``keep_from``), so nothing the Delta table lacks is deleted. The
+crash point ``retention.tiered-delete`` (tests: ``KSTREAM_CRASH_AT``) is before each such
+deletion: after the tierer recorded the lake end retention trusts, before a segment goes.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 
 from kstream.log.storage import format as fmt
 from kstream.log.storage.disk import fsync_dir
+from kstream.log.storage.faults import crash_point
 from kstream.log.storage.format import list_segment_bases  # here too: its long-standing home
 from kstream.log.storage.log_config import LogConfig
 from kstream.log.storage.segment import NO_TIMESTAMP, Segment
@@ -59,6 +62,8 @@ def delete_expired_segments(directory: str, config: LogConfig, now_ms: int,
             segment.close()
         if not (over_size or expired):
             break
+        if keep_from is not None:
+            crash_point("retention.tiered-delete")
         segment.delete()
         total -= sizes[base]
         deleted += 1

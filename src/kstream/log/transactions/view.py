@@ -27,7 +27,10 @@ transaction that would record it; its appends are refused too).
 An outcome is applied only to the transaction the files show: the metadata's
 open row must name the same first offset (a producer id's earlier transaction,
 whose marker is not below the high watermark yet, keeps holding the LSO until
-it is). The metadata is asked only when the files show an open transaction.
+it is), or an earlier one: retention deleted the segments holding the
+transaction's first frames (the LSO had passed it: it read as aborted, or the
+tierer copied past it), so the files show it open from a later frame. The
+metadata is asked only when the files show an open transaction.
 
 "Past its deadline, so aborted" needs one more care: a decision that checked
 its deadline in time may still be on its way (its SQLite write transaction not
@@ -124,7 +127,8 @@ def current_holds(store: TransactionStore, topic: str, partition: int, holds: Ho
 def apply_outcomes(state: TxnState, outcomes: dict[int, tuple[int, bool]]) -> TxnState:
     """``state`` with the fixed outcomes applied: such a transaction is no longer open; an
     aborted one covers its frames up to the high watermark (no marker lies below it yet)."""
-    resolved = {pid: committed for pid, (first, committed) in outcomes.items() if state.open.get(pid) == first}
+    resolved = {pid: committed for pid, (first, committed) in outcomes.items()
+                if pid in state.open and state.open[pid] >= first}
     if not resolved:
         return state
     open_ = {pid: first for pid, first in state.open.items() if pid not in resolved}
