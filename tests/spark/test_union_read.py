@@ -78,12 +78,14 @@ def test_a_stream_from_earliest_crosses_into_the_log(spark, cluster_path, scene,
 
 
 @pytest.mark.skipif(JAR is None, reason=NO_JAR_REASON)
-def test_the_jvm_provider_hands_a_tiered_topic_to_python(spark, cluster_path, scene):
-    """Until the JVM reader does the union read: reader=auto gives a tiered topic to the Python
-    reader (which reads the lake), reader=jvm refuses it, naming the topic and its table."""
+def test_both_readers_read_a_tiered_topic_alike(spark, cluster_path, scene):
+    """reader=auto with the jar on the session: the JVM reader does the union read, and gives the
+    Python reader's rows; a latestPerKey read (which the JVM reader does not do in the lake) goes to
+    the Python reader under auto."""
     want, _ = scene
-    plan = _load(spark, cluster_path, reader="auto")._jdf.queryExecution().executedPlan().toString()
-    assert "kstream JVM reader" not in plan
-    assert _rows(_load(spark, cluster_path, reader="auto")) == want
-    with pytest.raises(Exception, match="does not do the union read of a tiered topic .*topic 't' has tier.delta.path"):
-        _load(spark, cluster_path, reader="jvm").collect()
+    frame = _load(spark, cluster_path, reader="auto")
+    assert "kstream JVM reader" in frame._jdf.queryExecution().executedPlan().toString()
+    assert _rows(frame) == want
+    latest = _load(spark, cluster_path, reader="auto", latestPerKey="true")
+    assert "kstream JVM reader" not in latest._jdf.queryExecution().executedPlan().toString()
+    assert _rows(latest) == _rows(_load(spark, cluster_path, latestPerKey="true"))

@@ -86,6 +86,11 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
      * the JVM reader does not convert). Throws a ConfigError for a bad option or reader=jvm on
      * what it cannot do.
      */
+    private static boolean byTime(ReaderOptions parsed) {
+        return parsed.startingOffsets.timestamp != null || parsed.startingOffsets.byTimestamp
+            || parsed.endingOffsets.timestamp != null || parsed.endingOffsets.byTimestamp;
+    }
+
     static StructType jvmSchema(CaseInsensitiveStringMap options) {
         if (ReaderChoice.choose(options) == ReaderChoice.Reader.PYTHON) return null;
         OptionNames.check(options);
@@ -95,14 +100,12 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
         TreeSet<String> topics = new TreeSet<>();
         for (TopicPartition tp : planner.topicPartitions()) topics.add(tp.topic);
         for (String topic : topics) {
-            // A tiered topic's history below the lake end is in its Delta table: the union read
-            // (docs/TIERING.md) is the Python reader's until the JVM reader learns it.
-            String lake = snapshot.topic(topic).config.get(TIER_DELTA_PATH);
-            if (lake == null) continue;
-            if (ReaderChoice.isAuto(options)) return null;
-            throw KStreamException.config("option 'reader' is jvm, but the JVM reader does not do the union read "
-                + "of a tiered topic (topic '" + topic + "' has tier.delta.path=" + lake + "); use reader=python or "
-                + "reader=auto (docs/TIERING.md)");
+            // A tiered topic: the JVM reader does the union read (docs/JVM_READER.md "Tiered
+            // topics") but not timestamp options or latestPerKey inside the lake; under auto those
+            // reads go to the Python reader, which does them (reader=jvm refuses them at planning
+            // when they reach the lake).
+            boolean tiered = snapshot.topic(topic).config.get(TIER_DELTA_PATH) != null;
+            if (tiered && ReaderChoice.isAuto(options) && (parsed.latestPerKey || byTime(parsed))) return null;
         }
         try {
             return OutputSchema.spark(OutputSchema.arrow(snapshot, new ArrayList<>(topics), parsed.includeHeaders),

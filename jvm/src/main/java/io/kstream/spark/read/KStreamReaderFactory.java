@@ -11,8 +11,10 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /**
- * Makes the readers of {@link OffsetRange} splits on executors: columnar, or rows over them
- * ({@link ColumnarPartitionReader}, or {@link LatestPerKeyReader} for a latestPerKey read).
+ * Makes the readers of {@link OffsetRange} splits (the log) and {@link LakeRange} splits (a
+ * tiered topic's Delta table) on executors: columnar, or rows over them
+ * ({@link ColumnarPartitionReader}, {@link LakePartitionReader}, or {@link LatestPerKeyReader}
+ * for a latestPerKey read, which the planner never gives a lake split).
  */
 public final class KStreamReaderFactory implements PartitionReaderFactory {
     private final StructType schema;
@@ -41,6 +43,7 @@ public final class KStreamReaderFactory implements PartitionReaderFactory {
     }
 
     private PartitionReader<ColumnarBatch> batches(InputPartition partition) {
+        if (partition instanceof LakeRange lake) return new LakePartitionReader(lake, schema);
         if (!latestPerKey) return columnar(partition);
         return new LatestPerKeyReader((OffsetRange) partition, schema, valueColumns, failOnDataLoss, verifyChecksums,
             includeTombstones);

@@ -4,6 +4,9 @@ import io.kstream.spark.error.KStreamException;
 import io.kstream.spark.format.MetadataSnapshot;
 import io.kstream.spark.format.SegmentFiles;
 import io.kstream.spark.format.TransactionState;
+import io.kstream.spark.lake.DeltaSnapshot;
+import io.kstream.spark.lake.LakeFile;
+import io.kstream.spark.lake.TierTable;
 import io.kstream.spark.options.ReaderOptions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -15,34 +18,62 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.regex.Pattern;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Driver-side planning from the metadata snapshot and the log dirs, as Python's
  * kstream.source.planning: which topic-partitions a read covers, each one's bounds (log start;
  * HW, or LSO under read_committed, with the aborted ranges), the concrete offsets of
- * earliest / latest / JSON / timestamp positions, and one split per partition with data.
+ * earliest / latest / JSON / timestamp positions, and the splits of a read.
  * Errors carry Python's messages. One planner per planning call: it reads each partition's
- * bounds once (so a read's start and end agree).
+ * bounds once (so a read's start and end agree), and a tiered topic's Delta table once, at its
+ * newest version then (pinned for the whole plan).
+ *
+ * <p>The union read (docs/JVM_READER.md, "Tiered topics"): for a tiered topic's partition whose
+ * lake end is e, a range [a, b) is read as [a, min(b, e)) from the Delta table (one
+ * {@link LakeRange} per data file that may hold those offsets) and [max(a, e), b) from the log
+ * (an {@link OffsetRange}); earliest is the lake's first offset when the lake starts below the
+ * log start.
  */
 public final class PartitionPlanner {
-    /** A partition's readable range and its transactions (null under read_uncommitted). */
+    private static final Logger LOG = LoggerFactory.getLogger(PartitionPlanner.class);
+
+    /**
+     * A partition's readable range and its transactions (null under read_uncommitted), and its
+     * lake (null when the topic is not tiered).
+     */
     public static final class Bounds {
         public final String leaderDir;
         public final long logStart;
         public final long end;
         public final TransactionState transactions;
+        public final TierTable.PartitionLake lake;
 
-        Bounds(String leaderDir, long logStart, long end, TransactionState transactions) {
+        Bounds(String leaderDir, long logStart, long end, TransactionState transactions, TierTable.PartitionLake lake) {
             this.leaderDir = leaderDir;
             this.logStart = logStart;
             this.end = end;
             this.transactions = transactions;
+            this.lake = lake;
+        }
+
+        /** The first offset a read can return: the lake's first offset when it starts below the log start. */
+        public long earliest() {
+            return lakeEnd() > 0 ? Math.min(lake.start, logStart) : logStart;
+        }
+
+        /** The lake end: offsets below it are read from the Delta table (0: nothing tiered). */
+        public long lakeEnd() {
+            return lake == null ? 0 : lake.end;
         }
     }
 
     private final MetadataSnapshot snapshot;
     private final ReaderOptions options;
     private final Map<TopicPartition, Bounds> known = new HashMap<>();
+    private final Map<String, DeltaSnapshot> lakes = new HashMap<>();
 
     public PartitionPlanner(ReaderOptions options) {
         this.options = options;
@@ -125,12 +156,21 @@ public final class PartitionPlanner {
             long logStart = bases.length == 0 ? 0 : bases[0];
             TransactionState txns = options.readCommitted
                 ? TransactionState.derive(dir, hw, options.verifyChecksums) : null;
-            b = new Bounds(dir, logStart, txns == null ? hw : txns.lastStableOffset, txns);
+            b = new Bounds(dir, logStart, txns == null ? hw : txns.lastStableOffset, txns, lake(tp));
         } catch (IOException e) {
             throw new UncheckedIOException("planning " + tp + " in " + options.cluster, e);
         }
         known.put(tp, b);
         return b;
+    }
+
+    /** The partition's lake at the table version this planner pinned, or null when its topic is not tiered. */
+    private TierTable.PartitionLake lake(TopicPartition tp) {
+        MetadataSnapshot.TopicInfo info = snapshot.topic(tp.topic);
+        String path = info.config.get(TierTable.TIER_DELTA_PATH);
+        if (path == null) return null;
+        DeltaSnapshot table = lakes.computeIfAbsent(tp.topic, t -> DeltaSnapshot.latest(TierTable.directory(path)));
+        return TierTable.partition(table, info.topicId, tp.partition);
     }
 
     /** Concrete offsets for {@code tps}; partitions the JSON leaves out take {@code missing}. */
@@ -149,9 +189,9 @@ public final class PartitionPlanner {
             }
             Bounds b = bounds(tp);
             if (wanted < 0) {
-                wanted = wanted == ReaderOptions.EARLIEST ? b.logStart : b.end;
+                wanted = wanted == ReaderOptions.EARLIEST ? b.earliest() : b.end;
             } else if (wanted > b.end) {
-                String held = b.end > b.logStart ? "offsets " + b.logStart + ".." + (b.end - 1)
+                String held = b.end > b.earliest() ? "offsets " + b.earliest() + ".." + (b.end - 1)
                     : "no readable records (next offset " + b.end + ")";
                 throw KStreamException.outOfRange("offset " + wanted + " of " + tp + " does not exist yet: it has " + held
                     + "; use -1 for latest or an offset up to " + b.end);
@@ -185,20 +225,63 @@ public final class PartitionPlanner {
      * its end (HW, or LSO under read_committed), or -1: {@link TimestampLookup}'s rule.
      */
     long offsetForTimestamp(TopicPartition tp, long timestampMs) {
+        Bounds b = bounds(tp);
+        if (b.lakeEnd() > 0 && b.lake.start < b.logStart) {
+            // the log's time index cannot answer for offsets only the lake holds
+            throw KStreamException.config("a timestamp option (startingTimestamp, startingOffsetsByTimestamp, "
+                + "endingTimestamp, endingOffsetsByTimestamp): " + tp + " is tiered and its offsets " + b.lake.start + ".." + (b.logStart - 1) + " are only in its Delta table " + b.lake.tableDir
+                + ", where the JVM reader does not look up timestamps; use reader=python, or offsets");
+        }
         TimestampLookup.Found found = TimestampLookup.find(bounds(tp), timestampMs, options.verifyChecksums);
         return found == null ? -1 : found.offset;
     }
 
-    /** One split per topic-partition with data between {@code start} and {@code end}. */
-    public List<OffsetRange> ranges(Map<TopicPartition, Long> start, Map<TopicPartition, Long> end) {
-        List<OffsetRange> out = new ArrayList<>();
+    /**
+     * The splits of the offsets between {@code start} and {@code end}: per topic-partition with
+     * data, the lake's files for the offsets below its lake end ({@link LakeRange}s) and one
+     * {@link OffsetRange} for the rest.
+     */
+    public List<InputPartition> ranges(Map<TopicPartition, Long> start, Map<TopicPartition, Long> end) {
+        List<InputPartition> out = new ArrayList<>();
         for (Map.Entry<TopicPartition, Long> e : new TreeMap<>(end).entrySet()) {
-            long begin = start.getOrDefault(e.getKey(), 0L);
-            if (e.getValue() > begin) {
-                Bounds b = bounds(e.getKey());
-                out.add(new OffsetRange(e.getKey(), b.leaderDir, begin, e.getValue(), b.transactions));
-            }
+            TopicPartition tp = e.getKey();
+            long begin = start.getOrDefault(tp, 0L);
+            long until = e.getValue();
+            if (until <= begin) continue;
+            Bounds b = bounds(tp);
+            if (b.lakeEnd() > begin) begin = lakeRanges(tp, b, begin, until, out);
+            if (until > begin) out.add(new OffsetRange(tp, b.leaderDir, begin, until, b.transactions));
         }
         return out;
+    }
+
+    /**
+     * The lake's splits of [begin, min(until, lake end)) into {@code out}; returns where the log's
+     * part starts. Offsets below both the lake's first offset and the log start were deleted
+     * before the topic tiered: data loss, as below the log start of a topic that does not tier.
+     */
+    private long lakeRanges(TopicPartition tp, Bounds b, long begin, long until, List<InputPartition> out) {
+        if (options.latestPerKey) {
+            throw KStreamException.config("option 'latestPerKey': " + tp + " is tiered and offsets " + begin + ".."
+                + (Math.min(until, b.lakeEnd()) - 1) + " of the read are in its Delta table " + b.lake.tableDir
+                + ", which the JVM reader's latestPerKey does not read; use reader=python, or start at offset "
+                + b.lakeEnd());
+        }
+        long earliest = b.earliest();
+        if (begin < earliest) {
+            String message = tp + ": offsets " + begin + ".." + (Math.min(earliest, until) - 1)
+                + " were deleted by retention before they were read";
+            if (options.failOnDataLoss) {
+                throw KStreamException.outOfRange(message + "; set failOnDataLoss=false to skip them");
+            }
+            LOG.warn("{}; skipping them (failOnDataLoss=false)", message);
+            begin = Math.min(earliest, until);
+        }
+        long lakeUntil = Math.min(until, b.lakeEnd());
+        if (lakeUntil <= begin) return begin;
+        for (LakeFile file : b.lake.filesFor(begin, lakeUntil)) {
+            out.add(new LakeRange(tp, b.lake.tableDir, b.lake.version, file, begin, lakeUntil));
+        }
+        return lakeUntil;
     }
 }

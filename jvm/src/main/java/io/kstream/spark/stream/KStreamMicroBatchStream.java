@@ -4,7 +4,6 @@ import io.kstream.spark.error.KStreamException;
 import io.kstream.spark.format.MetadataSnapshot;
 import io.kstream.spark.options.ReaderOptions;
 import io.kstream.spark.read.KStreamReaderFactory;
-import io.kstream.spark.read.OffsetRange;
 import io.kstream.spark.read.PartitionPlanner;
 import io.kstream.spark.read.TopicPartition;
 import java.util.ArrayList;
@@ -138,8 +137,8 @@ public class KStreamMicroBatchStream implements MicroBatchStream, SupportsTrigge
     @Override
     public InputPartition[] planInputPartitions(Offset start, Offset end) {
         PartitionPlanner planner = new PartitionPlanner(options);
-        List<OffsetRange> ranges = planner.ranges(((KStreamOffset) start).offsets, ((KStreamOffset) end).offsets);
-        return new ArrayList<InputPartition>(ranges).toArray(new InputPartition[0]);
+        List<InputPartition> ranges = planner.ranges(((KStreamOffset) start).offsets, ((KStreamOffset) end).offsets);
+        return ranges.toArray(new InputPartition[0]);
     }
 
     @Override
@@ -167,7 +166,14 @@ public class KStreamMicroBatchStream implements MicroBatchStream, SupportsTrigge
         for (TopicPartition tp : planner.topicPartitions()) {
             MetadataSnapshot.PartitionInfo info = snapshot.topic(tp.topic).partitions.get(tp.partition);
             snapshot.leaderDir(tp.topic, tp.partition); // the leader's log dir must be online
-            long begin = from.containsKey(tp) ? from.get(tp) : planner.bounds(tp).logStart; // new: from the start
+            PartitionPlanner.Bounds bounds = planner.bounds(tp);
+            long begin = from.containsKey(tp) ? from.get(tp) : bounds.earliest(); // new: from the start
+            if (begin < bounds.lakeEnd() && begin < bounds.logStart) {
+                throw KStreamException.config("Real-time Mode reads the log only, but " + tp + " is tiered and the "
+                    + "stream's next offset " + begin + " is below its log start " + bounds.logStart + " (offsets below "
+                    + bounds.lakeEnd() + " are in the Delta table " + bounds.lake.tableDir + "); catch up with a "
+                    + "micro-batch trigger (e.g. availableNow) first, or start at offset " + bounds.logStart);
+            }
             out.add(new TailRange(tp, begin, snapshot.lockPath(tp.topic, tp.partition),
                 snapshot.replicaDirs(tp.topic, tp.partition), info.isr, info.leader));
         }
