@@ -86,6 +86,6 @@ public final class KStreamWriteTable implements SupportsRead, SupportsWrite {
 
     @Override
     public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-        return new UpdateAsAppendWriteBuilder(((SupportsWrite) python).newWriteBuilder(info));
+        return new UpdateAsAppendWriteBuilder(((SupportsWrite) python).newWriteBuilder(info), info);
     }
 }
