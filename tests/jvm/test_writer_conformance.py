@@ -160,7 +160,7 @@ def test_a_failed_job_leaves_nothing_visible_and_no_open_transaction(spark, clus
 
 
 @pytest.mark.parametrize("case", ["no value column", "unknown topic", "keyless row on a compacted topic",
-                                  "value of a wrong type", "partition out of range"])
+                                  "value of a wrong type", "partition out of range", "unknown option"])
 def test_bad_input_fails_with_the_same_error_from_both_writers(spark, cluster_path, make_topic, case):  # noqa: F811
     make_topic("t", 2)
     make_topic("table", 2, config={"cleanup.policy": "compact"})
@@ -177,10 +177,13 @@ def test_bad_input_fails_with_the_same_error_from_both_writers(spark, cluster_pa
         "partition out of range": (spark.createDataFrame([(b"v", 5)], "value binary, partition int"), "t",
                                    r"PartitionNotFoundError.*partition 5 \(column 'partition'\) is not a partition "
                                    r"of topic 't', which has partitions 0..1"),
+        "unknown option": (spark.createDataFrame([(b"v",)], "value binary"), "t",
+                           r"ConfigError.*unknown option 'topik' for the kstream sink; did you mean 'topic'"),
     }[case]
+    extra = {"topik": "t"} if case == "unknown option" else {}
     for writer in WRITERS:
         with pytest.raises(Exception, match=match):
-            _save(frame, cluster_path, writer, topic=topic)
+            _save(frame, cluster_path, writer, topic=topic, **extra)
     for name in ("t", "table"):
         # (read_uncommitted may see the rows of a task that succeeded before the job failed, aborted)
         assert consume_values(cluster_path, name, 2) == []

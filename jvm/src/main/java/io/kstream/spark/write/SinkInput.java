@@ -1,12 +1,12 @@
 package io.kstream.spark.write;
 
 import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.options.OptionNames;
 import io.kstream.spark.options.ReaderOptions;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.BinaryType;
 import org.apache.spark.sql.types.ByteType;
@@ -32,14 +32,6 @@ import org.apache.spark.sql.types.TimestampType;
  */
 public final class SinkInput implements Serializable {
     private static final long serialVersionUID = 1L;
-
-    /** The Python sink's option names (src/kstream/config/data_source_options.py SINK_OPTIONS). */
-    static final Set<String> OPTIONS = Set.of("cluster", "topic", "includeheaders", "path", "checkpointlocation",
-        "queryname", WriterChoice.OPTION);
-    static final Map<String, String> REFUSED = Map.of(
-        "kafka.key.serializer", "keys are written as bytes (a string key is UTF-8 encoded); cast the 'key' column instead",
-        "kafka.value.serializer", "values are written as bytes (a string value is UTF-8 encoded); cast the 'value'"
-            + " column instead");
 
     public enum Kind { BINARY, STRING, INTEGER, TIMESTAMP, HEADERS_ARRAY, HEADERS_MAP }
 
@@ -118,17 +110,8 @@ public final class SinkInput implements Serializable {
 
     /** Check the options and columns of a write; ConfigError / InvalidRecordError as the Python sink's. */
     public static SinkInput of(Map<String, String> options, StructType schema) {
+        OptionNames.checkSink(options);
         Map<String, String> lower = ReaderOptions.lowered(options);
-        for (String name : lower.keySet()) {
-            if (REFUSED.containsKey(name)) {
-                throw KStreamException.config("option '" + name + "' is not supported by the kstream sink: "
-                    + REFUSED.get(name));
-            }
-            if (!OPTIONS.contains(name) && !name.startsWith("kafka.")) {
-                throw KStreamException.config("unknown option '" + name + "' for the kstream sink; it takes "
-                    + "cluster, topic, includeHeaders, writer, kafka.* (docs/SPARK.md)");
-            }
-        }
         return new SinkInput(lower, schema);
     }
 
