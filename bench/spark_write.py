@@ -6,7 +6,8 @@ BENCHMARKS.md "Issue 22").
 
 One SparkSession (local[2], the kstream jar on it); the rows (a 100-byte binary ``value``, no
 key: each task's rows go to its sticky partitions) are cached in memory first, so each run
-times the write alone. Each repeat runs the three writes back to back, each into a fresh topic
+times the write alone (after an untimed warm-up round); each write is checked to hold every
+row (the topics' high watermarks). Each repeat runs the three writes back to back, each into a fresh topic
 (or directory) under one work dir (KSTREAM_BENCH_DIR, else /tmp). Prints the medians and the
 ratios. Run under ``flock /tmp/kstream-spark.lock flock /tmp/kstream-bench.lock``.
 """
@@ -22,14 +23,26 @@ import sys
 import tempfile
 import time
 
-from kstream import Admin, NewTopic
+from kstream import Admin, Consumer, NewTopic, TopicPartition
 from kstream.jars import jar_path
+
+
+def _check_written(cluster: str, topic: str, partitions: int, records: int) -> None:
+    """Every row is in the topic: the high watermarks add up to the rows plus one COMMIT marker
+    per task and partition written (at most tasks x partitions)."""
+    consumer = Consumer({"cluster": cluster})
+    try:
+        end = sum(consumer.get_watermark_offsets(TopicPartition(topic, p))[1] for p in range(partitions))
+    finally:
+        consumer.close()
+    if not records <= end <= records + 64:
+        raise SystemExit(f"{topic}: high watermarks add up to {end}, not {records} rows plus markers")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="timed, after one untimed warm-up round")
     parser.add_argument("--partitions", type=int, default=2, help="of the topic, and of the DataFrame")
     args = parser.parse_args()
     if jar_path() is None:
@@ -48,7 +61,7 @@ def main() -> None:
     times: dict[str, list[float]] = {"jvm": [], "python": [], "parquet": []}
     try:
         with Admin({"cluster": cluster}) as admin:
-            for repeat in range(args.repeats):
+            for repeat in range(-1, args.repeats):  # -1: warm-up (JIT, the Python workers), not timed
                 for writer in ("jvm", "python"):
                     topic = f"{writer}-{repeat}"
                     admin.create_topics([NewTopic(topic, args.partitions)])[topic].result()
@@ -59,7 +72,11 @@ def main() -> None:
                     else:
                         (rows.write.format("kstream").option("cluster", cluster).option("topic", f"{name}-{repeat}")
                          .option("writer", name).mode("append").save())
-                    times[name].append(time.perf_counter() - started)
+                    elapsed = time.perf_counter() - started
+                    if name != "parquet":
+                        _check_written(cluster, f"{name}-{repeat}", args.partitions, args.records)
+                    if repeat >= 0:
+                        times[name].append(elapsed)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
