@@ -203,6 +203,20 @@ def test_writer_jvm_refuses_what_only_the_python_sink_writes_and_auto_hands_it_t
         _save(frame, cluster_path, "fast", topic="typed")
 
 
+def test_auto_leaves_rows_routed_by_column_to_the_python_sink_on_a_cluster_that_creates_topics(
+        spark, tmp_path):  # noqa: F811
+    from kstream import Admin, NewTopic
+
+    path = str(tmp_path / "auto-create")
+    with Admin({"cluster": path, "auto.create.topics.enable": "true"}) as admin:
+        admin.create_topics([NewTopic("first", 1)])["first"].result()
+    frame = spark.createDataFrame([(b"v", "made-on-write")], "value binary, topic string")
+    with pytest.raises(Exception, match=r"TopicNotFoundError: topic 'made-on-write' does not exist"):
+        _save(frame, path, "jvm")
+    _save(frame, path, "auto")  # the Python sink, which creates the topic
+    assert consume_values(path, "made-on-write", 1) == [b"v"]
+
+
 def test_a_python_producer_appending_during_a_jvm_sink_job_keeps_offsets_contiguous(
         spark, cluster_path, make_topic):  # noqa: F811
     topic = make_topic("shared", 1)

@@ -23,7 +23,8 @@ import java.util.Map;
  * <li>typed topics (a declared Arrow schema);</li>
  * <li>topics with replication factor &gt; 1 (the Java appender writes the leader only);</li>
  * <li>topics that do not exist yet (the Python producer creates them under the cluster's
- *     auto.create.topics.enable; under writer=jvm a missing topic is TopicNotFoundError);</li>
+ *     auto.create.topics.enable; under writer=jvm a missing topic is TopicNotFoundError), and
+ *     so rows routed by their topic column on a cluster with auto.create.topics.enable;</li>
  * <li>a cluster without metadata-snapshot.json (made by a kstream older than the JVM reader).</li>
  * </ul>
  * With option {@code topic} these are checked for that topic; rows routed by their {@code topic}
@@ -94,6 +95,11 @@ public final class WriterChoice {
             }
             return out;
         }
+        if (!forcedJvm && autoCreates(cluster)) {
+            out.add("rows routed by their 'topic' column on a cluster with auto.create.topics.enable (the Python"
+                + " sink creates a missing topic; the JVM writer raises TopicNotFoundError)");
+            return out;
+        }
         Collection<MetadataSnapshot.TopicInfo> all = snapshot.topics.values();
         for (MetadataSnapshot.TopicInfo info : all) {
             String why = notWritable(info);
@@ -104,6 +110,24 @@ public final class WriterChoice {
             }
         }
         return out;
+    }
+
+    /** Whether the cluster creates missing topics on write (cluster.properties auto.create.topics.enable). */
+    static boolean autoCreates(String cluster) {
+        java.nio.file.Path properties = java.nio.file.Path.of(cluster, "cluster.properties");
+        try {
+            for (String line : java.nio.file.Files.readAllLines(properties, java.nio.charset.StandardCharsets.UTF_8)) {
+                String trimmed = line.strip();
+                int eq = trimmed.indexOf('=');
+                if (trimmed.startsWith("#") || eq < 0) continue;
+                if (trimmed.substring(0, eq).strip().equals("auto.create.topics.enable")) {
+                    return trimmed.substring(eq + 1).strip().equalsIgnoreCase("true");
+                }
+            }
+        } catch (java.io.IOException e) {
+            return false; // no properties: the defaults (no auto-creation)
+        }
+        return false;
     }
 
     /** Why the JVM writer cannot write this topic, or null. */
