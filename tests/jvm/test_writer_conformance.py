@@ -217,6 +217,22 @@ def test_auto_leaves_rows_routed_by_column_to_the_python_sink_on_a_cluster_that_
     assert consume_values(path, "made-on-write", 1) == [b"v"]
 
 
+def test_a_cluster_wide_topic_default_sends_the_write_to_the_python_sink(spark, tmp_path):  # noqa: F811
+    from kstream import Admin, NewTopic
+
+    path = str(tmp_path / "defaults")
+    with Admin({"cluster": path, "log.message.timestamp.type": "LogAppendTime"}) as admin:
+        admin.create_topics([NewTopic("t", 1)])["t"].result()
+    frame = spark.createDataFrame([(b"v", BASE)], "value binary, timestamp timestamp")
+    with pytest.raises(Exception, match=r"ConfigError: option 'writer' is jvm, but the JVM writer does not write a "
+                                        r"cluster whose cluster.properties sets the topic default "
+                                        r"log.message.timestamp.type"):
+        _save(frame, path, "jvm", topic="t")
+    _save(frame, path, "auto", topic="t")  # the Python sink, which applies the cluster's LogAppendTime
+    (record,) = load(spark, path, "python", subscribe="t").collect()
+    assert record.value == b"v" and record.timestampType == 1
+
+
 def test_a_python_producer_appending_during_a_jvm_sink_job_keeps_offsets_contiguous(
         spark, cluster_path, make_topic):  # noqa: F811
     topic = make_topic("shared", 1)

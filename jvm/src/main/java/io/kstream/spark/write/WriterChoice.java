@@ -25,7 +25,9 @@ import java.util.Map;
  * <li>topics that do not exist yet (the Python producer creates them under the cluster's
  *     auto.create.topics.enable; under writer=jvm a missing topic is TopicNotFoundError), and
  *     so rows routed by their topic column on a cluster with auto.create.topics.enable;</li>
- * <li>a cluster without metadata-snapshot.json (made by a kstream older than the JVM reader).</li>
+ * <li>a cluster without metadata-snapshot.json (made by a kstream older than the JVM reader);</li>
+ * <li>a cluster whose cluster.properties sets a topic default the append path uses
+ *     ({@link #CLUSTER_TOPIC_DEFAULTS}: the snapshot holds each topic's own config only).</li>
  * </ul>
  * With option {@code topic} these are checked for that topic; rows routed by their {@code topic}
  * column may go to any topic, so auto takes the JVM writer only when every topic of the cluster
@@ -35,6 +37,15 @@ public final class WriterChoice {
     public static final String OPTION = "writer";
 
     public enum Writer { JVM, PYTHON }
+
+    /**
+     * Cluster-wide defaults of topic settings the append path uses (Python's
+     * TOPIC_DEFAULTS_FROM_CLUSTER, src/kstream/log/storage/log_config.py): metadata-snapshot.json
+     * holds a topic's own config only, so the JVM writer does not see them yet.
+     */
+    static final List<String> CLUSTER_TOPIC_DEFAULTS = List.of("log.flush.interval.messages", "log.flush.interval.ms",
+        "log.index.interval.bytes", "log.message.timestamp.type", "log.roll.ms", "log.segment.bytes",
+        "message.max.bytes", "min.insync.replicas");
 
     private WriterChoice() {}
 
@@ -82,6 +93,14 @@ public final class WriterChoice {
                 + " kstream's Python side, which writes the file)");
             return out;
         }
+        Map<String, String> properties = clusterProperties(cluster);
+        for (String name : CLUSTER_TOPIC_DEFAULTS) {
+            if (properties.containsKey(name)) {
+                out.add("a cluster whose cluster.properties sets the topic default " + name + " (the JVM writer reads"
+                    + " topic settings from metadata-snapshot.json, which holds each topic's own only)");
+                return out;
+            }
+        }
         MetadataSnapshot snapshot = MetadataSnapshot.read(cluster);
         String topic = lower.get("topic");
         if (topic != null) {
@@ -95,7 +114,7 @@ public final class WriterChoice {
             }
             return out;
         }
-        if (!forcedJvm && autoCreates(cluster)) {
+        if (!forcedJvm && "true".equalsIgnoreCase(properties.get("auto.create.topics.enable"))) {
             out.add("rows routed by their 'topic' column on a cluster with auto.create.topics.enable (the Python"
                 + " sink creates a missing topic; the JVM writer raises TopicNotFoundError)");
             return out;
@@ -112,22 +131,21 @@ public final class WriterChoice {
         return out;
     }
 
-    /** Whether the cluster creates missing topics on write (cluster.properties auto.create.topics.enable). */
-    static boolean autoCreates(String cluster) {
+    /** The cluster's cluster.properties (none: empty, the defaults). */
+    static Map<String, String> clusterProperties(String cluster) {
+        Map<String, String> out = new java.util.HashMap<>();
         java.nio.file.Path properties = java.nio.file.Path.of(cluster, "cluster.properties");
         try {
             for (String line : java.nio.file.Files.readAllLines(properties, java.nio.charset.StandardCharsets.UTF_8)) {
                 String trimmed = line.strip();
                 int eq = trimmed.indexOf('=');
                 if (trimmed.startsWith("#") || eq < 0) continue;
-                if (trimmed.substring(0, eq).strip().equals("auto.create.topics.enable")) {
-                    return trimmed.substring(eq + 1).strip().equalsIgnoreCase("true");
-                }
+                out.put(trimmed.substring(0, eq).strip(), trimmed.substring(eq + 1).strip());
             }
         } catch (java.io.IOException e) {
-            return false; // no properties: the defaults (no auto-creation)
+            return out;
         }
-        return false;
+        return out;
     }
 
     /** Why the JVM writer cannot write this topic, or null. */
