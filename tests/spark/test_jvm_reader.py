@@ -279,11 +279,14 @@ def test_a_column_type_the_jvm_reader_does_not_convert_goes_to_python(spark, clu
         load(spark, cluster_path, "jvm", subscribe="ms")
 
 
-def test_writes_still_go_to_the_python_sink(spark, cluster_path, make_topic):
+def test_writes_by_either_writer_are_read_by_the_jvm_reader(spark, cluster_path, make_topic):
+    """A batch write goes to the JVM writer by default with the jar, to the Python sink with
+    writer=python (tests/jvm/test_writer_conformance.py compares them)."""
     make_topic("out", 1)
-    (spark.createDataFrame([(b"k", b"v")], "key binary, value binary").write.format("kstream")
-     .option("cluster", cluster_path).option("topic", "out").mode("append").save())
-    assert [r.value for r in load(spark, cluster_path, "jvm", subscribe="out").collect()] == [b"v"]
+    for writer, value in (("auto", b"v"), ("python", b"w")):
+        (spark.createDataFrame([(b"k", value)], "key binary, value binary").write.format("kstream")
+         .option("cluster", cluster_path).option("topic", "out").option("writer", writer).mode("append").save())
+    assert sorted(r.value for r in load(spark, cluster_path, "jvm", subscribe="out").collect()) == [b"v", b"w"]
 
 
 def test_micro_batches_with_max_offsets_per_trigger(spark, cluster_path, make_topic, tmp_path):

@@ -205,3 +205,16 @@ def test_a_compacted_topic_refuses_a_sink_write_with_a_keyless_row_and_keeps_not
     keyed = spark.createDataFrame([(b"k1", b"a"), (b"k2", b"c")], "key binary, value binary")
     keyed.write.format("kstream").option("cluster", cluster_path).option("topic", "table").mode("append").save()
     assert committed_values(cluster_path, "table", 2) == [b"a", b"c"]
+
+
+def test_the_python_sink_refuses_writer_jvm_saying_the_jar_is_not_on_the_session(cluster_path):
+    """With the jar on the session the JVM provider chooses the writer and hands Python only its
+    own writes; writer=jvm reaching the Python sink means the jar is not loaded."""
+    from kstream.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"option 'writer' is jvm, but the kstream JVM writer is not on this "
+                                          r"SparkSession: add its jar with spark.jars"):
+        SinkOptions.from_options({"cluster": cluster_path, "topic": "out", "writer": "jvm"})
+    with pytest.raises(ConfigError, match=r"option 'writer': 'fast' is not jvm, python or auto"):
+        SinkOptions.from_options({"cluster": cluster_path, "topic": "out", "writer": "fast"})
+    assert SinkOptions.from_options({"cluster": cluster_path, "topic": "out", "writer": "Python"}).topic == "out"

@@ -38,7 +38,8 @@ READER_OPTIONS = (
     *_SPARK_OWN,
 )
 
-SINK_OPTIONS = ("cluster", "topic", "includeHeaders", *_SPARK_OWN)
+# writer: which writer serves the write (jvm, python, auto; docs/JVM_WRITER.md "Choosing the writer")
+SINK_OPTIONS = ("cluster", "topic", "includeHeaders", "writer", *_SPARK_OWN)
 
 # kafka.* keys the connector refuses, and why (its own reasons, in kstream's words).
 _REFUSED_BY_READER = {

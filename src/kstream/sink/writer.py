@@ -54,8 +54,22 @@ class SinkOptions:
     def from_options(cls, options: Mapping[str, str]) -> SinkOptions:
         check_sink_options(options)
         lower = {k.lower(): v for k, v in options.items()}
+        _check_writer_choice(lower.get("writer", "auto"))
         topic = lower.get("topic")
         return cls(resolve_cluster_path(lower.get("cluster")), topic.strip() if topic is not None else None)
+
+
+def _check_writer_choice(writer: str) -> None:
+    """Option 'writer' (jvm, python or auto). This is the Python sink: with the kstream jar on the
+    session the JVM provider chooses and hands Python only what it gives the Python sink, so a
+    batch write with writer=jvm arriving here means the jar is not loaded (the JVM side refuses a
+    streaming writer=jvm write itself)."""
+    if writer.strip().lower() not in ("jvm", "python", "auto"):
+        raise ConfigError(f"option 'writer': {writer!r} is not jvm, python or auto")
+    if writer.strip().lower() == "jvm":
+        raise ConfigError("option 'writer' is jvm, but the kstream JVM writer is not on this SparkSession: add "
+                          "its jar with spark.jars (the path `kstream jar-path` prints; kstream.jars.with_jar does "
+                          "it for a builder), or use writer=auto/python (docs/JVM_WRITER.md)")
 
 
 def check_sink_schema(columns: list[str], options: Mapping[str, str]) -> None:

@@ -29,9 +29,11 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * write, and hands what it does not do to the Python data source that pyspark_kstream
  * registered, through Spark's own PythonDataSourceV2 (the provider Spark would have used):
  * <ul>
- * <li>writes (batch and streaming): always Python (they name no subscribe, assign or
- *     subscribePattern; Spark asks for the table with the DataFrame's schema), through a
- *     {@link KStreamWriteTable}, which adds the {@code update} output mode Python's table lacks;</li>
+ * <li>writes (batch and streaming; they name no subscribe, assign or subscribePattern; Spark asks
+ *     for the table with the DataFrame's schema): Python's table wrapped in a
+ *     {@link KStreamWriteTable}, which adds the {@code update} output mode Python's table lacks
+ *     and lets option writer (jvm|python|auto, {@code write.WriterChoice}) give a batch append to
+ *     the JVM writer ({@code write.JvmBatchWrite});</li>
  * <li>reads: {@link ReaderChoice} on the options (reader=jvm|python|auto): the JVM reader
  *     ({@link KStreamTable}), or Python's table;</li>
  * <li>a read with a user-given schema: Python, unless it is the JVM reader's own schema.</li>

@@ -51,14 +51,36 @@ public final class OptionNames {
         return java.util.Collections.unmodifiableMap(REFUSED);
     }
 
+    /** The names a write takes (Python's SINK_OPTIONS), and the kafka.* keys the sink refuses. */
+    private static final String[] SINK_OPTIONS = {
+        "cluster", "topic", "includeHeaders", "writer", "path", "checkpointLocation", "queryName",
+    };
+    private static final Map<String, String> SINK_REFUSED = new LinkedHashMap<>();
+
+    static {
+        SINK_REFUSED.put("kafka.key.serializer", "keys are written as bytes (a string key is UTF-8 encoded); cast the"
+            + " 'key' column instead");
+        SINK_REFUSED.put("kafka.value.serializer", "values are written as bytes (a string value is UTF-8 encoded);"
+            + " cast the 'value' column instead");
+    }
+
     public static void check(Map<String, String> options) {
+        check(options, READER_OPTIONS, REFUSED, "the kstream reader");
+    }
+
+    /** A write's option names, as Python's check_sink_options (the JVM writer's). */
+    public static void checkSink(Map<String, String> options) {
+        check(options, SINK_OPTIONS, SINK_REFUSED, "the kstream sink");
+    }
+
+    private static void check(Map<String, String> options, String[] known, Map<String, String> refused, String what) {
         Map<String, String> spelled = new LinkedHashMap<>();
-        for (String n : READER_OPTIONS) spelled.put(n.toLowerCase(Locale.ROOT), n);
+        for (String n : known) spelled.put(n.toLowerCase(Locale.ROOT), n);
         for (String name : options.keySet()) {
             String lower = name.toLowerCase(Locale.ROOT);
-            if (REFUSED.containsKey(lower)) {
-                throw KStreamException.config("option '" + name + "' is not supported by the kstream reader (nor by the "
-                    + "Spark Kafka connector): " + REFUSED.get(lower));
+            if (refused.containsKey(lower)) {
+                throw KStreamException.config("option '" + name + "' is not supported by " + what + " (nor by the "
+                    + "Spark Kafka connector): " + refused.get(lower));
             }
             if (spelled.containsKey(lower) || lower.startsWith("kafka.")) continue;
             List<String> close = new ArrayList<>();
@@ -66,7 +88,7 @@ public final class OptionNames {
                 .sorted((a, b) -> Integer.compare(distance(a, lower), distance(b, lower))).limit(3)
                 .forEach(k -> close.add("'" + spelled.get(k) + "'"));
             String hint = close.isEmpty() ? "" : "; did you mean " + String.join(", ", close) + "?";
-            throw KStreamException.config("unknown option '" + name + "' for the kstream reader" + hint + " (it takes "
+            throw KStreamException.config("unknown option '" + name + "' for " + what + hint + " (it takes "
                 + "kstream's options, the Spark Kafka connector's and any kafka.* Kafka client setting; see README 'Spark')");
         }
     }

@@ -205,7 +205,7 @@ public final class ReaderOptions implements Serializable {
     }
 
     /** The cluster dir: option 'cluster', else $KSTREAM_CLUSTER, else ./data (as Python resolves it). */
-    static String clusterPath(Map<String, String> lower) {
+    public static String clusterPath(Map<String, String> lower) {
         String path = lower.get("cluster");
         if (path == null || path.isEmpty()) path = System.getenv().getOrDefault(CLUSTER_ENV, DEFAULT_CLUSTER);
         if (path.isEmpty()) path = DEFAULT_CLUSTER;

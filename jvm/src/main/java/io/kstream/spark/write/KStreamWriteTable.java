@@ -16,9 +16,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * The table of a {@code format("kstream")} write when the jar is on the session: the Python
- * data source's table (Spark's PythonTable, which does the writing) with one thing added, the
- * {@code update} output mode. Everything else (name, schema, columns, capabilities,
- * properties, scans, the writes themselves) is the Python table's, unchanged.
+ * data source's table (Spark's PythonTable) with two things added, the {@code update} output
+ * mode and the choice of writer (a batch append may go to the JVM writer, {@link KStreamWrite}).
+ * Everything else (name, schema, columns, capabilities, properties, scans, streaming writes)
+ * is the Python table's, unchanged.
  *
  * <p>pyspark 4.3's PythonWriteBuilder implements SupportsTruncate (complete mode) but not
  * SupportsStreamingUpdateAsAppend, so Spark's StreamExecution.createWrite refuses update mode
@@ -86,6 +87,6 @@ public final class KStreamWriteTable implements SupportsRead, SupportsWrite {
 
     @Override
     public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-        return new UpdateAsAppendWriteBuilder(((SupportsWrite) python).newWriteBuilder(info));
+        return new UpdateAsAppendWriteBuilder(((SupportsWrite) python).newWriteBuilder(info), info);
     }
 }

@@ -1,5 +1,6 @@
 package io.kstream.spark.write;
 
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.SupportsTruncate;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
@@ -12,18 +13,23 @@ import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend;
  * SupportsStreamingUpdateAsAppend and calls {@link #build} too, so an update-mode batch is
  * written as an append of the rows Spark gives (the changed aggregates), as Spark's Kafka
  * connector writes it; complete mode calls {@link #truncate}, passed to Python's builder
- * (whose write then gets overwrite=true, as without the jar).
+ * (whose write then gets overwrite=true, as without the jar: a batch Overwrite is refused in
+ * the Python sink's words). An append's writer, JVM or Python, is chosen by {@link KStreamWrite}.
  */
 public final class UpdateAsAppendWriteBuilder implements SupportsTruncate, SupportsStreamingUpdateAsAppend {
     private final WriteBuilder python;
+    private final LogicalWriteInfo info;
 
-    public UpdateAsAppendWriteBuilder(WriteBuilder python) {
+    /** {@code info}: the write's options and schema; null (unit tests) builds Python's write as is. */
+    public UpdateAsAppendWriteBuilder(WriteBuilder python, LogicalWriteInfo info) {
         this.python = python;
+        this.info = info;
     }
 
+    /** An append (batch, or streaming in append or update mode): the writer is chosen by {@link KStreamWrite}. */
     @Override
     public Write build() {
-        return python.build();
+        return info == null ? python.build() : new KStreamWrite(python, info);
     }
 
     /** Complete mode (and batch overwrite): Python's truncate, or Spark's own refusal without it. */

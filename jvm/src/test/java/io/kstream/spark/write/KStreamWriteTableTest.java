@@ -141,7 +141,7 @@ class KStreamWriteTableTest {
     void aBuilderWithoutTruncateRefusesCompleteModeByName() {
         WriteBuilder appendOnly = new WriteBuilder() {};
         UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
-            () -> new UpdateAsAppendWriteBuilder(appendOnly).truncate());
+            () -> new UpdateAsAppendWriteBuilder(appendOnly, null).truncate());
         assertTrue(e.getMessage().contains("does not support truncate (complete output mode)"), e.getMessage());
     }
 
