@@ -37,9 +37,9 @@ import pyarrow as pa
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from chaos.compaction_checker import KeyedHistory, Read, Write
-from chaos.harness import READ_PATIENCE_S, TOPIC, Ctx, lines, read_back, wait_line
-from chaos.power_cut import power_cut, sync_all
-from kstream import Admin, Consumer, NewTopic, Producer, TopicPartition
+from chaos.harness import READ_PATIENCE_S, TOPIC, Ctx, create_topic, lines, read_back, wait_line
+from chaos.power_cut import power_cut
+from kstream import Consumer, Producer, TopicPartition
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage import faults
 from kstream.log.storage.cleaner_checkpoint import read_checkpoint
@@ -63,25 +63,14 @@ def _setup(ctx: Ctx, rf: int, journal: bool) -> str:
     cleaner = ctx.rng.choice(("cli", "auto", "both"))
     expire = ctx.rng.random() < 0.5
     options: dict = {"cluster": ctx.cluster, "min.insync.replicas": 2 if rf == 3 else 1,
-                     "default.replication.factor": rf, "transaction.max.timeout.ms": 1000,
+                     "transaction.max.timeout.ms": 1000,
                      "log.retention.check.interval.ms": 3_600_000 if cleaner == "cli"
                      else ctx.rng.choice((20, 100))}
-    if rf > 1:
-        ctx.log_dirs = [os.path.join(ctx.work, f"disk{i}") for i in range(3)]
-        options["log.dirs"] = ",".join(ctx.log_dirs)
     config = {"cleanup.policy": "compact", "segment.bytes": ctx.rng.choice(("1024", "2048", "4096")),
               "index.interval.bytes": "256", "min.compaction.lag.ms": "0",
               "min.cleanable.dirty.ratio": ctx.rng.choice(("0.01", "0.3")),
               "delete.retention.ms": "50" if expire else "86400000"}
-    with Admin(options) as admin:
-        admin.create_topics([NewTopic(TOPIC, ctx.partitions, rf, config=config)])[TOPIC].result()
-        if not ctx.log_dirs:
-            ctx.log_dirs = list(admin.cluster.log_dir_paths().values())
-    if journal:
-        ctx.journal = os.path.join(ctx.work, "journal")
-        faults.start_journal(ctx.journal)
-        sync_all([ctx.cluster, *ctx.log_dirs], ctx.journal)
-        faults.JOURNAL = None
+    create_topic(ctx, options, rf, config, journal)
     ctx.history.keyed = KeyedHistory(tombstones_expire=expire)
     return cleaner
 

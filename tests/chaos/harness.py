@@ -71,21 +71,29 @@ def setup(ctx: Ctx, rf: int, min_isr: int = 1, segment_bytes: int = 8192, journa
           index_interval: int = 4096, txn_timeout_ms: int = 1000) -> None:
     ctx.cluster = os.path.join(ctx.work, "cluster")
     options: dict = {"cluster": ctx.cluster, "min.insync.replicas": min_isr,
-                     "default.replication.factor": rf,
                      # every transactional writer asks it (child.round_timeout_ms); Spark task writes have it
                      "transaction.max.timeout.ms": txn_timeout_ms}
+    create_topic(ctx, options, rf, {"segment.bytes": str(segment_bytes), "index.interval.bytes": str(index_interval)},
+                 journal)
+
+
+def create_topic(ctx: Ctx, options: dict, rf: int, config: dict[str, str], journal: bool,
+                 more_roots: tuple[str, ...] = ()) -> None:
+    """The round's topic on ``ctx.cluster`` (``options``: the cluster's; with rf > 1, three log dirs
+    of the round's own), and with ``journal`` the fsync journal started, with every file so far
+    (the cluster, its log dirs and ``more_roots``) recorded as durable."""
+    options = {**options, "default.replication.factor": rf}
     if rf > 1:
         ctx.log_dirs = [os.path.join(ctx.work, f"disk{i}") for i in range(3)]
         options["log.dirs"] = ",".join(ctx.log_dirs)
     with Admin(options) as admin:
-        admin.create_topics([NewTopic(TOPIC, ctx.partitions, rf, config={
-            "segment.bytes": str(segment_bytes), "index.interval.bytes": str(index_interval)})])[TOPIC].result()
+        admin.create_topics([NewTopic(TOPIC, ctx.partitions, rf, config=config)])[TOPIC].result()
         if not ctx.log_dirs:
             ctx.log_dirs = list(admin.cluster.log_dir_paths().values())
     if journal:
         ctx.journal = os.path.join(ctx.work, "journal")
         faults.start_journal(ctx.journal)
-        sync_all([ctx.cluster, *ctx.log_dirs], ctx.journal)  # what was there before the round is durable
+        sync_all([ctx.cluster, *ctx.log_dirs, *more_roots], ctx.journal)  # what was there before the round is durable
         faults.JOURNAL = None  # the parent's own reads need no journal
 
 

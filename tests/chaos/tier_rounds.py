@@ -46,6 +46,7 @@ from chaos.checker import Ack
 from chaos.harness import (
     TOPIC,
     Ctx,
+    create_topic,
     lines,
     read_back,
     read_partition,
@@ -54,8 +55,8 @@ from chaos.harness import (
     wait_line,
     write_after,
 )
-from chaos.power_cut import power_cut, sync_all
-from kstream import Admin, NewTopic, Producer
+from chaos.power_cut import power_cut
+from kstream import Producer
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.lake_offsets import LakeOffsets
 from kstream.log.storage import faults
@@ -83,22 +84,10 @@ def _setup(ctx: Ctx, journal: bool) -> int:
     ctx.cluster = os.path.join(ctx.work, "cluster")
     os.makedirs(_lake_root(ctx))  # a mount point: the table below it is made by the first pass
     options: dict = {"cluster": ctx.cluster, "min.insync.replicas": 2 if rf == 3 else 1,
-                     "default.replication.factor": rf, "transaction.max.timeout.ms": 1000,
-                     "log.retention.check.interval.ms": ctx.rng.choice((20, 100))}
-    if rf > 1:
-        ctx.log_dirs = [os.path.join(ctx.work, f"disk{i}") for i in range(3)]
-        options["log.dirs"] = ",".join(ctx.log_dirs)
+                     "transaction.max.timeout.ms": 1000, "log.retention.check.interval.ms": ctx.rng.choice((20, 100))}
     config = {"segment.bytes": ctx.rng.choice(("2048", "4096")), "index.interval.bytes": "256",
               "retention.ms": str(ctx.rng.choice((50, 100, 300))), "tier.delta.path": _table(ctx)}
-    with Admin(options) as admin:
-        admin.create_topics([NewTopic(TOPIC, ctx.partitions, rf, config=config)])[TOPIC].result()
-        if not ctx.log_dirs:
-            ctx.log_dirs = list(admin.cluster.log_dir_paths().values())
-    if journal:
-        ctx.journal = os.path.join(ctx.work, "journal")
-        faults.start_journal(ctx.journal)
-        sync_all([ctx.cluster, *ctx.log_dirs, _lake_root(ctx)], ctx.journal)
-        faults.JOURNAL = None
+    create_topic(ctx, options, rf, config, journal, (_lake_root(ctx),))
     return rf
 
 
