@@ -296,6 +296,11 @@ class LakeFetch:
         take = min(rows.num_rows, max(1, max_bytes // per_row))
         rows = rows.slice(0, take)
         end = span_end if first + take == len(offsets) else int(offsets[first + take])
+        last = int(offsets[first + take - 1])
+        if end <= last:  # the next row (or the next file) is not past this one: never read forever
+            raise TierError(f"{self.topic}-{self.partition}: the Delta table {self.path} holds offset {end} more "
+                            f"than once ({file.path}, or it and the next data file), so it is damaged; restore the "
+                            f"table from a backup (the log may still hold these offsets)")
         return _stored_chunks(rows, self._stored, end), end
 
     def _read_file(self, file: LakeFile) -> pa.Table:
