@@ -54,11 +54,13 @@ def _stop_on_signals() -> Iterator[threading.Event]:
 
 
 @contextmanager
-def _metrics_server(progress: Progress, options: MirrorOptions, host: str, port: int | None) -> Iterator[None]:
+def _metrics_server(runner: IntoKstream | IntoKafka, options: MirrorOptions, host: str, port: int | None
+                    ) -> Iterator[None]:
     """The run's Prometheus figures served over HTTP while it runs (nothing without a port)."""
     if port is None:
         yield
         return
+    progress: Progress = runner.progress
     direction = "into-kstream" if options.source.is_kafka else "into-kafka"
     try:
         server, thread = start_http_server(port, addr=host, registry=metrics.registry(progress, direction))
@@ -129,7 +131,7 @@ def mirror(ctx: click.Context, source: str | None, target: str | None, topics: s
         topics=tuple(t for t in (topics or "").split(",") if t), pattern=pattern, until_end=until_end,
         chunk_records=chunk_records, timeout_s=timeout_s, progress_interval_s=progress_s)
     runner = IntoKstream(options, sys.stderr) if options.source.is_kafka else IntoKafka(options, sys.stderr)
-    with _stop_on_signals() as stop, _metrics_server(runner.progress, options, metrics_host, metrics_port):
+    with _stop_on_signals() as stop, _metrics_server(runner, options, metrics_host, metrics_port):
         progress = runner.run(stop)
     click.echo(f"mirrored {progress.records} records from {options.source} to {options.target}")
 
