@@ -215,15 +215,7 @@ def test_a_typed_topic_with_an_added_column(cluster_path, admin, tmp_path):
     produce(200, 200, note=True)
     tier()
     produce(400, 100, note=True)
-    consumer = Consumer({"cluster": cluster_path})
-    consumer.assign([TopicPartition("typed", 0, 0)])
-    try:
-        batches = []
-        while (batch := consumer.poll_batch(timeout=0.3)) is not None:
-            batches.append(batch)
-    finally:
-        consumer.close()
-    want = _typed_rows(batches)  # the log's, before anything is deleted
+    want = _typed_rows(_poll_batches(cluster_path, "typed"))  # the log's, before anything is deleted
     assert len(want) == 500
     cluster = Cluster.open(cluster_path)
     try:
@@ -256,15 +248,7 @@ def test_a_typed_topic_with_an_added_column(cluster_path, admin, tmp_path):
     newest = {r["key"]: r for r in want}
     assert b"early3" in newest  # a key only the lake holds
     assert got == sorted(newest.values(), key=lambda r: r["offset"])
-    consumer = Consumer({"cluster": cluster_path})
-    consumer.assign([TopicPartition("typed", 0, 0)])
-    try:
-        batches = []
-        while (batch := consumer.poll_batch(timeout=0.3)) is not None:
-            batches.append(batch)
-    finally:
-        consumer.close()
-    assert _typed_rows(batches) == want
+    assert _typed_rows(_poll_batches(cluster_path, "typed")) == want
 
 
 def test_a_split_planned_on_the_log_reads_the_lake_once_retention_deleted_it(cluster_path, make_topic, tmp_path):
@@ -322,3 +306,16 @@ def test_a_stream_reads_each_offset_once_while_the_lake_grows(cluster_path, make
     assert tiered_again and batches > 10
     assert len(rows) == len({(p, o) for p, o, *_ in rows})
     assert sorted(rows) == want
+
+
+def _poll_batches(cluster_path: str, topic: str) -> list:
+    """Every batch a Consumer's poll_batch() gives from offset 0 of partition 0, until one poll finds none."""
+    consumer = Consumer({"cluster": cluster_path})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    try:
+        batches = []
+        while (batch := consumer.poll_batch(timeout=0.3)) is not None:
+            batches.append(batch)
+    finally:
+        consumer.close()
+    return batches
