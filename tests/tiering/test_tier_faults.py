@@ -26,9 +26,12 @@ def tiered(cluster_path, make_topic, tmp_path):
 @pytest.fixture
 def journal(tmp_path, monkeypatch):
     path = str(tmp_path / "journal")
-    faults.start_journal(path)
+    # monkeypatch first, so it restores the journal as it was before (start_journal sets the
+    # module's JOURNAL: taken after it, the "original" would be this test's journal, left on
+    # for every later test of the process)
     monkeypatch.setattr(faults, "ENABLED", True)
-    monkeypatch.setattr(faults, "JOURNAL", path)
+    monkeypatch.setattr(faults, "JOURNAL", None)
+    faults.start_journal(path)
     return path
 
 
