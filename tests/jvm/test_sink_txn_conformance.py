@@ -324,6 +324,24 @@ def test_an_aborted_java_write_is_never_visible(sink):
     assert sink.jvm_committed(0)[0] == _values("y")
 
 
+def test_the_java_driver_ends_a_row_recorded_for_a_frame_that_never_landed(sink):
+    """A task attempt whose first frame never landed after it recorded its row (an interrupted
+    Spark task): the Java driver's ABORT marker lands at the row's own first offset and ends it,
+    as Python's abort does (tests/log/transactions/test_txn_zombies.py)."""
+    sink_id = "batch:q9"
+    cluster, store = sink.store()
+    try:
+        writer = SinkTaskWriter(store, sink_id, 0)
+        store.add_partition(sink_id, writer.producer_id, "t", 1, 0)  # the log of t-1 is empty: no frame follows
+    finally:
+        cluster.close()
+    sink.java_abort(sink_id, [])
+    assert sink.rows("SELECT * FROM open_transaction_partitions") == []
+    assert sink.rows("SELECT partition, producer_id, first_offset, last_offset FROM aborted_transactions") == [
+        (1, writer.producer_id, 0, 0)]
+    assert sink.jvm_committed(1) == ([], 1)
+
+
 def test_a_java_attempt_aborted_by_python_is_a_zombie(sink):
     sink_id = "stream:q4"
     process = subprocess.Popen(_java_command(TXN_PROBE, "task", sink.path, sink_id, "-", sink.timeout,

@@ -326,6 +326,26 @@ def test_a_task_attempt_that_starts_after_its_batch_jobs_abort_writes_nothing(cl
     early.close()
 
 
+def test_an_abort_ends_a_row_recorded_for_a_frame_that_never_landed(cluster_path, make_topic):
+    """A task attempt records its open row at the log end under the partition lock, then writes
+    its first frame there. When that write never happens (Spark interrupted the task, the disk
+    was full), the driver's ABORT marker lands at the row's own first offset, and it still ends
+    the row: nothing may stay open holding the LSO (what tests/spark/test_sink.py saw at random
+    in CI with the JVM writer)."""
+    make_topic("out", 1)
+    sink = "batch:job-2"
+    driver = Cluster.open(cluster_path)
+    store = SinkStore(driver)
+    writer = SinkTaskWriter(store, sink, 0)
+    store.add_partition(sink, writer.producer_id, "out", 0, log_end(cluster_path, 0, "out"))  # no frame follows
+    store.abort(sink, [], batch_id=0)  # the failed task sent no commit message: the marker lands at 0
+    assert open_rows(cluster_path, "out") == []
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as plain:
+        plain.produce("out", b"after", partition=0)
+    assert consume_values(cluster_path, "out", 1, "read_committed") == [b"after"]
+    driver.close()
+
+
 def test_a_micro_batchs_abort_lets_its_restart_run_the_batch_again(cluster_path, make_topic):
     make_topic("out", 1)
     sink = "stream:/checkpoints/q"

@@ -536,8 +536,11 @@ def _now() -> int:
 
 def _end_partition(tx: sqlite3.Connection, topic: str, partition: int, producer_id: int, marker_offset: int,
                    aborted: bool) -> None:
+    # A row whose first offset is the marker's own had no frame land after it was recorded (its
+    # writer failed in between: an interrupted Spark task, a full disk): this marker ends it too.
+    # A later transaction of the same producer id records its row after the marker, above it.
     row = tx.execute("SELECT first_offset FROM open_transaction_partitions WHERE topic = ? AND "
-                     "partition = ? AND producer_id = ? AND first_offset < ?",
+                     "partition = ? AND producer_id = ? AND first_offset <= ?",
                      (topic, partition, producer_id, marker_offset)).fetchone()
     if row is None:
         return

@@ -1,7 +1,6 @@
 package io.kstream.spark.format;
 
 import java.io.IOException;
-import java.lang.reflect.Method;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -20,13 +19,12 @@ import java.util.concurrent.locks.ReentrantLock;
  * opened the lock file for the high watermark and closed it again would silently release a
  * writer's lock held by another thread. So every use of a lock file in this JVM goes through
  * {@link #open}/{@link Entry#release}: the channel is closed only when nobody uses it. The
- * channel is also made uninterruptible when the JDK lets us (Spark's launcher opens
- * {@code java.base/sun.nio.ch}): an interrupted NIO operation closes its channel, and Spark
- * interrupts the threads of cancelled tasks. Thread safe.
+ * channel is also made uninterruptible when the JDK lets us ({@link Channels}): an interrupted
+ * NIO operation closes its channel, and Spark interrupts the threads of cancelled tasks. Thread
+ * safe.
  */
 public final class LockFiles {
     private static final Map<Path, Entry> OPEN = new HashMap<>();
-    private static final Method SET_UNINTERRUPTIBLE = uninterruptibleSetter();
 
     private LockFiles() {}
 
@@ -107,44 +105,18 @@ public final class LockFiles {
             if (create) {
                 Path dir = key.getParent();
                 if (dir != null) Files.createDirectories(dir);
-                channel = FileChannel.open(key, StandardOpenOption.READ, StandardOpenOption.WRITE,
+                channel = Channels.open(key, StandardOpenOption.READ, StandardOpenOption.WRITE,
                     StandardOpenOption.CREATE);
             } else if (Files.isWritable(key)) {
-                channel = FileChannel.open(key, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                channel = Channels.open(key, StandardOpenOption.READ, StandardOpenOption.WRITE);
             } else {
-                channel = FileChannel.open(key, StandardOpenOption.READ);
+                channel = Channels.open(key, StandardOpenOption.READ);
                 writable = false;
             }
         } catch (NoSuchFileException e) {
             if (create) throw e;
             return null;
         }
-        makeUninterruptible(channel);
         return new Entry(key, channel, writable);
-    }
-
-    /** Whether this JVM's lock-file channels survive a thread interrupt (false: Spark's
-     *  {@code --add-opens java.base/sun.nio.ch} is missing, and a cancelled task can close one). */
-    public static boolean uninterruptible() {
-        return SET_UNINTERRUPTIBLE != null;
-    }
-
-    private static void makeUninterruptible(FileChannel channel) {
-        if (SET_UNINTERRUPTIBLE == null) return;
-        try {
-            SET_UNINTERRUPTIBLE.invoke(channel);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("sun.nio.ch.FileChannelImpl.setUninterruptible failed", e);
-        }
-    }
-
-    private static Method uninterruptibleSetter() {
-        try {
-            Method method = Class.forName("sun.nio.ch.FileChannelImpl").getDeclaredMethod("setUninterruptible");
-            method.setAccessible(true);
-            return method;
-        } catch (ReflectiveOperationException | RuntimeException e) {  // InaccessibleObjectException
-            return null;
-        }
     }
 }

@@ -1,6 +1,7 @@
 package io.kstream.spark.log;
 
 import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.Channels;
 import io.kstream.spark.format.Format;
 import io.kstream.spark.format.FrameEncoder;
 import io.kstream.spark.format.FrameHeader;
@@ -256,10 +257,15 @@ public final class PartitionAppender implements AutoCloseable {
                 toSync.syncTxnIndex(txnIndexState);  // entries durable before the recovery point passes them
                 unflushedMessages = 0;
                 firstUnflushedMs = -1;
+                // The frames are durable: publish them even when the thread was interrupted meanwhile
+                // (Spark cancelling the task), and keep the interrupt for the caller's next wait.
+                boolean interrupted = Thread.interrupted();
                 try (PartitionLock lock = PartitionLock.acquire(lockPath, config.lockTimeoutMs)) {
                     RecoveryPoints.advance(dir, point[0], point[1], point[2]);  // only forward
                     Long current = HighWatermark.stored(lockPath);
                     if (current == null || current < end) lock.writeHighWatermark(end);
+                } finally {
+                    if (interrupted) Thread.currentThread().interrupt();
                 }
             }
         } catch (IOException | RuntimeException e) {
@@ -352,7 +358,7 @@ public final class PartitionAppender implements AutoCloseable {
             this.base = base;
             this.path = Path.of(SegmentFiles.path(dir, base, Format.LOG_SUFFIX));
             this.txnIndexPath = Path.of(SegmentFiles.path(dir, base, Format.TXN_INDEX_SUFFIX));
-            this.channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            this.channel = Channels.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
             this.fileKey = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
             this.nextOffset = base;
         }
@@ -408,7 +414,7 @@ public final class PartitionAppender implements AutoCloseable {
             if (txnIndex != null) {
                 txnIndex.force(false);
             } else {
-                try (FileChannel c = FileChannel.open(txnIndexPath, StandardOpenOption.WRITE)) {
+                try (FileChannel c = Channels.open(txnIndexPath, StandardOpenOption.WRITE)) {
                     c.force(false);
                 }
             }
@@ -556,7 +562,7 @@ public final class PartitionAppender implements AutoCloseable {
         // As Python's Segment._replace_with_prefix: never shrink in place (readers map segments).
         lock.bumpGeneration();
         Path tmp = Path.of(segment.path + TMP_SUFFIX);
-        try (FileChannel out = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+        try (FileChannel out = Channels.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING)) {
             long copied = 0;
             while (copied < segment.size) {
@@ -628,7 +634,7 @@ public final class PartitionAppender implements AutoCloseable {
         for (String suffix : new String[] {Format.OFFSET_INDEX_SUFFIX, Format.TIME_INDEX_SUFFIX, Format.TXN_INDEX_SUFFIX}) {
             Path index = Path.of(SegmentFiles.path(dir, segment.base, suffix));
             if (Files.exists(index)) {
-                try (FileChannel c = FileChannel.open(index, StandardOpenOption.READ)) {
+                try (FileChannel c = Channels.open(index, StandardOpenOption.READ)) {
                     c.force(true);
                 }
             }
@@ -679,7 +685,7 @@ public final class PartitionAppender implements AutoCloseable {
                     + " does not rebuild transaction indexes; open the partition with a Python writer first (it"
                     + " rebuilds it from the frames)");
             }
-            segment.txnIndex = FileChannel.open(path, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+            segment.txnIndex = Channels.open(path, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
         }
         appendRaw(segment.txnIndex, txnEntry(kind, producerId, offset));
     }
@@ -720,7 +726,7 @@ public final class PartitionAppender implements AutoCloseable {
                 }
             }
             if (!index.whole) {
-                try (FileChannel c = FileChannel.open(path, StandardOpenOption.WRITE)) {
+                try (FileChannel c = Channels.open(path, StandardOpenOption.WRITE)) {
                     c.truncate((long) index.entries.size() * Format.TXN_INDEX_ENTRY_SIZE);
                 }
             }
@@ -748,7 +754,7 @@ public final class PartitionAppender implements AutoCloseable {
     }
 
     private static FileChannel openForAppend(Path path) throws IOException {
-        return FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+        return Channels.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
     }
 
     private static void appendRaw(FileChannel channel, ByteBuffer raw) throws IOException {
@@ -800,7 +806,7 @@ public final class PartitionAppender implements AutoCloseable {
         while (same < limit && existing[same] == expected[same]) same++;
         int keep = same - same % entrySize;
         if (keep == expected.length && existing.length == expected.length) return;
-        try (FileChannel c = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+        try (FileChannel c = Channels.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
             if (existing.length > keep) c.truncate(keep);
             ByteBuffer rest = ByteBuffer.wrap(expected, keep, expected.length - keep);
             long at = keep;
@@ -854,7 +860,7 @@ public final class PartitionAppender implements AutoCloseable {
         List<long[]> entries = new ArrayList<>();
         ByteBuffer head = ByteBuffer.allocate(Format.HEADER_SIZE).order(ByteOrder.LITTLE_ENDIAN);
         for (long base : SegmentFiles.bases(dir)) {
-            try (FileChannel c = FileChannel.open(Path.of(SegmentFiles.path(dir, base, Format.LOG_SUFFIX)),
+            try (FileChannel c = Channels.open(Path.of(SegmentFiles.path(dir, base, Format.LOG_SUFFIX)),
                     StandardOpenOption.READ)) {
                 long position = 0;
                 long size = c.size();
@@ -876,7 +882,7 @@ public final class PartitionAppender implements AutoCloseable {
         StringBuilder text = new StringBuilder("0\n").append(entries.size()).append('\n');
         for (long[] e : entries) text.append(e[0]).append(' ').append(e[1]).append('\n');
         Path tmp = Path.of(file + TMP_SUFFIX);
-        try (FileChannel c = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+        try (FileChannel c = Channels.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING)) {
             ByteBuffer raw = ByteBuffer.wrap(text.toString().getBytes(StandardCharsets.US_ASCII));
             while (raw.hasRemaining()) c.write(raw);
@@ -912,7 +918,7 @@ public final class PartitionAppender implements AutoCloseable {
     }
 
     static void fsyncDir(String directory) throws IOException {
-        try (FileChannel c = FileChannel.open(Path.of(directory), StandardOpenOption.READ)) {
+        try (FileChannel c = Channels.open(Path.of(directory), StandardOpenOption.READ)) {
             c.force(true);
         }
     }

@@ -1,5 +1,6 @@
 package io.kstream.spark.log;
 
+import io.kstream.spark.format.Channels;
 import io.kstream.spark.format.Format;
 import io.kstream.spark.format.RecoveryPoint;
 import java.io.IOException;
@@ -45,13 +46,13 @@ final class RecoveryPoints {
         RecoveryPoint current = RecoveryPoint.read(dir);
         if (current.state == RecoveryPoint.State.PRESENT) {
             if (current.segmentBase > base || (current.segmentBase == base && current.position >= position)) {
-                try (FileChannel c = FileChannel.open(path, StandardOpenOption.READ)) {
+                try (FileChannel c = Channels.open(path, StandardOpenOption.READ)) {
                     c.force(false);
                 }
                 return;
             }
             long sequence = current.sequence + 1;
-            try (FileChannel c = FileChannel.open(path, StandardOpenOption.WRITE)) {
+            try (FileChannel c = Channels.open(path, StandardOpenOption.WRITE)) {
                 ByteBuffer raw = ByteBuffer.wrap(slot(sequence, base, position, next));
                 long at = Long.remainderUnsigned(sequence, 2) * Format.RECOVERY_POINT_SLOT_BYTES;
                 while (raw.hasRemaining()) c.write(raw, at + raw.position());
@@ -62,7 +63,7 @@ final class RecoveryPoints {
         Path tmp = Path.of(path + PartitionAppender.TMP_SUFFIX);
         byte[] file = new byte[Format.RECOVERY_POINT_FILE_BYTES];
         System.arraycopy(slot(0, base, position, next), 0, file, 0, Format.RECOVERY_POINT_SLOT_SIZE);
-        try (FileChannel c = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+        try (FileChannel c = Channels.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING)) {
             ByteBuffer raw = ByteBuffer.wrap(file);
             while (raw.hasRemaining()) c.write(raw);

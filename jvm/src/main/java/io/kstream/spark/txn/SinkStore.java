@@ -262,8 +262,10 @@ public final class SinkStore implements AutoCloseable {
         write(tx -> {
             for (End e : ends) {
                 List<Object[]> row = MetadataDb.query(tx, "SELECT first_offset FROM open_transaction_partitions WHERE"
-                    + " topic = ? AND partition = ? AND producer_id = ? AND first_offset < ?", e.topic, e.partition,
+                    + " topic = ? AND partition = ? AND producer_id = ? AND first_offset <= ?", e.topic, e.partition,
                     e.producerId, e.markerOffset);
+                // A row at the marker's own offset had no frame land (its writer failed after recording
+                // it: an interrupted task); the marker ends it too. A later transaction's row is above.
                 if (row.isEmpty()) continue;  // a later transaction of the same producer id keeps its own
                 MetadataDb.update(tx, "DELETE FROM open_transaction_partitions WHERE topic = ? AND partition = ? AND"
                     + " producer_id = ?", e.topic, e.partition, e.producerId);

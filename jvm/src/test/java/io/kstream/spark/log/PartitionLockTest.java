@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.kstream.spark.error.KStreamException;
 import io.kstream.spark.format.Format;
 import io.kstream.spark.format.HighWatermark;
+import io.kstream.spark.format.Channels;
 import io.kstream.spark.format.LockFiles;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -137,7 +138,7 @@ class PartitionLockTest {
 
     @Test
     void anInterruptedReaderDoesNotCloseTheSharedChannel() throws Exception {
-        assumeTrue(LockFiles.uninterruptible(), "no --add-opens java.base/sun.nio.ch: channels stay interruptible");
+        assumeTrue(Channels.uninterruptible(), "no --add-opens java.base/sun.nio.ch: channels stay interruptible");
         try (PartitionLock lock = PartitionLock.acquire(lockPath(), 1000)) {
             lock.writeHighWatermark(9);
             CompletableFuture<Long> read = new CompletableFuture<>();

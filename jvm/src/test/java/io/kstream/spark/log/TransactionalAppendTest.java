@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kstream.spark.error.KStreamException;
+import io.kstream.spark.format.Channels;
 import io.kstream.spark.format.Format;
 import io.kstream.spark.format.FrameEncoder;
 import io.kstream.spark.format.LockFiles;
@@ -20,6 +22,8 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
@@ -98,6 +102,41 @@ class TransactionalAppendTest {
         assertEquals(2, got.size());
         assertArrayEquals(new long[] {Format.TXN_DATA, PRODUCER, 3}, got.get(0));
         assertArrayEquals(new long[] {Format.TXN_DATA, PRODUCER, 5}, got.get(1));
+    }
+
+    @Test
+    void anAppendInterruptedUnderTheLockFinishesAndKeepsTheInterrupt() throws Exception {
+        // Spark interrupts a cancelled task's thread at any moment; here right after the guard
+        // recorded the transaction's first offset. Interruptible channels would close before the
+        // frame is written and leave the recorded transaction with no frame (the driver's marker
+        // then lands at its first offset); the appender's channels are uninterruptible instead.
+        assumeTrue(Channels.uninterruptible(),
+            "no --add-opens java.base/sun.nio.ch: channels stay interruptible");
+        CompletableFuture<Object[]> done = new CompletableFuture<>();
+        Thread task = new Thread(() -> {
+            try (PartitionAppender a = appender()) {
+                PartitionAppender.Result r = a.appendTransactional(List.of(frame(2, Format.TRANSACTIONAL, PRODUCER)),
+                    logEnd -> {
+                        Thread.currentThread().interrupt();
+                        return true;
+                    });
+                done.complete(new Object[] {r.baseOffsets[0], r.endOffset, Thread.interrupted()});
+            } catch (Throwable e) {
+                done.completeExceptionally(e);
+            }
+        });
+        task.start();
+        Object[] got = done.get(60, TimeUnit.SECONDS);
+        task.join();
+        assertEquals(0L, got[0]);
+        assertEquals(2L, got[1]);
+        assertEquals(Boolean.TRUE, got[2], "the interrupt is kept for the task's next wait");
+        List<long[]> entries = entries();
+        assertEquals(1, entries.size());
+        assertArrayEquals(new long[] {Format.TXN_DATA, PRODUCER, 0}, entries.get(0));
+        try (PartitionAppender b = appender()) {
+            assertEquals(2, b.logEndOffset());
+        }
     }
 
     @Test
