@@ -8,17 +8,20 @@ import time
 
 import pyarrow as pa
 import pytest
+from click.testing import CliRunner
 from pyspark.sql.streaming.datasource import ReadMaxRows
 from pyspark.sql.types import StructType
 from tier_helpers import SEGMENT_BYTES, fill, tier_then_trim
 
 from kstream import AdminClient, Consumer, NewTopic, Producer, TopicPartition
+from kstream.admin import OffsetSpec
 from kstream.data_source import KStreamBatchReader, KStreamDataSource, KStreamStreamReader
 from kstream.errors import OffsetOutOfRangeError
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.partition_bounds import bounds
 from kstream.message import OFFSET_BEGINNING
 from kstream.tiering import Tierer
+from kstream.tools.cli.main import cli
 
 PARTITIONS = 2
 # Milliseconds survive Delta's microseconds; recent, so time retention (7 days) keeps them.
@@ -147,6 +150,36 @@ def test_a_consumer_reads_the_lake_then_the_log(cluster_path, scene):
         assert sorted(_consume(consumer)) == [row for row in want if row[0] == 0]
     finally:
         consumer.close()
+
+
+def test_the_low_watermark_and_earliest_count_the_lake_as_kafkas_tiered_storage_does(cluster_path, scene):
+    """KIP-405: the log start offset a client sees (ListOffsets EARLIEST, the low watermark) is
+    the first offset of remote and local storage together; a lookup by time searches both."""
+    _, want, edges = scene
+    first = {p: min(row[1] for row in want if row[0] == p) for p in range(PARTITIONS)}
+    consumer = Consumer({"cluster": cluster_path, "auto.offset.reset": "error"})
+    admin = AdminClient({"cluster": cluster_path})
+    try:
+        for p in range(PARTITIONS):
+            tp = TopicPartition("t", p)
+            low, high = consumer.get_watermark_offsets(tp)
+            assert low == first[p] < edges[p][1]  # the lake's first offset, below the log start
+            assert high > max(row[1] for row in want if row[0] == p)
+            assert admin.list_offsets({tp: OffsetSpec.earliest()})[tp].result().offset == first[p]
+            by_time = admin.list_offsets({tp: OffsetSpec.for_timestamp(STAMP_MS)})[tp].result()
+            assert (by_time.offset, by_time.timestamp) == (first[p], STAMP_MS)
+        consumer.assign([TopicPartition("t", 0, 0)])
+        assert consumer.poll(5) is not None
+        assert consumer.get_watermark_offsets(TopicPartition("t", 0), cached=True)[0] == first[0]
+        # kafka-get-offsets: earliest counts the lake, earliest-local (KIP-1005) does not.
+        for time, want_offset in (("earliest", first[1]), ("-4", edges[1][1]), ("earliest-local", edges[1][1]),
+                                  (str(STAMP_MS), first[1])):
+            result = CliRunner().invoke(cli, ["--cluster", cluster_path, "get-offsets", "--topic", "t",
+                                              "--partitions", "1", "--time", time])
+            assert (result.exit_code, result.output.split()) == (0, [f"t:1:{want_offset}"]), result.output
+    finally:
+        consumer.close()
+        admin.close()
 
 
 def test_a_consumer_in_a_hole_gets_auto_offset_reset(cluster_path, scene):

@@ -35,7 +35,7 @@ from kstream.log.storage.output import output_schema
 from kstream.log.transactions.isolation import Isolation
 from kstream.log.transactions.store import TransactionStore
 from kstream.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, TopicPartition
-from kstream.tiering.lake_reader import LakeFetch
+from kstream.tiering.lake_reader import LakeFetch, partition_lake
 
 PartitionKey = tuple[str, int]
 
@@ -105,8 +105,7 @@ class Assignment:
 
     def _lake(self, info: TopicInfo, partition: int, schema: pa.Schema | None) -> LakeFetch | None:
         """A tiered topic's partition's lake (its Delta table), None when the topic is not tiered."""
-        table_dir = self._cluster.log_config(info).tier_table_dir
-        return None if table_dir is None else LakeFetch(table_dir, info.name, info.topic_id, partition, schema)
+        return partition_lake(self._cluster, info, partition, schema)
 
     def remove(self, tp: TopicPartition) -> PartitionFetch | None:
         """Unassign one partition (its stored offset and pause with it); the closed fetch

@@ -42,16 +42,19 @@ class PartitionLookups:
 
     def watermarks(self, tp: TopicPartition, cached: bool) -> tuple[int, int]:
         """(low, high): log start offset and high watermark; ``cached``: as of the last fetch of
-        an assigned partition, (OFFSET_INVALID, OFFSET_INVALID) before any."""
+        an assigned partition, (OFFSET_INVALID, OFFSET_INVALID) before any. A tiered topic's log
+        start is its lake's first offset when the lake holds records below the log's (as Kafka's
+        tiered storage counts remote segments, KIP-405)."""
         if cached:
             assigned = self._assignment.partitions.get((tp.topic, tp.partition))
             if assigned is None or assigned.fetched_end is None:
                 return OFFSET_INVALID, OFFSET_INVALID
-            return assigned.reader.log_start_offset(), assigned.fetched_end
+            return assigned.earliest_offset(), assigned.fetched_end
         with self._assignment.fetch_for(tp) as fetch:
             found = bounds(self._cluster, fetch.topic, fetch.partition, handle=fetch.handle,
                            store=fetch.isolation.store)
-            return found.log_start_offset, found.high_watermark
+            low = found.log_start_offset if fetch.lake is None else fetch.lake.start_offset(found.log_start_offset)
+            return low, found.high_watermark
 
     def offsets_for_times(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         """Per partition, the earliest offset whose timestamp is >= tp.offset (ms) among the

@@ -195,6 +195,7 @@ class Fetcher:
                                            end_offset=end, verify=False)
             except OffsetOutOfRangeError as err:  # before the log start offset
                 if fetch.lake is not None and fetch.lake.covers(fetch.fetch_offset):
+                    fetch.fetched_end = end  # (the cached watermark, as a log fetch's)
                     budget -= fetch.read_lake(min(self.partition_max_bytes, budget))
                     lake_read = True  # (a read of gaps only moves the position: read again)
                     continue

@@ -24,6 +24,7 @@ import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +36,10 @@ from deltalake.exceptions import DeltaError
 from kstream.log.storage.output import LOG_APPEND_TIME, StoredBatch
 from kstream.log.storage.records import HEADER_TYPE
 from kstream.tiering.lake_table import PARTITION_COLUMN, LakeTable, TierError, app_id
+
+if TYPE_CHECKING:
+    from kstream.log.cluster.cluster import Cluster
+    from kstream.log.cluster.metadata import TopicInfo
 
 OFFSET_COLUMN = "offset"
 
@@ -152,19 +157,26 @@ class LakeSnapshot:
 
     def offset_for_timestamp(self, partition: int, timestamp_ms: int) -> int | None:
         """The first offset of ``partition`` in the lake whose record's timestamp is at or after
-        ``timestamp_ms`` (None: none), the rule of :func:`kstream.log.offset_for_timestamp`: in
-        offset order, a file at a time (files whose ``timestamp`` statistics end before the time
-        are skipped)."""
+        ``timestamp_ms`` (None: none), the rule of :func:`kstream.log.offset_for_timestamp`."""
+        hit = self.record_for_timestamp(partition, timestamp_ms)
+        return None if hit is None else hit[0]
+
+    def record_for_timestamp(self, partition: int, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp ms) of the first record of ``partition`` in the lake whose
+        timestamp is at or after ``timestamp_ms`` (None: none): in offset order, a file at a
+        time (files whose ``timestamp`` statistics end before the time are skipped)."""
         found = self.partition(partition)
         wanted = pa.scalar(timestamp_ms * 1000, pa.timestamp("us", tz="UTC"))
         for file in found.files:
             if file.max_timestamp_us is not None and file.max_timestamp_us < timestamp_ms * 1000:
                 continue
             table = pq.read_table(file.path, columns=[OFFSET_COLUMN, "timestamp"])
-            hits = table.filter(pc.greater_equal(table.column("timestamp"), wanted)).column(OFFSET_COLUMN)
-            hits = hits.filter(pc.less(hits, found.end_offset))
+            hits = table.filter(pc.and_(pc.greater_equal(table.column("timestamp"), wanted),
+                                        pc.less(table.column(OFFSET_COLUMN), found.end_offset)))
             if len(hits):
-                return int(pc.min(hits).as_py())
+                first = hits.take([pc.index(hits.column(OFFSET_COLUMN), pc.min(hits.column(OFFSET_COLUMN))).as_py()])
+                stamp = first.column("timestamp").cast(pa.int64())[0].as_py() // 1000
+                return int(first.column(OFFSET_COLUMN)[0].as_py()), stamp
         return None
 
     def read(self, partition: int, start: int, end: int, columns: list[str] | None = None
@@ -266,8 +278,14 @@ class LakeFetch:
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """The lake's answer to offsets_for_times (:meth:`LakeSnapshot.offset_for_timestamp`),
         from the table's latest version; None when the lake holds no such record."""
+        hit = self.record_for_timestamp(timestamp_ms)
+        return None if hit is None else hit[0]
+
+    def record_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp ms) of :meth:`offset_for_timestamp`'s record (a ListOffsets
+        answer), from the table's latest version; None when the lake holds no such record."""
         self._snapshot = LakeSnapshot.open(self.path, self.topic, self.topic_id)
-        return None if self._snapshot is None else self._snapshot.offset_for_timestamp(self.partition, timestamp_ms)
+        return None if self._snapshot is None else self._snapshot.record_for_timestamp(self.partition, timestamp_ms)
 
     def covers(self, offset: int) -> bool:
         """Whether the lake holds ``offset``'s place: at or above its first offset, below its end."""
@@ -316,6 +334,13 @@ class LakeFetch:
     def _snapshot_schema(self) -> pa.Schema:
         assert self._snapshot is not None
         return self._snapshot.schema()
+
+
+def partition_lake(cluster: Cluster, info: TopicInfo, partition: int,
+                   value_schema: pa.Schema | None = None) -> LakeFetch | None:
+    """A tiered topic's partition's lake (its Delta table), None when the topic is not tiered."""
+    table_dir = cluster.log_config(info).tier_table_dir
+    return None if table_dir is None else LakeFetch(table_dir, info.name, info.topic_id, partition, value_schema)
 
 
 def _stored_schema(value_schema: pa.Schema | None) -> pa.Schema:

@@ -2,8 +2,10 @@
 
 get-offsets prints ``topic:partition:offset`` lines as kafka-get-offsets does,
 for ``--time`` ``-1``/``latest`` (the high watermark), ``-2``/``earliest`` (the
-log start offset), ``-3``/``max-timestamp`` (the record with the largest
-timestamp) or a timestamp in ms (the first record at or after it, by
+log start offset: a tiered topic's lake first offset when its lake holds records below the
+local log's, as Kafka counts remote segments, KIP-405), ``-4``/``earliest-local`` (the local
+log start, KIP-1005), ``-3``/``max-timestamp`` (the record with the largest
+timestamp) or a timestamp in ms (the first record at or after it, the lake's first, else
 :func:`kstream.log.offset_for_timestamp` under read_uncommitted, as the tool's
 ListOffsets asks: markers never answer). A partition
 with no such offset prints no line, as in Kafka. Read-only: creates nothing.
@@ -30,8 +32,9 @@ from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.partition import Partition
 from kstream.log.cluster.record_deletion import delete_records as delete_records_before
 from kstream.log.partition_bounds import bounds
+from kstream.tiering.lake_reader import partition_lake
 
-_NAMED_TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3}
+_NAMED_TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3, "earliest-local": -4}
 
 
 @contextmanager
@@ -49,10 +52,10 @@ def _parse_time(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        value = -4
-    if value < -3:
+        value = -5
+    if value < -4:
         raise click.BadParameter(f"malformed time {text!r}: use -1 or latest, -2 or earliest, -3 or "
-                                 "max-timestamp, or a timestamp in ms", param_hint="--time")
+                                 "max-timestamp, -4 or earliest-local, or a timestamp in ms", param_hint="--time")
     return value
 
 
@@ -81,7 +84,10 @@ def offset_for(cluster: Cluster, handle: Partition, time: int) -> int | None:
     high_watermark = found.high_watermark
     if time == -1:
         return high_watermark
+    lake = partition_lake(cluster, cluster.topic(handle.topic), handle.partition)
     if time == -2:
+        return found.log_start_offset if lake is None else lake.start_offset(found.log_start_offset)
+    if time == -4:
         return found.log_start_offset
     if time == -3:
         reader = handle.reader()
@@ -90,6 +96,9 @@ def offset_for(cluster: Cluster, handle: Partition, time: int) -> int | None:
         finally:
             reader.close()
         return None if newest is None else newest.offset
+    in_lake = None if lake is None else lake.offset_for_timestamp(time)
+    if in_lake is not None:
+        return in_lake
     hit = offset_for_timestamp(handle, time)  # read_uncommitted, as kafka-get-offsets asks
     return None if hit is None else hit.offset
 
@@ -98,9 +107,9 @@ def offset_for(cluster: Cluster, handle: Partition, time: int) -> int | None:
 @click.option("--topic", help="Topic name, or a regular expression matching whole names (default: all).")
 @click.option("--partitions", help="Partition ids: 0,2,5 or ranges 0-3 (default: all).")
 @click.option("--time", "time_text", default="latest", show_default=True,
-              metavar="-1|latest|-2|earliest|-3|max-timestamp|MS",
-              help="Which offset: high watermark, log start, record with the largest timestamp, or the "
-                   "first offset at or after a timestamp (ms).")
+              metavar="-1|latest|-2|earliest|-3|max-timestamp|-4|earliest-local|MS",
+              help="Which offset: high watermark, log start (a tiered topic's: in its lake), record with the "
+                   "largest timestamp, local log start, or the first offset at or after a timestamp (ms).")
 @click.pass_context
 def get_offsets(ctx: click.Context, topic: str | None, partitions: str | None, time_text: str) -> None:
     """Print topic:partition:offset per partition, as kafka-get-offsets does."""
