@@ -48,8 +48,13 @@ def fill(cluster_path: str, records: int, record_size: int, partitions: int, seg
     with Admin({"cluster": cluster_path}) as admin:
         admin.create_topics([NewTopic(TOPIC, partitions, 1, config={
             "segment.bytes": str(segment_mb << 20), "tier.delta.path": "/nonexistent/set-per-repeat"})])[TOPIC].result()
+    produce_random(cluster_path, records, record_size, partitions)
+
+
+def produce_random(cluster_path: str, records: int, record_size: int, partitions: int, seed: int = 24) -> None:
+    """``records`` random values of ``record_size`` bytes into TOPIC, 1 MiB batches round robin."""
     per_batch = max(1, (1 << 20) // record_size)
-    rng = np.random.default_rng(24)
+    rng = np.random.default_rng(seed)
     with Producer({"cluster": cluster_path, "acks": "1"}) as producer:
         for j, start in enumerate(range(0, records, per_batch)):
             n = min(per_batch, records - start)

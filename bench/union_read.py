@@ -2,12 +2,14 @@
 goal >= 0.8).
 
     python -m bench.union_read [--records 2000000] [--record-size 100] [--partitions 2]
-        [--segment-mb 8] [--repeats 5] [--out bench/results]
+        [--segment-mb 8] [--tail-fraction 0.1] [--repeats 5] [--out bench/results]
 
-One kstream topic gets ``--records`` random values (bench.tier_vs_delta.fill), is tiered once
-(``Tierer.run(force=True)``: every sealed segment, ~90% of the rows at the defaults) and its
-local segments below the lake end are deleted by retention. Then, in one SparkSession (local[2],
-the kstream jar), alternating inside every repeat, each side computing
+One kstream topic gets ``--records`` * (1 - ``--tail-fraction``) random values
+(bench.tier_vs_delta.fill), is tiered once (``Tierer.run(force=True)``: every sealed segment)
+and its local segments below the lake end are deleted by retention; then the rest of the
+records are appended and left in the log (the issue's scene: 90% of the rows in the lake).
+Then, in one SparkSession (local[2], the kstream jar), alternating inside every repeat, each
+side computing
 ``sum(length(value)), count(*), max(offset)`` over every row:
 
 (a) **union**: ``format("kstream")`` with ``reader=jvm`` from earliest: the lake's Parquet files
@@ -31,7 +33,7 @@ import statistics
 import tempfile
 import time
 
-from bench.tier_vs_delta import TOPIC, fill
+from bench.tier_vs_delta import TOPIC, fill, produce_random
 from kstream.jars import JARS_CONF, jar_path
 from kstream.log.cluster.cluster import Cluster
 from kstream.tiering import Tierer
@@ -64,6 +66,8 @@ def main() -> None:
     parser.add_argument("--record-size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--segment-mb", type=int, default=8)
+    parser.add_argument("--tail-fraction", type=float, default=0.1,
+                        help="share of the records appended after tiering, left in the log")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args()
@@ -73,8 +77,12 @@ def main() -> None:
     spark = None
     try:
         cluster_path, lake = os.path.join(work, "cluster"), os.path.join(work, "lake")
-        fill(cluster_path, args.records, args.record_size, args.partitions, args.segment_mb)
+        if not 0 <= args.tail_fraction < 1:
+            parser.error(f"--tail-fraction is in [0, 1), not {args.tail_fraction}")
+        tail = int(args.records * args.tail_fraction)
+        fill(cluster_path, args.records - tail, args.record_size, args.partitions, args.segment_mb)
         ends = tier_and_delete(cluster_path, lake)
+        produce_random(cluster_path, tail, args.record_size, args.partitions, seed=25)
         spark = (SparkSession.builder.master("local[2]").appName("union-bench").config(JARS_CONF, jar_path())
                  .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
