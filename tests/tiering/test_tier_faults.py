@@ -170,3 +170,25 @@ def test_a_power_cut_right_after_the_commit_keeps_every_file_it_names_whole(clus
         ends = {p: owner.end_offset(table, p) for p in range(PARTITIONS)}
         assert got == [row for row in want if row[1] < ends[row[0]]]  # each record below the lake end, once
     assert kept  # some cut kept the commit (its entry reached the disk)
+
+
+def test_a_checkpoint_a_power_cut_tore_is_set_aside_by_the_next_pass(cluster_path, tiered, journal):
+    """delta-rs writes a checkpoint after every 100th commit and fsyncs it not: a cut can tear
+    it (the tierer fsyncs it after the commit). The next pass sets it aside and goes on."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    tier(cluster_path)
+    DeltaTable(tiered).create_checkpoint()
+    log_dir = os.path.join(tiered, "_delta_log")
+    checkpoint = next(name for name in os.listdir(log_dir) if name.endswith(".checkpoint.parquet"))
+    with open(os.path.join(log_dir, checkpoint), "r+b") as f:
+        f.truncate(100)  # its pages never reached the disk
+    with pytest.raises(DeltaError):  # a precondition: delta-rs cannot read the table so
+        DeltaTable(tiered).to_pyarrow_table()
+    fill(cluster_path, "t", PARTITIONS, rounds=2)
+    want = oracle(cluster_path, "t", PARTITIONS)
+    tier(cluster_path)
+    ends = recorded_ends(cluster_path, "t")
+    assert lake_rows(tiered) == [row for row in want if row[1] < ends[row[0]]]
+    assert os.path.exists(os.path.join(log_dir, checkpoint + ".torn"))

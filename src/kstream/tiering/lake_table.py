@@ -112,7 +112,9 @@ class LakeTable:
                 table = DeltaTable(self.path)
             except (DeltaError, OSError) as err:
                 raise TierError(f"the tier table of topic {self.topic!r} at {self.path} is unreadable: "
-                                f"{str(err).splitlines()[0]}; restore it from a backup") from err
+                                f"{str(err).splitlines()[0]}. If a power cut tore its newest commit or checkpoint, the "
+                                "tierer's next pass sets that aside (run `kstream tier run`); otherwise restore the "
+                                "table from a backup") from err
             self._check_owner(table)
             self._table = table
         else:
@@ -149,6 +151,7 @@ class LakeTable:
             names = os.listdir(log_dir)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        self._recover_checkpoint(log_dir, names)
         versions = [int(name[:20]) for name in names if _COMMIT_NAME.fullmatch(name)]
         if not versions:
             return None
@@ -171,6 +174,52 @@ class LakeTable:
                     "durable (%s); set aside as %s.torn, the next pass copies its rows again",
                     self.path, version, self.topic, problem, commit)
         return version
+
+    def _recover_checkpoint(self, log_dir: str, names: list[str]) -> None:
+        """Set aside the newest checkpoint (and ``_last_checkpoint``) when a power cut tore it:
+        delta-rs writes one after every 100th commit and fsyncs neither; the tierer fsyncs them
+        after the commit (:meth:`_sync_checkpoint`), and a reader without them replays the
+        JSON commits, all still there."""
+        checkpoints = sorted(name for name in names if _CHECKPOINT_NAME.fullmatch(name))
+        torn = []
+        if checkpoints and not _readable_parquet(os.path.join(log_dir, checkpoints[-1])):
+            torn.append(checkpoints[-1])
+        last = os.path.join(log_dir, LAST_CHECKPOINT)
+        if os.path.exists(last):
+            try:
+                with open(last, "rb") as f:
+                    named = int(json.loads(f.read())["version"])
+            except (ValueError, KeyError, TypeError):
+                named = None
+            if named is None or any(name.startswith(f"{named:020d}.") for name in torn) or not any(
+                    name.startswith(f"{named:020d}.") for name in checkpoints):
+                torn.append(LAST_CHECKPOINT)
+        if not torn:
+            return
+        try:
+            disk.check_writable(log_dir)
+            for name in torn:
+                os.rename(os.path.join(log_dir, name), os.path.join(log_dir, name + ".torn"))
+            fsync_dir(log_dir)
+        except OSError as err:
+            raise TierError(f"{self.path}: the tier table's checkpoint {', '.join(torn)} was torn by a crash and "
+                            f"cannot be set aside: {err}; the next pass tries again") from err
+        self._table = None
+        log.warning("%s: the tier table's checkpoint %s was torn by a crash before the tierer made it "
+                    "durable; set aside (.torn), readers replay the commits", self.path, ", ".join(torn))
+
+    def _sync_checkpoint(self, version: int) -> None:
+        """fsync the checkpoint delta-rs wrote after commit ``version``, if it wrote one."""
+        log_dir = os.path.join(self.path, "_delta_log")
+        prefix = f"{version:020d}.checkpoint"
+        written = [name for name in os.listdir(log_dir) if name.startswith(prefix) and name.endswith(".parquet")]
+        if not written:
+            return
+        for name in written:
+            _fsync_file(os.path.join(log_dir, name))
+        if os.path.exists(os.path.join(log_dir, LAST_CHECKPOINT)):
+            _fsync_file(os.path.join(log_dir, LAST_CHECKPOINT))
+        fsync_dir(log_dir)
 
     def _check_owner(self, table: DeltaTable) -> None:
         description = table.metadata().description or ""
@@ -292,6 +341,7 @@ class LakeTable:
         fsync_dir(self.path)  # a new partition=N directory's entry
         _fsync_file(commit)
         fsync_dir(log_dir)
+        self._sync_checkpoint(version)
 
 
 class _DataFile:
@@ -439,6 +489,16 @@ def _write_files(root: str, batches: Iterable[pa.RecordBatch], schema: pa.Schema
 
 
 _COMMIT_NAME = re.compile(r"\d{20}\.json")
+_CHECKPOINT_NAME = re.compile(r"\d{20}\.checkpoint(\.\d+\.\d+)?\.parquet")
+LAST_CHECKPOINT = "_last_checkpoint"
+
+
+def _readable_parquet(path: str) -> bool:
+    try:
+        pq.read_table(path)  # (small: the table's file list)
+        return True
+    except (OSError, pa.ArrowException):
+        return False
 _LEFTOVER_FILE = re.compile(r"part-\d{5}-[0-9a-f-]{36}-c000\.snappy\.parquet")
 
 
