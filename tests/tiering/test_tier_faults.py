@@ -192,3 +192,61 @@ def test_a_checkpoint_a_power_cut_tore_is_set_aside_by_the_next_pass(cluster_pat
     ends = recorded_ends(cluster_path, "t")
     assert lake_rows(tiered) == [row for row in want if row[1] < ends[row[0]]]
     assert os.path.exists(os.path.join(log_dir, checkpoint + ".torn"))
+
+
+def test_a_first_commit_that_did_not_land_leaves_files_the_next_pass_writes_among(cluster_path, tiered, journal,
+                                                                                   monkeypatch):
+    """The tierer died after writing the first commit's data files, before the commit: the
+    directory holds ``partition=N`` files and no table. The next pass makes the table there."""
+    from kstream.tiering import lake_table
+
+    def died(*args, **kwargs):
+        raise _MachineDiedError("before the first commit")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(lake_table, "create_table_with_add_actions", died)
+        with pytest.raises(_MachineDiedError):
+            tier(cluster_path)
+    assert any(name.startswith("partition=") for name in os.listdir(tiered))
+    want = oracle(cluster_path, "t", PARTITIONS)
+    tier(cluster_path)
+    ends = recorded_ends(cluster_path, "t")
+    assert lake_rows(tiered) == [row for row in want if row[1] < ends[row[0]]]
+    assert all(end > 0 for end in ends.values())
+
+
+@pytest.mark.parametrize("tear", ["last add line lost", "cut mid-line", "empty"])
+def test_a_commit_file_a_power_cut_tore_is_set_aside_and_its_range_copied_again(cluster_path, tiered, journal,
+                                                                                 monkeypatch, tear):
+    """The commit file's entry reached the disk, not all its pages (it was not fsynced yet, so
+    nothing recorded its end): the next pass sets it aside and copies its range again."""
+    tier(cluster_path)
+    fill(cluster_path, "t", PARTITIONS, rounds=2)
+    before = recorded_ends(cluster_path, "t")
+    want = oracle(cluster_path, "t", PARTITIONS)
+
+    def died(self, version):
+        raise _MachineDiedError(version)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(LakeTable, "_durable", died)
+        with pytest.raises(_MachineDiedError):
+            tier(cluster_path)
+    commit = os.path.join(tiered, "_delta_log", f"{1:020d}.json")
+    with open(commit, "rb") as f:
+        lines = f.read().split(b"\n")
+    assert sum(b'"add"' in line for line in lines) == 2  # a file per partition
+    if tear == "last add line lost":  # torn at a page boundary that fell between two lines
+        kept = b"\n".join(lines[:max(i for i, line in enumerate(lines) if b'"add"' in line)])
+    elif tear == "cut mid-line":
+        kept = b"\n".join(lines)[:len(b"\n".join(lines)) // 2]
+    else:
+        kept = b""
+    with open(commit, "wb") as f:
+        f.write(kept)
+    assert recorded_ends(cluster_path, "t") == before
+    tier(cluster_path)
+    ends = recorded_ends(cluster_path, "t")
+    assert ends != before
+    assert lake_rows(tiered) == [row for row in want if row[1] < ends[row[0]]]
+    assert os.path.exists(commit + ".torn")

@@ -13,9 +13,12 @@ Delta stores the highest version per app id in the same atomic commit as the row
 lake end of a partition is read from the Delta log (:meth:`LakeTable.end_offset`) and a
 commit is never made twice: a restarted tierer starts from there.
 
-delta-rs does not fsync what it writes. :meth:`LakeTable.append` does, before it returns: the
-new data files, the commit file and their directories, so that the lake end the tierer then
-records in the metadata (and retention trusts) is on disk.
+The data files are written by :meth:`LakeTable.append` itself (pyarrow), fsynced with their
+directories, and only then committed with deltalake's transaction API (add actions with their
+statistics); delta-rs then writes the commit file, which the tierer fsyncs with ``_delta_log``
+before it returns, so that the lake end the tierer then records in the metadata (and retention
+trusts) is on disk, and a power cut that keeps a commit file keeps every file it names whole.
+A commit file (or a checkpoint) a power cut tore is set aside by :meth:`LakeTable.recover`.
 
 The table's description names the topic and its id; a table of another topic (or of an
 earlier incarnation of this one) at the path is refused, as is a directory holding other
