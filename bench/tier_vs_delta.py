@@ -8,8 +8,8 @@ batches of ~1 MB spread over ``--partitions``, with ``segment.bytes`` = ``--segm
 all but each partition's last segment are sealed. Then, alternating inside every repeat:
 
 (a) **tier**: :class:`kstream.tiering.Tierer` copies the sealed segments into a new Delta table
-    (read_committed read of the log, output columns, one Delta commit per partition with its app
-    transaction, fsync of the commit's files);
+    (read_committed read of the log, output columns, the Parquet files written and fsynced by the
+    tierer, then one Delta commit with every partition's app transaction, fsync of the commit);
 (b) **plain append**: ``write_deltalake`` of the same rows, already in memory as one Arrow table
     (the rows (a) wrote, read back once before the repeats), into a new table partitioned by
     ``partition`` the same way, with the same fsyncs added (the files of the commit and the log).

@@ -15,14 +15,10 @@ from chaos.run import CLASSES, replay_command, run_round
 EXTRA_SEED = {"power_cut_rf1", "power_cut_rf3", "sigkill"}
 
 # class -> the open defect that makes it fail today (see docs/RELIABILITY.md).
-OPEN_DEFECTS: dict[str, str] = {
-    "tier_power_cut": "issue 24: a power cut between delta-rs writing a tier commit and the tierer's fsync "
-                      "can keep the commit and tear a Parquet file it names (2 of 20 rounds); the tierer "
-                      "detects it and stops, the table needs a restore (docs/TIERING.md)",
-}
+OPEN_DEFECTS: dict[str, str] = {}
 
 # Classes of OPEN_DEFECTS whose failure depends on timing (their xfail is not strict).
-TIMING_DEPENDENT: set[str] = {"tier_power_cut"}
+TIMING_DEPENDENT: set[str] = set()
 
 
 def _marks(name: str) -> list:

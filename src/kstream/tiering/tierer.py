@@ -110,6 +110,7 @@ class Tierer:
         lock_fd = self._lock(info)
         handles: dict[int, Partition] = {}
         try:
+            table.recover()  # a commit a power cut tore (under the lock: no pass is writing one)
             recorded = self.lakes.ends(info.name, info.topic_id)
             done: dict[int, PartitionTiered] = {}
             work: list[_Piece] = []
