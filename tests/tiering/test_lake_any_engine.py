@@ -5,55 +5,15 @@ tests/spark/test_tiered_table_delta_spark.py and test_tiered_table_standalone.py
 
 from __future__ import annotations
 
-import json
-
 import duckdb
 import polars as pl
-import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
-from tier_helpers import SEGMENT_BYTES, fill, recorded_ends
-
-from kstream.data_source import KStreamBatchReader, KStreamDataSource
-from kstream.log.cluster.cluster import Cluster
-from kstream.tiering import Tierer
+from tier_helpers import LAKE_COLUMNS as COLUMNS
+from tier_helpers import SEGMENT_BYTES, kstream_rows, rows_of, tier_all_then_more
 
 PARTITIONS = 3
 STAMP_MS = 1_764_000_000_123  # a millisecond stamp: Delta's microseconds must keep it exactly
-COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
-
-
-def rows_of(table: pa.Table) -> list[tuple]:
-    """Each row of a table with the read's columns as a comparable tuple: ``timestamp`` as integer
-    microseconds since the epoch (Delta's unit), headers as ((key, value), ...); sorted by
-    (partition, offset)."""
-    stamps = table.column("timestamp")
-    if not pa.types.is_timestamp(stamps.type):
-        raise AssertionError(f"timestamp read as {stamps.type}, not a timestamp type")
-    micros = pc.cast(pc.cast(stamps, pa.timestamp("us", tz="UTC")), pa.int64()).to_pylist()
-    out = []
-    for r, us in zip(table.select(COLUMNS).to_pylist(), micros, strict=True):
-        headers = tuple((h["key"], bytes(h["value"]) if h["value"] is not None else None)
-                        for h in (r["headers"] or []))
-        out.append((r["partition"], r["offset"], r["key"], r["value"], r["topic"], us, r["timestampType"],
-                    headers))
-    return sorted(out, key=lambda row: (row[0], row[1]))
-
-
-def kstream_rows(cluster_path: str, ends: dict[int, int], start: dict[int, int] | None = None) -> list[tuple]:
-    """The rows a kstream batch read (the Python data source, from the log: nothing of it is
-    deleted) gives for [start, end) per partition."""
-    begin = start or dict.fromkeys(ends, 0)
-    options = {"cluster": cluster_path, "assign": json.dumps({"t": sorted(ends)}), "includeHeaders": "true",
-               "reader": "python",
-               "startingOffsets": json.dumps({"t": {str(p): o for p, o in begin.items()}}),
-               "endingOffsets": json.dumps({"t": {str(p): o for p, o in ends.items()}})}
-    schema = KStreamDataSource(options).schema()
-    reader = KStreamBatchReader(options, schema)
-    batches = [batch for split in reader.partitions() for batch in reader.read(split)]
-    assert batches, "the kstream read returned no batch"
-    return rows_of(pa.Table.from_batches(batches))
 
 
 @pytest.fixture
@@ -63,16 +23,8 @@ def tiered(cluster_path, make_topic, tmp_path):
     records written to the log only."""
     lake = str(tmp_path / "lake" / "t")
     make_topic("t", PARTITIONS, config={"segment.bytes": SEGMENT_BYTES, "tier.delta.path": lake})
-    fill(cluster_path, "t", PARTITIONS, timestamp_ms=STAMP_MS)
-    cluster = Cluster.open(cluster_path)
-    try:
-        Tierer(cluster).run(["t"], force=True)
-    finally:
-        cluster.close()
-    fill(cluster_path, "t", PARTITIONS, rounds=1, timestamp_ms=STAMP_MS)  # past the lake end: not in the table
-    ends = recorded_ends(cluster_path, "t")
-    assert sorted(ends) == list(range(PARTITIONS)) and all(e > 0 for e in ends.values())
-    want = kstream_rows(cluster_path, ends)
+    ends = tier_all_then_more(cluster_path, "t", PARTITIONS, STAMP_MS)
+    want = kstream_rows(cluster_path, "t", ends)
     assert {p for p, *_ in want} == set(range(PARTITIONS))
     assert all(row[5] == STAMP_MS * 1000 for row in want)
     assert any(row[7] for row in want) and any(not row[7] for row in want)  # with and without headers
@@ -91,7 +43,7 @@ def test_deltalake_reads_the_rows_of_a_kstream_read(tiered, cluster_path):
     # One kstream partition and an offset range: the partition directory and the offset predicate
     p, low, high = 1, 3, ends[1] - 2
     pruned = table.to_pyarrow_table(filters=[("partition", "=", p), ("offset", ">=", low), ("offset", "<", high)])
-    assert rows_of(pruned) == _slice(want, p, low, high) == kstream_rows(cluster_path, {p: high}, {p: low})
+    assert rows_of(pruned) == _slice(want, p, low, high) == kstream_rows(cluster_path, "t", {p: high}, {p: low})
 
 
 def test_polars_reads_the_rows_of_a_kstream_read(tiered):
