@@ -6,10 +6,10 @@ test_tiered_table_standalone.py (a standalone cluster's master URL).
     python tests/spark/tiered_table_reader.py ENGINE MASTER JARS SOURCE [EXECUTORS]
 
 ENGINE ``kstream``: ``spark.read.format("kstream")`` with reader=jvm, cluster SOURCE, topic ``t``
-from earliest to latest (the union read of lake and log), with maxRecordsPerPartition=40 (several
-tasks). ENGINE ``delta``: ``spark.read.format("delta").load(SOURCE)`` (delta-spark's extension
-and catalog on the session). JARS: comma-separated spark.jars. EXECUTORS: wait (up to 120 s) until
-that many executors registered before reading.
+from earliest to latest (the union read of lake and log; the JVM reader: a task per partition).
+ENGINE ``delta``: ``spark.read.format("delta").load(SOURCE)`` (delta-spark's extension and catalog
+on the session). JARS: comma-separated spark.jars. EXECUTORS: wait (up to 120 s) until that many
+executors registered before reading.
 
 Prints one JSON line: ``columns``, ``rows`` (each [partition, offset, key hex, value hex, topic,
 timestamp microseconds, timestampType, [[header key, value hex], ...]], sorted) and ``tasks``
@@ -72,8 +72,7 @@ def main(engine: str, master: str, jars: str, source: str, executors: int) -> No
             wait_for_executors(spark, executors)
         if engine == "kstream":
             frame = (spark.read.format("kstream").option("cluster", source).option("subscribe", "t")
-                     .option("reader", "jvm").option("includeHeaders", "true")
-                     .option("maxRecordsPerPartition", "40").load())
+                     .option("reader", "jvm").option("includeHeaders", "true").load())
         elif engine == "delta":
             frame = spark.read.format("delta").load(source)
         else:
