@@ -18,42 +18,28 @@ import json
 import os
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 
-import pyspark
 import pytest
 from deltalake import DeltaTable
+from tests.spark.delta_spark_pin import (
+    JAR_DIR,
+    MISMATCH,
+    MISMATCH_REASON,
+    NO_JARS_REASON,
+    ROOT,
+    DeltaSparkBuiltForAnotherSparkError,
+    raise_for_failed_run,
+)
 
 from kstream import ConsumerGroups
 from kstream.log.cluster.cluster import Cluster
 
 pytestmark = pytest.mark.spark
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-POM = os.path.join(ROOT, "jvm", "delta-spark", "pom.xml")
 RECIPE = os.path.join(ROOT, "tests", "spark", "delta_spark_recipe.py")
 RECIPE_TIMEOUT_S = 600
 COLUMNS = ["group", "topic", "partition", "offset", "leader_epoch", "metadata", "generation", "member_id",
            "committer", "commit_time", "topic_id"]
-
-
-def pinned_delta_version() -> str:
-    properties = ET.parse(POM).getroot().find("{http://maven.apache.org/POM/4.0.0}properties")
-    assert properties is not None, f"{POM} has no <properties>"
-    return properties.findtext("{http://maven.apache.org/POM/4.0.0}delta.version") or ""
-
-
-DELTA_VERSION = pinned_delta_version()
-JAR_DIR = os.path.join(ROOT, "jvm", ".delta-spark", DELTA_VERSION)
-# delta-spark releases on Maven Central and the Spark each is built for; none is for 4.3 yet.
-DELTA_BUILT_FOR_SPARK = {"4.0.0": "4.0", "4.0.1": "4.0", "4.1.0": "4.0", "4.2.0": "4.1", "4.3.0": "4.1",
-                         "4.3.1": "4.1", "4.4.0": "4.2"}
-SPARK_MINOR = ".".join(pyspark.__version__.split(".")[:2])
-MISMATCH = DELTA_BUILT_FOR_SPARK.get(DELTA_VERSION, SPARK_MINOR) != SPARK_MINOR
-
-
-class DeltaSparkBuiltForAnotherSparkError(AssertionError):
-    """delta-spark failed on a method of Spark's that its Spark version had and this one lacks."""
 
 
 @pytest.fixture
@@ -93,22 +79,14 @@ def test_the_deltalake_recipe_reads_the_table_and_its_history_into_spark(spark, 
 
 
 @pytest.mark.delta_spark
-@pytest.mark.skipif(not os.path.isdir(JAR_DIR), reason=f"no delta-spark {DELTA_VERSION} jars in "
-                    f"{os.path.relpath(JAR_DIR, ROOT)} (make delta-spark resolves them)")
-@pytest.mark.xfail(MISMATCH, raises=DeltaSparkBuiltForAnotherSparkError, strict=True,
-                   reason=f"delta-spark {DELTA_VERSION} is built for Spark {DELTA_BUILT_FOR_SPARK.get(DELTA_VERSION)}, "
-                          f"not pyspark {pyspark.__version__}'s: its reads fail with NoSuchMethodError "
-                          "(docs/GROUPS.md)")
+@pytest.mark.skipif(not os.path.isdir(JAR_DIR), reason=NO_JARS_REASON)
+@pytest.mark.xfail(MISMATCH, raises=DeltaSparkBuiltForAnotherSparkError, strict=True, reason=MISMATCH_REASON)
 def test_the_delta_spark_recipe_reads_the_table_and_travels_in_time(offsets_table):
     path, first = offsets_table
     result = subprocess.run([sys.executable, RECIPE, JAR_DIR, path, str(first)], capture_output=True, text=True,
                             timeout=RECIPE_TIMEOUT_S, check=False)
     if result.returncode != 0:
-        error = next((line for line in result.stderr.splitlines() if "Error" in line), result.stderr[-2000:])
-        if "java.lang.NoSuchMethodError" in result.stderr:
-            raise DeltaSparkBuiltForAnotherSparkError(f"delta-spark {DELTA_VERSION} on pyspark {pyspark.__version__}: "
-                                                 f"{error}")
-        pytest.fail(f"the delta-spark recipe failed (exit {result.returncode}): {result.stderr[-4000:]}")
+        raise_for_failed_run("the delta-spark recipe", result.returncode, result.stderr)
     got = json.loads(result.stdout.strip().splitlines()[-1])
     assert got["columns"] == COLUMNS
     assert got["current"] == deltalake_rows(path)

@@ -3,11 +3,15 @@ segments, the read_committed oracle, and the rows of the Delta table."""
 
 from __future__ import annotations
 
+import json
 import os
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from kstream import Consumer, Producer, TopicPartition
+from kstream.data_source import KStreamBatchReader, KStreamDataSource
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.lake_offsets import LakeOffsets
 from kstream.log.partition_bounds import bounds
@@ -136,3 +140,65 @@ def tier_then_trim(cluster_path: str, topic: str, partitions: int, more_rounds: 
     finally:
         cluster.close()
     return want, edges
+
+
+def tier_all_then_more(cluster_path: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int]:
+    """``fill`` (plain, committed and aborted records over many segments), every sealed segment
+    tiered, then one more round written to the log only; each partition's lake end (all > 0)."""
+    fill(cluster_path, topic, partitions, timestamp_ms=timestamp_ms)
+    cluster = Cluster.open(cluster_path)
+    try:
+        Tierer(cluster).run([topic], force=True)
+    finally:
+        cluster.close()
+    fill(cluster_path, topic, partitions, rounds=1, timestamp_ms=timestamp_ms)  # past the lake end
+    ends = recorded_ends(cluster_path, topic)
+    assert sorted(ends) == list(range(partitions)) and all(e > 0 for e in ends.values()), ends
+    return ends
+
+
+# The lake's columns, as a Spark read of the topic with headers has them.
+LAKE_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+
+
+def rows_of(table: pa.Table) -> list[tuple]:
+    """Each row of a table with the read's columns as a comparable tuple: ``timestamp`` as integer
+    microseconds since the epoch (Delta's unit), headers as ((key, value), ...); sorted by
+    (partition, offset)."""
+    stamps = table.column("timestamp")
+    if not pa.types.is_timestamp(stamps.type):
+        raise AssertionError(f"timestamp read as {stamps.type}, not a timestamp type")
+    micros = pc.cast(pc.cast(stamps, pa.timestamp("us", tz="UTC")), pa.int64()).to_pylist()
+    out = []
+    for r, us in zip(table.select(LAKE_COLUMNS).to_pylist(), micros, strict=True):
+        headers = tuple((h["key"], bytes(h["value"]) if h["value"] is not None else None)
+                        for h in (r["headers"] or []))
+        out.append((r["partition"], r["offset"], r["key"], r["value"], r["topic"], us, r["timestampType"],
+                    headers))
+    return sorted(out, key=lambda row: (row[0], row[1]))
+
+
+def kstream_rows(cluster_path: str, topic: str, ends: dict[int, int], start: dict[int, int] | None = None
+                 ) -> list[tuple]:
+    """The rows (``rows_of``) a kstream batch read with headers gives for [start, end) per
+    partition: the Python data source, in this process (from the log where the log still holds
+    the offsets, from the lake below the log start)."""
+    begin = start or dict.fromkeys(ends, 0)
+    options = {"cluster": cluster_path, "assign": json.dumps({topic: sorted(ends)}), "includeHeaders": "true",
+               "reader": "python",
+               "startingOffsets": json.dumps({topic: {str(p): o for p, o in begin.items()}}),
+               "endingOffsets": json.dumps({topic: {str(p): o for p, o in ends.items()}})}
+    schema = KStreamDataSource(options).schema()
+    reader = KStreamBatchReader(options, schema)
+    batches = [batch for split in reader.partitions() for batch in reader.read(split)]
+    assert batches, "the kstream read returned no batch"
+    return rows_of(pa.Table.from_batches(batches))
+
+
+def spark_form(rows: list[tuple]) -> list[list]:
+    """``rows_of`` tuples as tests/spark/tiered_table_reader.py prints a Spark read's rows: bytes as
+    Spark's hex() (upper case), headers as [[key, value hex], ...]."""
+    def hexed(b: bytes | None) -> str | None:
+        return None if b is None else b.hex().upper()
+    return [[p, o, hexed(k), hexed(v), topic, us, kind, [[hk, hexed(hv)] for hk, hv in headers]]
+            for p, o, k, v, topic, us, kind, headers in rows]
