@@ -75,11 +75,19 @@ public final class JvmStreamingWrite implements StreamingWrite {
 
         @Override
         public DataWriter<InternalRow> createWriter(int partitionId, long taskId, long epochId) {
-            try (SinkStore store = JvmBatchWrite.store(input.cluster)) {
-                Object[] state = store.batchState(sinkId, epochId);
-                if (state != null) return new AlreadyDecidedWriter(sinkId, epochId, (String) state[0]);
+            SinkStore store = JvmBatchWrite.store(input.cluster);  // the task's: one SQLite open per attempt
+            Object[] state;
+            try {
+                state = store.batchState(sinkId, epochId);
+            } catch (RuntimeException e) {
+                store.close();
+                throw e;
             }
-            return new JvmDataWriter(input, sinkId, epochId);
+            if (state != null) {
+                store.close();
+                return new AlreadyDecidedWriter(sinkId, epochId, (String) state[0]);
+            }
+            return new JvmDataWriter(input, sinkId, epochId, store);
         }
     }
 
