@@ -62,8 +62,7 @@ class SinkOptions:
 def _check_writer_choice(writer: str) -> None:
     """Option 'writer' (jvm, python or auto). This is the Python sink: with the kstream jar on the
     session the JVM provider chooses and hands Python only what it gives the Python sink, so a
-    batch write with writer=jvm arriving here means the jar is not loaded (the JVM side refuses a
-    streaming writer=jvm write itself)."""
+    batch or streaming write with writer=jvm arriving here means the jar is not loaded."""
     if writer.strip().lower() not in ("jvm", "python", "auto"):
         raise ConfigError(f"option 'writer': {writer!r} is not jvm, python or auto")
     if writer.strip().lower() == "jvm":

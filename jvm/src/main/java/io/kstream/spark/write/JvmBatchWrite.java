@@ -63,7 +63,7 @@ public final class JvmBatchWrite implements BatchWrite {
 
     @Override
     public void commit(WriterCommitMessage[] messages) {
-        try (SinkStore store = store(); SinkCommitter committer = new SinkCommitter(input.cluster, store)) {
+        try (SinkStore store = store(input.cluster); SinkCommitter committer = new SinkCommitter(input.cluster, store)) {
             committer.commit(sinkId, 0, writes(messages));
         } catch (IOException e) {
             throw new UncheckedIOException("committing " + sinkId + " in " + input.cluster, e);
@@ -72,21 +72,22 @@ public final class JvmBatchWrite implements BatchWrite {
 
     @Override
     public void abort(WriterCommitMessage[] messages) {
-        try (SinkStore store = store(); SinkCommitter committer = new SinkCommitter(input.cluster, store)) {
+        try (SinkStore store = store(input.cluster); SinkCommitter committer = new SinkCommitter(input.cluster, store)) {
             committer.abort(sinkId, writes(messages), 0L);
         } catch (IOException e) {
             throw new UncheckedIOException("aborting " + sinkId + " in " + input.cluster, e);
         }
     }
 
-    private SinkStore store() {
+    /** The sink's transaction rows of {@code cluster}, with its transaction timeout. */
+    static SinkStore store(String cluster) {
         long timeout;
         try {
-            timeout = SinkStore.clusterTimeoutMs(input.cluster);
+            timeout = SinkStore.clusterTimeoutMs(cluster);
         } catch (IOException e) {
             timeout = SinkStore.DEFAULT_MAX_TIMEOUT_MS;
         }
-        return new SinkStore(MetadataDb.open(input.cluster), timeout);
+        return new SinkStore(MetadataDb.open(cluster), timeout);
     }
 
     static List<TaskWrites> writes(WriterCommitMessage[] messages) {

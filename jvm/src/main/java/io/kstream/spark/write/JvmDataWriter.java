@@ -5,7 +5,6 @@ import io.kstream.spark.format.Format;
 import io.kstream.spark.format.FrameEncoder;
 import io.kstream.spark.format.MetadataSnapshot;
 import io.kstream.spark.log.PartitionAppender;
-import io.kstream.spark.txn.MetadataDb;
 import io.kstream.spark.txn.SinkStore;
 import io.kstream.spark.txn.SinkTaskWriter;
 import java.io.IOException;
@@ -67,15 +66,19 @@ final class JvmDataWriter implements DataWriter<InternalRow> {
     private final Map<TopicTarget.Key, Buffer> buffers = new LinkedHashMap<>();
 
     JvmDataWriter(SinkInput input, String sinkId, Long batchId) {
+        this(input, sinkId, batchId, JvmBatchWrite.store(input.cluster));
+    }
+
+    /** With the task's store open already (it is this writer's from here: closed by {@link #close}). */
+    JvmDataWriter(SinkInput input, String sinkId, Long batchId, SinkStore store) {
         this.input = input;
-        this.snapshot = MetadataSnapshot.read(input.cluster);
-        long timeout;
+        this.store = store;
         try {
-            timeout = SinkStore.clusterTimeoutMs(input.cluster);
-        } catch (IOException e) {
-            timeout = SinkStore.DEFAULT_MAX_TIMEOUT_MS;
+            this.snapshot = MetadataSnapshot.read(input.cluster);
+        } catch (RuntimeException e) {
+            store.close();
+            throw e;
         }
-        this.store = new SinkStore(MetadataDb.open(input.cluster), timeout);
         SinkTaskWriter made;
         try {
             made = new SinkTaskWriter(input.cluster, store, sinkId, batchId);

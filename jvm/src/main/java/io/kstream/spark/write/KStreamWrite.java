@@ -11,7 +11,7 @@ import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 /**
  * A {@code format("kstream")} append, batch or streaming: Spark asks {@link #toBatch} or
  * {@link #toStreaming}, and {@link WriterChoice} picks the writer then (option writer): the JVM
- * writer ({@link JvmBatchWrite}) or the Python sink's write, built from Python's builder only
+ * writer ({@link JvmBatchWrite}, {@link JvmStreamingWrite}) or the Python sink's write, built from Python's builder only
  * when it is used (building it runs no Python).
  */
 public final class KStreamWrite implements Write {
@@ -45,7 +45,10 @@ public final class KStreamWrite implements Write {
 
     @Override
     public StreamingWrite toStreaming() {
-        WriterChoice.streaming(info.options().asCaseSensitiveMap());
+        Map<String, String> options = info.options().asCaseSensitiveMap();
+        if (WriterChoice.streaming(options) == WriterChoice.Writer.JVM) {
+            return new JvmStreamingWrite(SinkInput.of(options, info.schema()), options);
+        }
         return pythonWrite().toStreaming();
     }
 

@@ -17,8 +17,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * The table of a {@code format("kstream")} write when the jar is on the session: the Python
  * data source's table (Spark's PythonTable) with two things added, the {@code update} output
- * mode and the choice of writer (a batch append may go to the JVM writer, {@link KStreamWrite}).
- * Everything else (name, schema, columns, capabilities, properties, scans, streaming writes)
+ * mode and the choice of writer (a batch or streaming append may go to the JVM writer,
+ * {@link KStreamWrite}). Everything else (name, schema, columns, capabilities, properties, scans)
  * is the Python table's, unchanged.
  *
  * <p>pyspark 4.3's PythonWriteBuilder implements SupportsTruncate (complete mode) but not

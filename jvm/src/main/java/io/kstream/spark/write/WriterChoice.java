@@ -13,13 +13,12 @@ import java.util.Map;
 
 /**
  * Which writer serves a {@code format("kstream")} write: option {@code writer} = jvm, python or
- * auto (the default). auto takes the JVM writer ({@link JvmBatchWrite}) for a batch write unless
- * it needs something only the Python sink does; python always hands the write to the Python
+ * auto (the default). auto takes the JVM writer ({@link JvmBatchWrite} for a batch write,
+ * {@link JvmStreamingWrite} for a streaming one) unless it needs something only the Python sink does; python always hands the write to the Python
  * sink; jvm refuses such a write with a ConfigError naming option 'writer' and what is missing.
  *
  * <p>Only the Python sink does (docs/JVM_WRITER.md "Choosing the writer"):
  * <ul>
- * <li>streaming writes (micro-batches): the JVM writer writes batch jobs only;</li>
  * <li>typed topics (a declared Arrow schema);</li>
  * <li>topics with replication factor &gt; 1 (the Java appender writes the leader only);</li>
  * <li>topics that do not exist yet (the Python producer creates them under the cluster's
@@ -61,6 +60,19 @@ public final class WriterChoice {
 
     /** The writer of a batch write with these options. */
     public static Writer batch(Map<String, String> options) {
+        return choose(options);
+    }
+
+    /**
+     * The writer of a streaming write (micro-batches) with these options: the same rule as a
+     * batch write's (the JVM writer's {@link JvmStreamingWrite} commits on the same (sink, batch)
+     * rows under the same sink id as the Python sink, so either may serve a query's next run).
+     */
+    public static Writer streaming(Map<String, String> options) {
+        return choose(options);
+    }
+
+    private static Writer choose(Map<String, String> options) {
         String asked = asked(options);
         if (asked.equals("python")) return Writer.PYTHON;
         List<String> unsupported = unsupported(ReaderOptions.lowered(options), asked.equals("jvm"));
@@ -68,15 +80,6 @@ public final class WriterChoice {
         if (asked.equals("jvm")) {
             throw KStreamException.config("option 'writer' is jvm, but the JVM writer does not write "
                 + String.join(", ", unsupported) + "; use writer=python or writer=auto (docs/JVM_WRITER.md)");
-        }
-        return Writer.PYTHON;
-    }
-
-    /** A streaming write: the Python sink's, refused under writer=jvm. */
-    public static Writer streaming(Map<String, String> options) {
-        if (asked(options).equals("jvm")) {
-            throw KStreamException.config("option 'writer' is jvm, but the JVM writer writes batch jobs only, not"
-                + " streaming queries (micro-batches); use writer=python or writer=auto (docs/JVM_WRITER.md)");
         }
         return Writer.PYTHON;
     }
