@@ -68,7 +68,9 @@ def test_the_graduation_guide_runs_end_to_end(spark, kafka_broker, tmp_path, mon
                 outputs[block.code] = run_bash(block, str(tmp_path))
             else:
                 run_python(block, namespace, spark)
-            print(f"{block.where()}: {time.monotonic() - started:.1f} s")
+            query = namespace.pop("query", None)
+            batches = [p["durationMs"].get("triggerExecution") for p in query.recentProgress] if query else ""
+            print(f"{block.where()}: {time.monotonic() - started:.1f} s {batches}")
         check_around_the_page(spark, kafka_broker, tmp_path, namespace, outputs)
     finally:
         namespace.clear()  # the page's Kafka producers and clients, before the session's broker stops
