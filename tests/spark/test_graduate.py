@@ -38,7 +38,7 @@ def page_blocks():
     skipped = [b for b in blocks if b.marker is not None and not b.marker.run]
     assert [b.language for b in skipped] == ["bash", "bash"], "a new not-run block: say why in this test too"
     assert skipped[0].code.startswith("export KAFKA="), skipped[0].code
-    assert "kafka-consumer-groups" in skipped[1].code, skipped[1].code
+    assert skipped[1].code.startswith("kafka-consumer-groups "), skipped[1].code
     others = [b for b in blocks if b.language not in BASH | PYTHON and (b.marker is None or b.marker.run)]
     assert not others, f"blocks the test would not run: {[b.where() for b in others]}"
     return [b for b in blocks if b.language in BASH | PYTHON and (b.marker is None or b.marker.run)]
@@ -105,6 +105,8 @@ def check_around_the_page(spark, kafka_broker: str, tmp_path, namespace: dict,  
     starting = json.loads((tmp_path / "starting-offsets.json").read_text())
     assert starting == {"clicks": {str(tp.partition): tp.offset for tp in committed}}
     assert sum(starting["clicks"].values()) == 60
+    reset = (tmp_path / "reset.csv").read_text().split()
+    assert sorted(reset) == sorted(f"clicks,{p},{o}" for p, o in starting["clicks"].items())
 
     # --apply committed the same offsets as etl's on Kafka
     from confluent_kafka import ConsumerGroupTopicPartitions as KafkaGroupPartitions
