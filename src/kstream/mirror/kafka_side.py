@@ -11,12 +11,16 @@ address, never a hang. Not thread-safe.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
 from kstream.mirror.errors import MirrorError
 from kstream.mirror.options import MirrorOptions
+
+COORDINATOR_RETRY_S = 0.2
+"""Pause between tries of a group request the group's coordinator is not ready to answer."""
 
 
 def confluent() -> ModuleType:
@@ -39,6 +43,26 @@ class KafkaSide:
         self.ck = confluent()
         self._admin = self.ck.admin.AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000,
                                                  "log_level": 0})
+
+    def _coordinator_not_ready(self, err: Any) -> bool:
+        """Whether ``err`` (a KafkaException) says the group's coordinator is not ready yet: a new
+        cluster's first group request (while ``__consumer_offsets`` is created) or a coordinator
+        moving or loading. Kafka's Java clients retry these; librdkafka's admin calls do not."""
+        code = err.args[0].code() if err.args and hasattr(err.args[0], "code") else None
+        errors = self.ck.KafkaError
+        return code in (errors.NOT_COORDINATOR, errors.COORDINATOR_NOT_AVAILABLE, errors.COORDINATOR_LOAD_IN_PROGRESS)
+
+    def _group_call(self, call: Callable[[], Any]) -> Any:
+        """``call()`` (a group request), tried again while the coordinator is not ready, for at most
+        ``timeout_s``; other errors, and the last one after ``timeout_s``, are raised."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                return call()
+            except self.ck.KafkaException as err:
+                if not self._coordinator_not_ready(err) or time.monotonic() + COORDINATOR_RETRY_S > deadline:
+                    raise
+            time.sleep(COORDINATOR_RETRY_S)
 
     def _unreachable(self, err: BaseException) -> MirrorError:
         return MirrorError(f"Apache Kafka at {self.bootstrap} did not answer within {self.timeout_s:g}s ({err}); "
@@ -98,8 +122,8 @@ class KafkaSide:
         """Every committed offset of ``group`` (empty for a group with none)."""
         request = [self.ck.ConsumerGroupTopicPartitions(group)]
         try:
-            result = self._admin.list_consumer_group_offsets(request, request_timeout=self.timeout_s)[group].result(
-                timeout=self.timeout_s)
+            result = self._group_call(lambda: self._admin.list_consumer_group_offsets(
+                request, request_timeout=self.timeout_s)[group].result(timeout=self.timeout_s))
         except self.ck.KafkaException as err:
             raise MirrorError(f"listing the offsets of group {group!r} at {self.bootstrap} failed: {err}; check "
                               "the address and that the broker runs") from err
@@ -108,8 +132,8 @@ class KafkaSide:
     def active_members(self, group: str) -> list[str]:
         """The member ids of ``group``'s active members (none for a group Kafka does not know)."""
         try:
-            description = self._admin.describe_consumer_groups([group], request_timeout=self.timeout_s)[group].result(
-                timeout=self.timeout_s)
+            description = self._group_call(lambda: self._admin.describe_consumer_groups(
+                [group], request_timeout=self.timeout_s)[group].result(timeout=self.timeout_s))
         except self.ck.KafkaException as err:
             if err.args and err.args[0].code() == self.ck.KafkaError.GROUP_ID_NOT_FOUND:
                 return []
@@ -122,8 +146,8 @@ class KafkaSide:
         partitions = [ck.TopicPartition(t, p, o) for (t, p), o in offsets.items()]
         request = [ck.ConsumerGroupTopicPartitions(group, partitions)]
         try:
-            result = self._admin.alter_consumer_group_offsets(request, request_timeout=self.timeout_s)[group].result(
-                timeout=self.timeout_s)
+            result = self._group_call(lambda: self._admin.alter_consumer_group_offsets(
+                request, request_timeout=self.timeout_s)[group].result(timeout=self.timeout_s))
         except ck.KafkaException as err:
             raise MirrorError(f"setting the offsets of group {group!r} at {self.bootstrap} failed: {err} (a group "
                               "with active members cannot be changed: stop its consumers first)") from err
