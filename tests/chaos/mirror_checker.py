@@ -11,10 +11,11 @@ a value names a record. Problems go into the round's :class:`chaos.checker.Histo
 * into kstream (exactly once): none twice; into Kafka (at least once): records sent twice are
   counted (``History.resent``), never a failure, but the first copies keep the source order;
 * nothing the source does not hold committed: no aborted record, no record nobody wrote;
-* a translated group offset ``t`` for a source offset ``g``: no copy of a record at or past
-  ``g`` (one the group had not read) lies below ``t`` (never past what was copied, nothing
-  skipped); into kstream, no copy of a record below ``g`` lies at or past ``t`` (none read
-  again); ``identity``: ``t == g`` and every copy of the partition at its source offset.
+* a translated group offset ``t`` for a source offset ``g``: every record at or past ``g`` (one
+  the group had not read) has a copy at or past ``t`` (never past what was copied, nothing
+  skipped; into Kafka a record sent twice may have its first copy below ``t``); into kstream,
+  no copy of a record below ``g`` lies at or past ``t`` (none read again); ``identity``:
+  ``t == g`` and every copy of the partition at its source offset.
 """
 
 from __future__ import annotations
@@ -76,11 +77,14 @@ def check_translation(copy: Copy, rows: list[tuple[int, int, int | None, str]], 
         if t is None:
             continue
         pairs = [(o, where[v]) for o, v in copy.target.get(p, []) if v in where]  # (target, source)
-        skipped = [(o, s) for o, s in pairs if o < t and s >= g]
+        last: dict[int, int] = {}  # source offset -> its last copy (into Kafka a record may be sent twice)
+        for o, s in pairs:
+            last[s] = max(o, last.get(s, o))
+        skipped = sorted((o, s) for s, o in last.items() if o < t and s >= g)  # no copy from t up
         if skipped:
-            h.round_problems.append(f"{label}{copy.topic}-{p}: group offset {g} translated to {t}, past the copy "
-                                    f"of source offset {skipped[0][1]} at {skipped[0][0]} (the group never read "
-                                    f"it): {len(skipped)} records skipped")
+            h.round_problems.append(f"{label}{copy.topic}-{p}: group offset {g} translated to {t}, past every copy "
+                                    f"of source offset {skipped[0][1]} (the last at {skipped[0][0]}; the group never "
+                                    f"read it): {len(skipped)} records skipped")
         again = [(o, s) for o, s in pairs if o >= t and s < g]
         if again and copy.exactly_once:
             h.round_problems.append(f"{label}{copy.topic}-{p}: group offset {g} translated to {t}, below the copy "
