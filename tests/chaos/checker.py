@@ -71,6 +71,10 @@ class History:
     # Log-cleaner rounds: their writes and keyed reads (a compaction_checker.KeyedHistory), checked
     # by key (latest values survive) instead of record by record.
     keyed: Any = None
+    # Mirror into Kafka (at least once, docs/MIRROR.md): records sent twice, and records a group
+    # translated across the mirror reads again. Counted and reported, never a failure.
+    resent: int = 0
+    reread: int = 0
 
 
 @dataclass
@@ -80,6 +84,8 @@ class Verdict:
     duplicated: int = 0
     phantom: int = 0
     stuck_lso: int = 0
+    resent: int = 0  # at least once: allowed, reported (History.resent)
+    reread: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -92,7 +98,8 @@ class Verdict:
 
 
 def check(h: History) -> Verdict:
-    v = Verdict(acknowledged=len(h.acked) + sum(len(t) for t in h.committed_txns) + len(h.eos_input or ()))
+    v = Verdict(acknowledged=len(h.acked) + sum(len(t) for t in h.committed_txns) + len(h.eos_input or ()),
+                resent=h.resent, reread=h.reread)
     seen = {tp: dict(records) for tp, records in h.final.items()}
     where = {value: (tp, offset) for tp, records in h.final.items() for offset, value in records}
     for error in h.write_errors:

@@ -308,6 +308,11 @@ def _tier_rounds():
     return __import__("chaos.tier_rounds", fromlist=["_"])
 
 
+def _mirror_rounds():
+    """tests/chaos/mirror_rounds.py: the mirror's classes (issue 23; they start a Kafka broker)."""
+    return __import__("chaos.mirror_rounds", fromlist=["_"])
+
+
 def _sink_rounds():
     """tests/chaos/sink_rounds.py, loaded when one of its classes runs (it imports pyspark)."""
     return __import__("chaos.sink_rounds", fromlist=["_"])
@@ -348,4 +353,8 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "tier_sigkill": lambda ctx: _tier_rounds().tier_sigkill_round(ctx),
     "tier_power_cut": lambda ctx: _tier_rounds().tier_power_cut_round(ctx),
     "tier_lake_unwritable": lambda ctx: _tier_rounds().tier_lake_unwritable_round(ctx),
+    "mirror_sigkill_in": lambda ctx: _mirror_rounds().sigkill_round(ctx, into_kstream=True),
+    "mirror_sigkill_out": lambda ctx: _mirror_rounds().sigkill_round(ctx, into_kstream=False),
+    "mirror_broker_restart": lambda ctx: _mirror_rounds().broker_restart_round(ctx),
+    "mirror_logdir_lost": lambda ctx: _mirror_rounds().logdir_lost_round(ctx),
 }
