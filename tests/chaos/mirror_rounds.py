@@ -84,21 +84,12 @@ def broker() -> str:
 
 def restart_broker(down_s: float) -> None:
     """Stop every node (SIGTERM: a controlled shutdown) and start it again on the same ports
-    and data (KafkaPeer.stop would remove the data, KafkaPeer.start make a new cluster)."""
+    and data (KafkaPeer.restart)."""
     peer = _peer
     assert peer is not None
 
     def restart() -> None:
-        for node in peer.nodes:
-            assert node.process is not None
-            node.process.terminate()
-            try:
-                node.process.wait(60)
-            except subprocess.TimeoutExpired:
-                node.process.kill()
-                node.process.wait()
-        time.sleep(down_s)
-        peer._launch(time.monotonic() + 120)
+        peer.restart(down_s)
 
     _paused_alarm(restart)
 

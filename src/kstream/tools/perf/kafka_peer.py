@@ -294,6 +294,24 @@ class KafkaPeer:
         self.nodes = []
         self.stop_seconds = time.monotonic() - started_at
 
+    def restart(self, down_s: float = 0.0, timeout_s: float = 120.0, stop_timeout_s: float = 60.0) -> None:
+        """Stop every node with SIGTERM (a controlled shutdown; SIGKILL after ``stop_timeout_s``),
+        wait ``down_s``, and start them again on the same ports and data: a broker restart, as an
+        operator's (stop() would remove the data, start() format a new cluster)."""
+        if not self.nodes:
+            raise KStreamError("the Kafka peer is not started: start() it before restart()")
+        for node in self.nodes:
+            if node.process is None:
+                continue
+            node.process.terminate()
+            try:
+                node.process.wait(stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+                node.process.wait()
+        time.sleep(down_s)
+        self._launch(time.monotonic() + timeout_s)
+
     def _classpath(self) -> str:
         return str(self.lib / "broker" / "*")
 
