@@ -46,8 +46,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from chaos.harness import Ctx, lines
 from chaos.mirror_checker import Copy, Records, check_copy, check_translation
-from chaos.rounds import _lose
-from kstream import Admin, Consumer, NewTopic, TopicPartition
+from chaos.rounds import lose_log_dir
+from kstream import OFFSET_BEGINNING, Admin, Consumer, KafkaError, NewTopic, TopicPartition
 from kstream.mirror import MirrorError, parse_endpoint
 from kstream.mirror.offset_translation import OffsetsRequest, OffsetTranslator
 from kstream.tools.perf.kafka_peer import KafkaPeer, create_topic
@@ -108,48 +108,40 @@ def read_kafka(bootstrap: str, topic: str) -> Records:
     ck = _kafka()
     consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-reader", "enable.auto.commit": False,
                             "isolation.level": "read_committed", "enable.partition.eof": True, "log_level": 0})
-    out: Records = {p: [] for p in range(PARTITIONS)}
     try:
         consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        at_end: set[int] = set()
-        deadline = time.monotonic() + 60
-        while len(at_end) < PARTITIONS:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"reading Kafka topic {topic} did not reach its end in 60 s")
-            message = consumer.poll(1)
-            if message is None:
-                continue
-            if message.error() is not None:
-                if message.error().code() != ck.KafkaError._PARTITION_EOF:
-                    raise RuntimeError(f"reading Kafka topic {topic}: {message.error()}")
-                at_end.add(message.partition())
-                continue
-            at_end.discard(message.partition())
-            out[message.partition()].append((message.offset(), message.value()))
+        return _read_to_end(consumer, ck.KafkaError._PARTITION_EOF, f"Kafka topic {topic}")
     finally:
         consumer.close()
-    return out
 
 
 def read_kstream(cluster: str, topic: str) -> Records:
     """Every committed record of a kstream topic: (offset, value) per partition."""
-    out: Records = {p: [] for p in range(PARTITIONS)}
     with Consumer({"cluster": cluster, "group.id": "chaos-reader", "enable.auto.commit": False,
                    "isolation.level": "read_committed", "enable.partition.eof": True}) as consumer:
-        consumer.assign([TopicPartition(topic, p, -2) for p in range(PARTITIONS)])
-        at_end: set[int] = set()
-        deadline = time.monotonic() + 60
-        while len(at_end) < PARTITIONS:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"reading kstream topic {topic} did not reach its end in 60 s")
-            message = consumer.poll(1)
-            if message is None:
-                continue
-            if message.error() is not None:
-                at_end.add(message.partition())
-                continue
-            at_end.discard(message.partition())
-            out[message.partition()].append((message.offset(), message.value()))
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        return _read_to_end(consumer, KafkaError._PARTITION_EOF, f"kstream topic {topic}")
+
+
+def _read_to_end(consumer, eof_code: int, what: str) -> Records:
+    """Poll an assigned confluent-kafka-shaped consumer (Kafka's or kstream's) until every
+    partition reported its end: (offset, value) per partition."""
+    out: Records = {p: [] for p in range(PARTITIONS)}
+    at_end: set[int] = set()
+    deadline = time.monotonic() + 60
+    while len(at_end) < PARTITIONS:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"reading {what} did not reach its end in 60 s")
+        message = consumer.poll(1)
+        if message is None:
+            continue
+        if message.error() is not None:
+            if message.error().code() != eof_code:
+                raise RuntimeError(f"reading {what}: {message.error()}")
+            at_end.add(message.partition())
+            continue
+        at_end.discard(message.partition())
+        out[message.partition()].append((message.offset(), message.value()))
     return out
 
 
@@ -454,7 +446,7 @@ def logdir_lost_round(ctx: Ctx) -> None:
     running = r.mirror.start(until_end=False)
     r.mirror.wait_copying(running, ctx.rng)
     before = read_kstream(ctx.cluster, r.topic)
-    _lose(ctx.log_dirs[ctx.rng.randrange(3)])
+    lose_log_dir(ctx.log_dirs[ctx.rng.randrange(3)])
     time.sleep(ctx.rng.uniform(0.5, 1.5))
     r.wait_writers()
     r.mirror.stop(running, "after the log dir's loss")

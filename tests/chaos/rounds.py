@@ -107,12 +107,12 @@ def disk_lost_round(ctx: Ctx, under_load: bool) -> None:
     child = produce_child(ctx, "w", 600)
     if under_load:
         wait_for_acks(child, ctx.rng.uniform(0.05, 0.8))
-        _lose(ctx.log_dirs[victim])
+        lose_log_dir(ctx.log_dirs[victim])
         record_produce(ctx, lines(child, 60))
     else:
         record_produce(ctx, lines(child, 60))
         sample_hw(ctx)
-        _lose(ctx.log_dirs[victim])
+        lose_log_dir(ctx.log_dirs[victim])
         read_back(ctx, "quiet, before the next write: ")
         first = ctx.history
         ctx.history = History(acked=list(first.acked), hw_samples={})
@@ -125,7 +125,7 @@ def disk_lost_round(ctx: Ctx, under_load: bool) -> None:
     read_back(ctx)
 
 
-def _lose(log_dir: str) -> None:
+def lose_log_dir(log_dir: str) -> None:
     """The disk is gone at once (renamed away, then removed; a writer may still hold files)."""
     os.rename(log_dir, log_dir + ".lost")
     shutil.rmtree(log_dir + ".lost", ignore_errors=True)
