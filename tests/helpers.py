@@ -65,6 +65,19 @@ def consume_values(cluster_path: str, topic: str, partitions, level: str = "read
     return values
 
 
+def open_partitions(cluster_path: str, topic: str, partitions: int) -> list[int]:
+    """The partitions of ``topic`` an open transaction still holds (its LSO held back)."""
+    from kstream.log.cluster.cluster import Cluster
+    from kstream.log.transactions.sink import SinkStore
+
+    cluster = Cluster.open(cluster_path)
+    try:
+        store = SinkStore(cluster)
+        return [p for p in range(partitions) if store.transactions.first_open_offset(topic, p) is not None]
+    finally:
+        cluster.close()
+
+
 def produce_range(cluster_path: str, topic: str, start: int, count: int, *, prefix: str = "v",
                   partitions: int | None = None, key_mod: int | None = None, config: dict | None = None) -> None:
     """Values f"{prefix}{i}" for i in start..start+count-1, to partition i % partitions (else the

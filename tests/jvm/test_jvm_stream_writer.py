@@ -18,11 +18,10 @@ import pytest
 from tests.spark.conftest import spark  # noqa: F401  (the shared session, with the jar when built)
 from tests.spark.jvm_support import load, rows
 
-from helpers import consume_values, produce_range, spark_checkpoint
+from helpers import consume_values, open_partitions, produce_range, spark_checkpoint
 from kstream import Producer
 from kstream.jars import jar_path
 from kstream.log.cluster.cluster import Cluster
-from kstream.log.transactions.sink import SinkStore
 from kstream.sink.query_identity import query_sink_id
 
 pytestmark = [pytest.mark.spark, pytest.mark.jvm]
@@ -62,15 +61,6 @@ def _committed(cluster_path, topic, partitions):
     return sorted(consume_values(cluster_path, topic, partitions))
 
 
-def _open_partitions(cluster_path, topic, partitions):
-    cluster = Cluster.open(cluster_path)
-    try:
-        store = SinkStore(cluster)
-        return [p for p in range(partitions) if store.transactions.first_open_offset(topic, p) is not None]
-    finally:
-        cluster.close()
-
-
 def _drop_last_commit(checkpoint):
     """Spark's commit log loses its last entry: the query crashed after the sink committed the
     batch and before Spark recorded it, so the restart runs that batch again."""
@@ -96,7 +86,7 @@ def test_a_streaming_query_is_written_by_the_jvm_writer_exactly_once_across_rest
     query = _run(spark, cluster_path, "in", "out", checkpoint, "auto", select=select, max_offsets=120)
     assert "JvmStreamingWrite" in _stream_write_class(query)  # auto: the JVM writer for a bytes topic
     assert _committed(cluster_path, "out", 2) == sorted(f"R{i}".encode() for i in range(600))
-    assert _open_partitions(cluster_path, "out", 2) == []
+    assert open_partitions(cluster_path, "out", 2) == []
 
 
 @pytest.mark.parametrize("first,second", [("python", "jvm"), ("jvm", "python"), ("jvm", "jvm")])
@@ -115,7 +105,7 @@ def test_a_replayed_batch_commits_nothing_twice_also_when_the_restart_switches_w
     query = _run(spark, cluster_path, "in", "out", checkpoint, second, max_offsets=100)
     assert ("JvmStreamingWrite" in _stream_write_class(query)) == (second == "jvm")
     assert _committed(cluster_path, "out", 2) == sorted(f"r{i}".encode() for i in range(350))
-    assert _open_partitions(cluster_path, "out", 2) == []
+    assert open_partitions(cluster_path, "out", 2) == []
     cluster = Cluster.open(cluster_path)
     try:  # the query's last batch (3) committed under the Python writer's sink id
         sink_id = query_sink_id(checkpoint)
@@ -140,7 +130,7 @@ def test_a_rolled_back_checkpoint_is_refused_by_the_jvm_writer(spark, cluster_pa
                                         r"but it committed batch 4 of this query already"):
         _run(spark, cluster_path, "in", "out", checkpoint, "jvm", max_offsets=50)
     assert _committed(cluster_path, "out", 1) == sorted(f"r{i}".encode() for i in range(250))
-    assert _open_partitions(cluster_path, "out", 1) == []
+    assert open_partitions(cluster_path, "out", 1) == []
 
 
 def test_a_batch_failing_after_its_tasks_wrote_is_aborted_and_written_once_by_the_restart(
@@ -156,7 +146,7 @@ def test_a_batch_failing_after_its_tasks_wrote_is_aborted_and_written_once_by_th
     with pytest.raises(Exception, match="injected"):
         _run(spark, cluster_path, "in", "out", checkpoint, "jvm", select=failing)
     assert _committed(cluster_path, "out", 1) == []
-    assert _open_partitions(cluster_path, "out", 1) == []  # the abort wrote its ABORT markers
+    assert open_partitions(cluster_path, "out", 1) == []  # the abort wrote its ABORT markers
     cluster = Cluster.open(cluster_path)
     try:
         assert cluster.metadata.read_rows("SELECT COUNT(*) FROM sink_batches", ())[0][0] == 0
@@ -207,7 +197,7 @@ def test_zombie_attempts_a_replayed_epoch_and_a_killed_drivers_leftovers(spark, 
     killed.write(sink.row(b"killed"))
     killed.commit()
     killed.close()
-    assert _open_partitions(cluster_path, "out", 1) == [0]
+    assert open_partitions(cluster_path, "out", 1) == [0]
 
     restarted = _Jvm(spark, cluster_path, checkpoint)  # the restart runs batch 0 again
     zombie = restarted.attempt(epoch=0, task=1)  # registered, then outrun by a speculative copy
@@ -230,7 +220,7 @@ def test_zombie_attempts_a_replayed_epoch_and_a_killed_drivers_leftovers(spark, 
     with pytest.raises(Exception, match=r"CheckpointError: sink 'query:.*' was asked to commit batch -1"):
         restarted.write.commit(-1, restarted.messages())
     assert _committed(cluster_path, "out", 1) == [b"once"]
-    assert _open_partitions(cluster_path, "out", 1) == []  # the killed run's frames were aborted
+    assert open_partitions(cluster_path, "out", 1) == []  # the killed run's frames were aborted
 
 
 def test_a_checkpoint_without_metadata_is_refused_as_by_the_python_writer(spark, cluster_path, make_topic,  # noqa: F811

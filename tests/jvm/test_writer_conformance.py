@@ -20,13 +20,12 @@ import pytest
 from tests.spark.conftest import spark  # noqa: F401  (the shared session, with the jar when built)
 from tests.spark.jvm_support import load, rows
 
-from helpers import consume_values
+from helpers import consume_values, open_partitions
 from kstream import Consumer, Producer, TopicPartition
 from kstream.jars import jar_path
 from kstream.log.cluster.cluster import Cluster
 from kstream.log.storage import format as fmt
 from kstream.log.storage.frames import FrameWalk, pread_from
-from kstream.log.transactions.sink import SinkStore
 
 pytestmark = [pytest.mark.spark, pytest.mark.jvm]
 
@@ -67,15 +66,6 @@ def _records(spark, cluster_path, topic, reader, columns=("partition", "key", "v
     return rows(frame.select(*columns))
 
 
-def _open_rows(cluster_path, topic, partitions):
-    cluster = Cluster.open(cluster_path)
-    try:
-        store = SinkStore(cluster)
-        return [p for p in range(partitions) if store.transactions.first_open_offset(topic, p) is not None]
-    finally:
-        cluster.close()
-
-
 def _frames(cluster_path, topic, partition):
     """Every frame header of a partition, in log order, checksums checked."""
     cluster = Cluster.open(cluster_path)
@@ -111,7 +101,7 @@ def test_both_writers_write_the_same_records_read_back_the_same_by_both_readers(
         values = consume_values(cluster_path, f"by-{writer}", 3)
         assert sorted(values, key=lambda v: (v is None, v)) == sorted(
             [f"v{i}".encode() if i % 50 else None for i in range(600)], key=lambda v: (v is None, v))
-        assert _open_rows(cluster_path, f"by-{writer}", 3) == []
+        assert open_partitions(cluster_path, f"by-{writer}", 3) == []
         # transactional frames, each partition ended by COMMIT markers, offsets contiguous
         for partition in range(3):
             headers = _frames(cluster_path, f"by-{writer}", partition)
@@ -152,7 +142,7 @@ def test_a_failed_job_leaves_nothing_visible_and_no_open_transaction(spark, clus
         with pytest.raises(Exception, match="boom in a task"):
             _save(frame, cluster_path, writer, topic=topic)
         assert consume_values(cluster_path, topic, 1) == []
-        assert _open_rows(cluster_path, topic, 1) == []
+        assert open_partitions(cluster_path, topic, 1) == []
         assert load(spark, cluster_path, "jvm", subscribe=topic).count() == 0
         # and the topic takes the next job's rows
         _save(spark.createDataFrame([(b"after",)], "value binary"), cluster_path, writer, topic=topic)
@@ -187,7 +177,7 @@ def test_bad_input_fails_with_the_same_error_from_both_writers(spark, cluster_pa
     for name in ("t", "table"):
         # (read_uncommitted may see the rows of a task that succeeded before the job failed, aborted)
         assert consume_values(cluster_path, name, 2) == []
-        assert _open_rows(cluster_path, name, 2) == []
+        assert open_partitions(cluster_path, name, 2) == []
 
 
 def test_writer_jvm_refuses_what_only_the_python_sink_writes_and_auto_hands_it_to_python(
