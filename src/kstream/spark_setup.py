@@ -89,7 +89,27 @@ def spark_session(app_name: str = "kstream", master: str = "local[2]",
         builder = builder.config(key, value)
     session = spark_builder(builder).getOrCreate()
     check_session(session)
+    start_callback_server(session)
     return session
+
+
+def start_callback_server(session: Any) -> None:
+    """Start py4j's callback server now, while this process has few files open.
+
+    The JVM calls Python through it (``foreachBatch``, ``StreamingQueryListener``), and pyspark
+    starts it on first use. Its accept loop uses ``select()``, which cannot watch a descriptor
+    numbered 1024 or more: started in a process holding more than ~1024 files (kstream clients
+    hold a partition's segment files open), its thread dies at once while its socket keeps
+    listening, and the first ``foreachBatch`` fails or hangs for good. Started early, its socket
+    gets a low number and it keeps working however many files are opened later. Nothing to do on
+    Spark Connect (no py4j gateway here)."""
+    context = getattr(session, "sparkContext", None)
+    gateway = getattr(context, "_gateway", None) if getattr(session, "_jsparkSession", None) is not None else None
+    if gateway is None:
+        return
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    ensure_callback_server_started(gateway)
 
 
 def jvm_started() -> bool:

@@ -23,6 +23,7 @@ def spark():
     from tests.spark.jvm_support import BENCH_JAR
 
     from kstream.jars import JARS_CONF, jar_path
+    from kstream.spark_setup import start_callback_server
     from kstream.tools.perf.kafka_peer import connector_jars
 
     builder = SparkSession.builder
@@ -35,6 +36,7 @@ def spark():
                .config("spark.sql.python.filterPushdown.enabled", "false")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
+    start_callback_server(session)  # before the test process holds 1024 files (see its doc)
     yield session
     session.stop()
 

@@ -32,9 +32,18 @@ def read(**options):
         frame = frame.option(key, value)
     rows = frame.load().selectExpr("cast(key as string) k", "cast(value as string) v").collect()
     return sorted([r.k, r.v] for r in rows)
+# A notebook that holds many files (kstream clients keep segment files open) before its first
+# foreachBatch: py4j's callback server, started late, cannot select() on a descriptor >= 1024.
+held = [open(sys.argv[2]) for _ in range(1100)]
+landed = []
+(spark.readStream.format("kstream").option("cluster", cluster).option("subscribe", "notes")
+ .option("startingOffsets", "earliest").load().writeStream
+ .foreachBatch(lambda frame, batch: landed.append(frame.count()))
+ .option("checkpointLocation", sys.argv[3]).trigger(availableNow=True).start().awaitTermination(120))
 print(json.dumps({"read": read(), "python_read": read(reader="python"),
                   "jars": spark.sparkContext.getConf().get("spark.jars", ""),
-                  "pushdown": spark.conf.get("spark.sql.python.filterPushdown.enabled")}))
+                  "pushdown": spark.conf.get("spark.sql.python.filterPushdown.enabled"),
+                  "foreach_batch_rows": sum(landed)}))
 """
 
 
@@ -65,11 +74,12 @@ def last_json(result: subprocess.CompletedProcess) -> dict:  # type: ignore[type
 
 def test_a_notebook_reads_and_writes_with_only_import_kstream_and_spark_session(cluster_path, make_topic, tmp_path):
     make_topic("notes", 1)
-    out = last_json(run_script(NOTEBOOK, tmp_path, cluster_path))
+    out = last_json(run_script(NOTEBOOK, tmp_path, cluster_path, README, str(tmp_path / "checkpoint")))
     expected = [["k1", "v1"], ["k2", "v2"]]
     assert out["read"] == expected
     assert out["python_read"] == expected  # Spark's Python workers imported kstream
     assert out["pushdown"] == "false"
+    assert out["foreach_batch_rows"] == 2  # with 1,100 files open (kstream.spark_session's callback server)
     assert (JAR in out["jars"].split(",")) if JAR else out["jars"] == ""
 
 
