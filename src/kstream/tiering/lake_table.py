@@ -45,7 +45,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake import Field as DeltaField
 from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import DeltaError
-from deltalake.transaction import AddAction, create_table_with_add_actions
+from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from kstream.errors import ConfigError, KStreamError
 from kstream.log.storage import disk
@@ -286,7 +286,8 @@ class LakeTable:
                 fsync_dir(self.path)  # the entry of _delta_log
                 log.info("made the tier table of %s at %s", self.topic, self.path)
                 return 0
-            table.create_write_transaction(actions, mode="append", schema=table_schema,
+            changes: list[AddAction | RemoveAction] = [*actions]  # (only adds: the table is append-only)
+            table.create_write_transaction(changes, mode="append", schema=table_schema,
                                            partition_by=[PARTITION_COLUMN], commit_properties=properties)
         except (DeltaError, OSError) as err:
             if failed:  # reading the log failed: raise it as it was
