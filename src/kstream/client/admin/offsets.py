@@ -145,12 +145,6 @@ def list_offset(cluster: Cluster, tp: TopicPartition, spec: OffsetSpec,
         # The engine's bounds (the LSO: the leader's transaction index with the outcomes
         # already fixed applied; a HW a power cut took, rebuilt; nothing written).
         found = bounds(cluster, tp.topic, tp.partition, handle=handle)
-        # A tiered topic's lake holds the offsets below its log start: EARLIEST and a time count
-        # it, as Kafka's ListOffsets counts remote segments (KIP-405).
-        lake = partition_lake(cluster, cluster.topic(tp.topic), tp.partition)
-        if spec._value == OffsetSpec.EARLIEST:
-            start = found.log_start_offset if lake is None else lake.start_offset(found.log_start_offset)
-            return ListOffsetsResultInfo(start, -1)
         if spec._value == OffsetSpec.LATEST:
             latest = (found.high_watermark if isolation_level is IsolationLevel.READ_UNCOMMITTED
                       else found.last_stable_offset)
@@ -159,6 +153,12 @@ def list_offset(cluster: Cluster, tp: TopicPartition, spec: OffsetSpec,
             newest = max_timestamp_offset(reader, found.high_watermark)
             return (ListOffsetsResultInfo(-1, -1) if newest is None
                     else ListOffsetsResultInfo(newest.offset, newest.timestamp_ms))
+        # A tiered topic's lake holds the offsets below its log start: EARLIEST and a time count
+        # it, as Kafka's ListOffsets counts remote segments (KIP-405).
+        lake = partition_lake(cluster, cluster.topic(tp.topic), tp.partition)
+        if spec._value == OffsetSpec.EARLIEST:
+            start = found.log_start_offset if lake is None else lake.start_offset(found.log_start_offset)
+            return ListOffsetsResultInfo(start, -1)
         in_lake = None if lake is None else lake.record_for_timestamp(spec._value)
         if in_lake is not None:
             return ListOffsetsResultInfo(*in_lake)

@@ -84,9 +84,6 @@ def offset_for(cluster: Cluster, handle: Partition, time: int) -> int | None:
     high_watermark = found.high_watermark
     if time == -1:
         return high_watermark
-    lake = partition_lake(cluster, cluster.topic(handle.topic), handle.partition)
-    if time == -2:
-        return found.log_start_offset if lake is None else lake.start_offset(found.log_start_offset)
     if time == -4:
         return found.log_start_offset
     if time == -3:
@@ -96,6 +93,9 @@ def offset_for(cluster: Cluster, handle: Partition, time: int) -> int | None:
         finally:
             reader.close()
         return None if newest is None else newest.offset
+    lake = partition_lake(cluster, cluster.topic(handle.topic), handle.partition)  # -2 and a time count it
+    if time == -2:
+        return found.log_start_offset if lake is None else lake.start_offset(found.log_start_offset)
     in_lake = None if lake is None else lake.offset_for_timestamp(time)
     if in_lake is not None:
         return in_lake
