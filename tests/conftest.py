@@ -24,6 +24,44 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+FD_LEAK_LIMIT = 16  # files a test may leave open (caches a first use fills); its logs are closed
+
+
+def _open_files() -> dict[str, str]:
+    """This process's descriptors of files (not sockets, pipes or event fds): fd -> path."""
+    files = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        if target.startswith("/"):
+            files[fd] = target
+    return files
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_files():
+    """Close the replica logs a test opened (tests/helpers.open_log), then fail a test that left
+    more than FD_LEAK_LIMIT other files open: a test process holding over 1,024 descriptors breaks
+    py4j's select() loop (docs/SPARK.md), and a leak in kstream itself shows here first."""
+    from helpers import OPEN_LOGS
+
+    before = _open_files()
+    yield
+    for log in list(OPEN_LOGS):
+        log.close()
+    if len(_open_files()) - len(before) <= FD_LEAK_LIMIT:
+        return
+    import gc
+
+    gc.collect()  # clients dropped without close() are freed by their finalizers
+    leaked = sorted(path for fd, path in _open_files().items() if before.get(fd) != path)
+    if len(leaked) > FD_LEAK_LIMIT:
+        pytest.fail(f"the test left {len(leaked)} files open (limit {FD_LEAK_LIMIT}): close what it "
+                    f"opens; first ones: {leaked[:8]}")
+
+
 @pytest.fixture(scope="session")
 def kafka_broker():
     """The bootstrap address of the session's one Apache Kafka broker (docs/KAFKA_PEER.md), started

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 
 from kstream.log.storage.lock import PartitionLock
 from kstream.log.storage.log_config import LogConfig
@@ -23,9 +24,30 @@ def encoded(values: list[bytes], timestamp_ms: int | None = None, codec: Payload
                         timestamp_ms)
 
 
+OPEN_LOGS: weakref.WeakSet[PartitionLog] = weakref.WeakSet()  # closed after each test (tests/conftest.py)
+
+
+class TestLog(PartitionLog):
+    """A replica log that owns its lock, as a Partition does for the logs it opens: ``close()``
+    closes both (model tests open hundreds of these in one process)."""
+
+    __test__ = False  # not a test class, whatever pytest's name rule says
+
+    def __init__(self, directory: str, config: LogConfig):
+        self._own_lock = PartitionLock(os.path.join(directory, "..", "test.lock"))
+        super().__init__(directory, config, self._own_lock)
+        OPEN_LOGS.add(self)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._own_lock.close()
+
+
 def open_log(directory: str, **config) -> PartitionLog:
     os.makedirs(directory, exist_ok=True)
-    return PartitionLog(directory, LogConfig(**config), PartitionLock(os.path.join(directory, "..", "test.lock")))
+    return TestLog(directory, LogConfig(**config))
 
 
 def read_all(directory: str, start: int = 0) -> list[tuple[int, bytes]]:
