@@ -10,6 +10,7 @@ time limit, so a deadlock fails the test instead of hanging it.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import time
 import weakref
@@ -266,3 +267,42 @@ def test_a_producer_dropped_without_close_is_freed_at_once(cluster_path, make_to
     finally:
         if collecting:
             gc.enable()
+
+
+def _open_files_under(path: str) -> list[str]:
+    """The partition files this process holds open under a cluster (the test's admin holds metadata.db)."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(path) and "metadata.db" not in target:
+            found.append(target)
+    return found
+
+
+def test_a_producer_dropped_without_close_leaves_no_file_open(cluster_path, make_topic):
+    # confluent-kafka's Producer has no close(): programs written for it drop theirs after flush().
+    make_topic("t", 2)
+    for _ in range(3):
+        producer = Producer({"cluster": cluster_path, "acks": "all", "linger.ms": 0})
+        producer.produce("t", b"v", partition=0)
+        producer.produce("t", b"w", partition=1)
+        producer.flush()
+        producer.produce("t", b"unflushed", partition=0)
+        del producer
+    assert _open_files_under(cluster_path) == []
+
+
+def test_a_consumer_dropped_without_close_leaves_no_file_open(cluster_path, make_topic):
+    make_topic("t", 1)
+    with Producer({"cluster": cluster_path}) as producer:
+        producer.produce("t", b"v")
+    for group in (None, "g"):
+        consumer = Consumer({"cluster": cluster_path, **({"group.id": group} if group else {})})
+        consumer.assign([TopicPartition("t", 0, 0)])
+        assert consumer.poll(5).value() == b"v"
+        del consumer
+    gc.collect()  # (a group member's parts hold each other: freed by the collector)
+    assert _open_files_under(cluster_path) == []

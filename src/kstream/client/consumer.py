@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from operator import length_hint
 from typing import Any
@@ -74,6 +75,12 @@ from kstream.message import OFFSET_INVALID, OFFSET_STORED, Message, TopicPartiti
 
 log = logging.getLogger(__name__)
 MAX_CONSUME_MESSAGES = 1_000_000
+
+def _release_files(assignment: Assignment, notifier: ChangeNotifier, cluster: Cluster) -> None:
+    """What close() releases, for a consumer freed without it (the group is left to time out)."""
+    assignment.clear()
+    notifier.close()
+    cluster.close()
 
 
 class Consumer:
@@ -122,6 +129,9 @@ class Consumer:
         self._reads = ReadLoop(self._cluster, self._assignment, self._notifier, options, self._log,
                                self._group, self._stats)
         self._lookups = PartitionLookups(self._cluster, self._assignment, options, self._log, self._group)
+        # A consumer dropped without close() releases its files when it is freed (confluent-kafka
+        # programs often never close): nothing else can be reading through them by then.
+        weakref.finalize(self, _release_files, self._assignment, self._notifier, self._cluster).atexit = False
 
     @property
     def cluster(self) -> Cluster:

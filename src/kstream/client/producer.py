@@ -109,6 +109,21 @@ _PURGE_QUEUE = getattr(KafkaError, "_PURGE_QUEUE", -152)
 _PURGE_INFLIGHT = getattr(KafkaError, "_PURGE_INFLIGHT", -151)
 
 
+def _release_files(topics: dict[str, TopicState], pipeline: AckPipeline, cluster: Cluster) -> None:
+    """Close the handles of a producer freed without close(): first its fsync threads stop,
+    the fsyncs in flight finishing (each publishes the high watermark it earned), so no
+    thread uses a handle once it is closed; unflushed batches are dropped, as librdkafka
+    drops a destroyed producer's queue. Runs on the thread that dropped the last reference
+    (the send thread's, after a pass): no call of the producer is running then."""
+    pipeline.shutdown()
+    for state in topics.values():
+        for number, handle in enumerate(state.partitions):
+            if handle is not None:
+                state.partitions[number] = None
+                handle.close()
+    cluster.close()
+
+
 def _settle_all(pipeline: weakref.ref[AckPipeline]) -> Callable[[], None]:
     def settle() -> None:
         alive = pipeline()
@@ -228,6 +243,9 @@ class Producer:
         # reference: the parts form no cycle (handles -> pipeline -> sender -> handles), so a
         # Producer dropped without close() is freed at once, its fsync threads with it.
         self._handles.before_close = _settle_all(weakref.ref(self._pipeline))
+        # A producer dropped without close() (confluent-kafka's has no close(): programs written
+        # for it never call ours) releases its files when it is freed, as rd_kafka_destroy would.
+        weakref.finalize(self, _release_files, self._topics, self._pipeline, self._cluster).atexit = False
         # Sends what comes due while the application makes no call (a linger.ms deadline, a held
         # batch whose partition's fsync finished); holds the producer weakly (no cycle either).
         self._send_thread = SendThread(weakref.WeakMethod(self._send_pass))
