@@ -3,7 +3,8 @@ side (issue 22): the same records, one run, alternating, medians.
 
     python -m bench.stream_writers [--records 1000000] [--record-size 100] [--partitions 6]
         [--repeats 3] [--max-offsets-per-trigger 200000] [--latency-records 20000]
-        [--latency-batch 1000] [--out bench/results]
+        [--latency-batch 1000] [--only etl|latency] [--sides python,jvm,memory,noop] [--jfr FILE]
+        [--jfr-settings profile|FILE.jfc] [--out bench/results]
 
 One kstream cluster gets ``--records`` values of ``--record-size`` random bytes (no key, batches of
 ~1 MB to partition j % partitions) and a small topic of ``--latency-records``. One SparkSession
@@ -13,11 +14,17 @@ repeat:
 (a) throughput: ``Trigger.AvailableNow`` with ``maxOffsetsPerTrigger``, the JVM reader, identity
     ``key, value``, into a new topic with ``writer=python`` and with ``writer=jvm`` (exactly once: a
     checkpoint, one transaction per micro-batch, acks=all); records/s over the whole query, from
-    ``start()`` to its end; every run's output is counted;
+    ``start()`` to its end; every run's output is counted; and into Spark's ``noop`` sink (the
+    source, the plan and Spark's per-batch work without any write: the writer's share is the
+    difference);
 (b) micro-batch duration: the same query over the small topic in micro-batches of
     ``--latency-batch`` records, into kstream with each writer and into Spark's memory sink (the
     floor: the same source and plan, no kstream write); each micro-batch's ``triggerExecution`` and
     ``addBatch`` (the sink's write and commit), the first of each run (the start-up) left out.
+
+``--jfr FILE`` records the Spark JVM (driver and, in ``local[2]``, its executors) with Java Flight
+Recorder's profile settings; ``jfr print --events jdk.ExecutionSample FILE`` reads it. ``--sides``
+and ``--only`` narrow a profiling run to what is profiled.
 
 Prints markdown tables and writes OUT/stream_writers.json. Starts Spark: run under
 ``flock /tmp/kstream-spark.lock`` (and ``flock /tmp/kstream-bench.lock`` for figures you report).
@@ -44,7 +51,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 INPUT, SMALL = "t", "small"
-PYTHON, JVM, MEMORY = "writer=python", "writer=jvm", "memory sink"
+PYTHON, JVM, MEMORY, NOOP = "writer=python", "writer=jvm", "memory sink", "noop sink"
 WRITERS = {PYTHON: "python", JVM: "jvm"}
 
 
@@ -64,6 +71,8 @@ class Bench:
         writer = frame.writeStream.option("checkpointLocation", checkpoint)
         if side == MEMORY:
             writer = writer.format("memory").queryName(out.replace("-", "_"))
+        elif side == NOOP:
+            writer = writer.format("noop")
         else:
             with Admin({"cluster": self.cluster}) as admin:
                 admin.create_topics([NewTopic(out, self.args.partitions)])[out].result()
@@ -76,11 +85,13 @@ class Bench:
         if query.exception() is not None:
             raise SystemExit(f"bench.stream_writers: the {side} query failed: {query.exception()}")
         plan = query._jsq.streamingQuery().lastExecution().executedPlan().toString()
-        if side != MEMORY and ("JvmStreamingWrite" in plan) != (side == JVM):
+        if side in (PYTHON, JVM) and ("JvmStreamingWrite" in plan) != (side == JVM):
             raise SystemExit(f"bench.stream_writers: the {side} query did not write through that writer: {plan}")
         batches = [p for p in query.recentProgress if p["numInputRows"]]
         records = sum(p["numInputRows"] for p in batches)
-        if side == MEMORY:
+        if side == NOOP:
+            written = records  # the noop sink keeps nothing to count
+        elif side == MEMORY:
             written = self.spark.table(out.replace("-", "_")).count()
             self.spark.sql(f"DROP VIEW IF EXISTS {out.replace('-', '_')}")
         else:
@@ -123,6 +134,8 @@ def report(results: dict[str, Any]) -> None:
     print(f"# {results['records']:,} records of {results['record_size']} B, {results['partitions']} partitions, "
           f"median of {results['repeats']}")
     for key, title in (("streaming_etl", "streaming ETL, availableNow"), ("micro_batch", "micro-batches")):
+        if key not in results:
+            continue
         part = results[key]
         print(f"\n| {title}, {part['per_trigger']:,} records a trigger | records/s | runs (s) | micro-batches "
               f"| batch p50 / p90 (ms) | addBatch p50 (ms) |\n|---|---|---|---|---|---|")
@@ -130,10 +143,16 @@ def report(results: dict[str, Any]) -> None:
             print(f"| {side} | {row['records_per_s']:,.0f} | {', '.join(f'{s:.2f}' for s in row['runs_s'])} "
                   f"| {row['micro_batches']} | {row['batch_ms_p50']} / {row['batch_ms_p90']} "
                   f"| {row['add_batch_ms_p50']} |")
-    etl = results["streaming_etl"]["rows"]
-    print(f"\nthroughput, JVM writer / Python sink: {etl[JVM]['records_per_s'] / etl[PYTHON]['records_per_s']:.2f}")
-    micro = results["micro_batch"]["rows"]
+    etl = results.get("streaming_etl", {}).get("rows", {})
+    if JVM in etl and PYTHON in etl:
+        print(f"\nthroughput, JVM writer / Python sink: {etl[JVM]['records_per_s'] / etl[PYTHON]['records_per_s']:.2f}")
+    if JVM in etl and NOOP in etl:
+        print(f"throughput, JVM writer / noop sink (the writer's share): "
+              f"{etl[JVM]['records_per_s'] / etl[NOOP]['records_per_s']:.2f}")
+    micro = results.get("micro_batch", {}).get("rows", {})
     for side in (PYTHON, JVM):
+        if side not in micro or MEMORY not in micro:
+            continue
         print(f"micro-batch p50 over the memory sink, {side}: "
               f"{micro[side]['batch_ms_p50'] - micro[MEMORY]['batch_ms_p50']:+.0f} ms")
 
@@ -147,8 +166,25 @@ def main() -> None:
     parser.add_argument("--max-offsets-per-trigger", type=int, default=200_000)
     parser.add_argument("--latency-records", type=int, default=20_000)
     parser.add_argument("--latency-batch", type=int, default=1_000)
+    parser.add_argument("--only", choices=("etl", "latency"), action="append",
+                        help="run only these parts (repeatable); default both")
+    parser.add_argument("--sides", default="python,jvm,memory,noop",
+                        help="comma-separated sides to run: python, jvm, memory (the memory sink: latency only), "
+                             "noop (Spark's noop sink: the ETL only, the source and Spark without any write)")
+    parser.add_argument("--jfr", metavar="FILE", help="record the Spark JVM with Java Flight Recorder (profile "
+                        "settings) into FILE; read it with `jfr print --events jdk.ExecutionSample FILE`")
+    parser.add_argument("--jfr-settings", default="profile",
+                        help="JFR settings: profile, default, or a .jfc file (e.g. one with file-threshold 0 ms, "
+                             "so every fsync is a jdk.FileForce event)")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args()
+    parts = set(args.only or ("etl", "latency"))
+    names = {"python": PYTHON, "jvm": JVM, "memory": MEMORY, "noop": NOOP}
+    unknown = [s for s in args.sides.split(",") if s not in names]
+    if unknown:
+        raise SystemExit(f"bench.stream_writers: --sides {args.sides!r}: unknown {unknown}; "
+                         "allowed: python, jvm, memory")
+    sides = [names[s] for s in args.sides.split(",")]
     if jar_path() is None:
         raise SystemExit("bench.stream_writers: no kstream JVM jar: run `make jar` (jvm/build.sh)")
     from pyspark.sql import SparkSession
@@ -160,7 +196,12 @@ def main() -> None:
         load_kstream(cluster, INPUT, peers.make_batches(args.records, args.record_size), args.partitions)
         load_kstream(cluster, SMALL, peers.make_batches(args.latency_records, args.record_size,
                                                         args.latency_batch * args.record_size), args.partitions)
-        spark = (SparkSession.builder.master("local[2]").appName("stream-writers")
+        builder = SparkSession.builder
+        if args.jfr:
+            builder = builder.config("spark.driver.extraJavaOptions",
+                                     f"-XX:StartFlightRecording=filename={os.path.abspath(args.jfr)},"
+                                     f"settings={args.jfr_settings}")
+        spark = (builder.master("local[2]").appName("stream-writers")
                  .config("spark.jars", str(jar_path()))
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                  .config("spark.sql.shuffle.partitions", "2").getOrCreate())
@@ -168,9 +209,12 @@ def main() -> None:
         bench = Bench(spark, cluster, root, args)
         results: dict[str, Any] = {"records": args.records, "record_size": args.record_size,
                                    "partitions": args.partitions, "repeats": args.repeats}
-        results["streaming_etl"] = bench.runs_of([PYTHON, JVM], INPUT, args.max_offsets_per_trigger, args.records)
-        results["micro_batch"] = bench.runs_of([PYTHON, JVM, MEMORY], SMALL, args.latency_batch,
-                                               args.latency_records)
+        if "etl" in parts:
+            results["streaming_etl"] = bench.runs_of([s for s in sides if s != MEMORY], INPUT,
+                                                     args.max_offsets_per_trigger, args.records)
+        if "latency" in parts:
+            results["micro_batch"] = bench.runs_of([s for s in sides if s != NOOP], SMALL, args.latency_batch,
+                                                   args.latency_records)
     finally:
         if spark is not None:
             spark.stop()

@@ -46,16 +46,24 @@ public final class MetadataDb implements AutoCloseable {
     public final String path;
     private final Connection connection;
     private final Object walIdentity;
+    private final Object fileIdentity;
+    private boolean failed;
 
-    private MetadataDb(String path, Connection connection, Object walIdentity) {
+    private MetadataDb(String path, Connection connection, Object walIdentity, Object fileIdentity) {
         this.path = path;
         this.connection = connection;
         this.walIdentity = walIdentity;
+        this.fileIdentity = fileIdentity;
+    }
+
+    /** The absolute path of {@code <clusterDir>/metadata.db}. */
+    static String pathOf(String clusterDir) {
+        return Path.of(clusterDir, FILE_NAME).toAbsolutePath().toString();
     }
 
     /** Open {@code <clusterDir>/metadata.db} (it must exist: only Python creates a cluster). */
     public static MetadataDb open(String clusterDir) {
-        String path = Path.of(clusterDir, FILE_NAME).toAbsolutePath().toString();
+        String path = pathOf(clusterDir);
         checkFile(path);
         Properties properties = new Properties();
         properties.setProperty("open_mode", "2");  // SQLITE_OPEN_READWRITE, without CREATE
@@ -73,7 +81,7 @@ public final class MetadataDb implements AutoCloseable {
                 s.execute("PRAGMA journal_mode=WAL");
                 s.execute("PRAGMA synchronous=FULL");
             }
-            return new MetadataDb(path, connection, walIdentity(path));
+            return new MetadataDb(path, connection, walIdentity(path), fileKey(Path.of(path)));
         } catch (SQLException | RuntimeException e) {
             closeQuietly(connection);
             if (e instanceof KStreamException) throw (KStreamException) e;
@@ -101,11 +109,26 @@ public final class MetadataDb implements AutoCloseable {
     }
 
     private static Object walIdentity(String path) {
+        return fileKey(Path.of(path + "-wal"));
+    }
+
+    /** The file's identity (device and inode), or null when it cannot be stat'ed. */
+    private static Object fileKey(Path file) {
         try {
-            return Files.readAttributes(Path.of(path + "-wal"), BasicFileAttributes.class).fileKey();
+            return Files.readAttributes(file, BasicFileAttributes.class).fileKey();
         } catch (IOException e) {
             return null;
         }
+    }
+
+    /**
+     * Whether this connection may serve another user ({@link MetadataDbPool}): it never failed,
+     * and {@code metadata.db} and its {@code -wal} are still the files it opened (a cluster deleted
+     * and made again at the same path, or a WAL removed, is opened afresh).
+     */
+    boolean reusable() {
+        return !failed && walIdentity != null && fileIdentity != null
+            && Objects.equals(fileIdentity, fileKey(Path.of(path))) && Objects.equals(walIdentity, walIdentity(path));
     }
 
     /**
@@ -215,6 +238,7 @@ public final class MetadataDb implements AutoCloseable {
     }
 
     private KStreamException failed(SQLException e) {
+        failed = true;
         return new KStreamException(KStreamException.Kind.KStreamError, "the cluster's metadata " + path
             + " failed: " + e.getMessage() + " (a full disk or an I/O error: make space or fix the disk, then retry;"
             + " the failed transaction changed nothing)", e);

@@ -32,11 +32,26 @@ public final class SinkStore implements AutoCloseable {
 
     private final MetadataDb db;
     private final Long defaultTimeoutMs;
+    private final boolean pooled;
     private boolean schemaMade;
 
     public SinkStore(MetadataDb db, Long defaultTimeoutMs) {
+        this(db, defaultTimeoutMs, false);
+    }
+
+    private SinkStore(MetadataDb db, Long defaultTimeoutMs, boolean pooled) {
         this.db = db;
         this.defaultTimeoutMs = defaultTimeoutMs;
+        this.pooled = pooled;
+    }
+
+    /**
+     * A store on a connection of {@link MetadataDbPool} (an idle one of this cluster, else a fresh
+     * one), given back to the pool by {@link #close} instead of closed: the JVM writer's task
+     * attempts and commits, one after the other on the same cluster.
+     */
+    public static SinkStore pooled(String clusterDir, Long defaultTimeoutMs) {
+        return new SinkStore(MetadataDbPool.borrow(clusterDir), defaultTimeoutMs, true);
     }
 
     /**
@@ -318,6 +333,10 @@ public final class SinkStore implements AutoCloseable {
 
     @Override
     public void close() {
-        db.close();
+        if (pooled) {
+            MetadataDbPool.giveBack(db);
+        } else {
+            db.close();
+        }
     }
 }

@@ -46,7 +46,9 @@ public final class SinkTaskWriter implements AutoCloseable {
 
     /**
      * Append plain frames (as {@link FrameEncoder#frame} makes them, without producer id) as this
-     * attempt's transactional frames; their base offsets.
+     * attempt's transactional frames, or frames encoded as this attempt's already (the
+     * TRANSACTIONAL attribute, its {@link #producerId}, the sink epoch, no sequence: taken as they
+     * are, without a copy, as the JVM writer's tasks encode them); their base offsets.
      */
     public long[] append(String topic, int partition, List<byte[]> frames) throws IOException {
         List<byte[]> stamped = new ArrayList<>(frames.size());
@@ -71,13 +73,22 @@ public final class SinkTaskWriter implements AutoCloseable {
     }
 
     private byte[] stamp(byte[] raw) {
+        ByteBuffer view = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN);
+        FrameHeader given = FrameHeader.read(view, 0);
+        if ((given.attributes & (Format.TRANSACTIONAL | Format.CONTROL)) == Format.TRANSACTIONAL
+                && given.producerId == producerId
+                && view.getShort(Format.POS_PRODUCER_EPOCH) == TransactionTables.SINK_EPOCH
+                && view.getInt(Format.POS_BASE_SEQUENCE) == -1) {
+            return raw;  // this attempt's own frame already (JvmDataWriter encodes them so)
+        }
         byte[] copy = raw.clone();
         ByteBuffer b = ByteBuffer.wrap(copy).order(ByteOrder.LITTLE_ENDIAN);
         FrameHeader header = FrameHeader.read(b, 0);
         if ((header.attributes & (Format.TRANSACTIONAL | Format.CONTROL)) != 0
                 || header.producerId != Format.NO_PRODUCER_ID) {
-            throw new IllegalArgumentException("a sink task appends plain frames (no producer id, not transactional):"
-                + " it makes them its transaction's itself; this one has attributes 0x"
+            throw new IllegalArgumentException("a sink task appends plain frames (no producer id, not transactional),"
+                + " or its own transactional ones (producer id " + producerId + ", epoch 0, no sequence); this one has"
+                + " attributes 0x"
                 + Integer.toHexString(header.attributes) + " and producer id " + header.producerId);
         }
         b.put(Format.POS_ATTRIBUTES, (byte) (header.attributes | Format.TRANSACTIONAL));

@@ -1,6 +1,5 @@
 package io.kstream.spark.write;
 
-import io.kstream.spark.txn.MetadataDb;
 import io.kstream.spark.txn.SinkCommitter;
 import io.kstream.spark.txn.SinkStore;
 import io.kstream.spark.txn.TaskWrites;
@@ -79,7 +78,11 @@ public final class JvmBatchWrite implements BatchWrite {
         }
     }
 
-    /** The sink's transaction rows of {@code cluster}, with its transaction timeout. */
+    /**
+     * The sink's transaction rows of {@code cluster}, with its transaction timeout, on a pooled
+     * connection (one SQLite open and close per task attempt and commit cost 1-3 ms a micro-batch:
+     * docs/BENCHMARKS.md, issue 22's profile).
+     */
     static SinkStore store(String cluster) {
         long timeout;
         try {
@@ -87,7 +90,7 @@ public final class JvmBatchWrite implements BatchWrite {
         } catch (IOException e) {
             timeout = SinkStore.DEFAULT_MAX_TIMEOUT_MS;
         }
-        return new SinkStore(MetadataDb.open(cluster), timeout);
+        return SinkStore.pooled(cluster, timeout);
     }
 
     static List<TaskWrites> writes(WriterCommitMessage[] messages) {

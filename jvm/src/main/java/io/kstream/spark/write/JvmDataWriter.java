@@ -7,6 +7,7 @@ import io.kstream.spark.format.MetadataSnapshot;
 import io.kstream.spark.log.PartitionAppender;
 import io.kstream.spark.txn.SinkStore;
 import io.kstream.spark.txn.SinkTaskWriter;
+import io.kstream.spark.txn.TransactionTables;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -260,8 +261,10 @@ final class JvmDataWriter implements DataWriter<InternalRow> {
             if (Format.HEADER_SIZE + (long) payload.bytes.length > maxBytes && rows > 1) {
                 frame = null;
             } else {
-                frame = FrameEncoder.frame(payload, "none", 0, 0, rows, 0, Format.NO_PRODUCER_ID, (short) -1, -1,
-                    bounds[0], bounds[1]);
+                // Encoded as the attempt's transactional frame at once: SinkTaskWriter takes it without
+                // stamping a copy (a 4 MB copy a frame in issue 22's profile of the batch write).
+                frame = FrameEncoder.frame(payload, "none", Format.TRANSACTIONAL, 0, rows, 0, writer.producerId(),
+                    TransactionTables.SINK_EPOCH, -1, bounds[0], bounds[1]);
             }
         }
         if (frame == null) {  // too large for one frame: halves (one record too large is the appender's error)

@@ -75,7 +75,7 @@ public final class JvmStreamingWrite implements StreamingWrite {
 
         @Override
         public DataWriter<InternalRow> createWriter(int partitionId, long taskId, long epochId) {
-            SinkStore store = JvmBatchWrite.store(input.cluster);  // the task's: one SQLite open per attempt
+            SinkStore store = JvmBatchWrite.store(input.cluster);  // the task's, on a pooled connection
             Object[] state;
             try {
                 state = store.batchState(sinkId, epochId);
