@@ -195,3 +195,8 @@ def test_the_source_position_is_invisible_to_readers(cluster, tmp_path):
     assert batch is not None and batch.num_rows == 3
     assert batch.column("value").to_pylist() == [f"in-0-{o}".encode() for o in range(3)]
     assert not batch.schema.metadata  # the frame's source position stays in the log
+
+
+def test_two_rows_of_one_source_record_for_one_partition_are_refused(cluster, tmp_path):
+    out = _write(cluster, _checkpoint(tmp_path, "ck"), [("in", 0, 0), ("in", 0, 1), ("in", 0, 1)], expect=2)
+    assert "InvalidRecordError" in out and "one row per source record" in out

@@ -186,6 +186,15 @@ public final class KStreamForeachWriter extends ForeachWriter<Row> {
         }
 
         void add(RowRouter.Record r, SourcePosition.Identity id, long sourceOffset) {
+            String where = r.topic().name + "\n" + r.partition() + "\n" + id.topic() + "\n" + id.partition();
+            Long previous = lastAdded.put(where, sourceOffset);
+            if (previous != null && previous == sourceOffset) {
+                throw new KStreamException(KStreamException.Kind.InvalidRecordError, "two rows of source record "
+                    + id.topic() + "-" + id.partition() + "@" + sourceOffset + " go to partition " + r.partition()
+                    + " of topic '" + r.topic().name + "': the Real-time Mode sink writes one row per source record"
+                    + " and output partition (a source position is written once, so a second row of it would be"
+                    + " dropped); send such rows to different partitions, or combine them into one row");
+            }
             flusher.add(r, id, sourceOffset);
             if (r.key() == null && ++keyless % MAX_FRAME_ROWS == 0) {
                 // The sticky partition moves on after a frame's worth of keyless rows (the
@@ -195,6 +204,8 @@ public final class KStreamForeachWriter extends ForeachWriter<Row> {
         }
 
         private long keyless;
+        // (output topic, output partition, source topic, source partition) -> last source offset added
+        private final Map<String, Long> lastAdded = new HashMap<>();
 
         void close(boolean clean) {
             flusher.close(clean);
