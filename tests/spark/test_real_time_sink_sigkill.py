@@ -41,7 +41,7 @@ def _wait_for(condition, seconds=WAIT_S):
     while time.monotonic() < deadline:
         if condition():
             return True
-        time.sleep(0.2)
+        time.sleep(1.0)
     return condition()
 
 
@@ -66,7 +66,7 @@ def test_a_sigkilled_driver_restarted_from_its_checkpoint_writes_each_record_onc
                 producer.produce("in", value.encode(), key=value.encode())
                 producer.flush()
                 produced.append(value)
-                time.sleep(0.002)
+                time.sleep(0.02)  # about 40 records/s: the killed query is mid-batch, not behind
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, cluster_path, checkpoint], start_new_session=True,
@@ -74,7 +74,7 @@ def test_a_sigkilled_driver_restarted_from_its_checkpoint_writes_each_record_onc
     producer = threading.Thread(target=produce)
     producer.start()
     try:
-        assert _wait_for(lambda: len(_out(cluster_path)) >= 200 or driver.poll() is not None)
+        assert _wait_for(lambda: len(_out(cluster_path)) >= 100 or driver.poll() is not None)
         assert driver.poll() is None, "the driver ended before it was killed"
     finally:
         os.killpg(driver.pid, signal.SIGKILL)  # the Python driver and its Spark JVM, mid-batch
@@ -82,7 +82,7 @@ def test_a_sigkilled_driver_restarted_from_its_checkpoint_writes_each_record_onc
         stop.set()
         producer.join()
     landed = len(_out(cluster_path))
-    assert 200 <= landed < len(produced) + 1
+    assert 100 <= landed <= len(produced)
     query = write_real_time(with_source_position(
         spark.readStream.format("kstream").option("cluster", cluster_path).option("subscribe", "in")
         .option("startingOffsets", "earliest").load()).select("key", "value", "source_topic", "source_partition",
