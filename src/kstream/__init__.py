@@ -74,6 +74,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
         TopicPartition,
     )
     from kstream.messages import Messages
+    from kstream.sink.real_time import with_source_position, write_real_time
     from kstream.source.query_lag import QueryPartitionLag, query_lag
     from kstream.spark_setup import spark_builder, spark_session
     from kstream.throttle_event import ThrottleEvent
@@ -120,6 +121,8 @@ _LAZY = {
     "spark_builder": "kstream.spark_setup",
     "spark_session": "kstream.spark_setup",
     "version": "kstream._version",
+    "with_source_position": "kstream.sink.real_time",
+    "write_real_time": "kstream.sink.real_time",
 }
 
 
@@ -188,6 +191,8 @@ __all__ = [
     "spark_builder",
     "spark_session",
     "version",
+    "with_source_position",
+    "write_real_time",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -8,6 +8,7 @@ import io.kstream.spark.format.FrameHeader;
 import io.kstream.spark.format.HighWatermark;
 import io.kstream.spark.format.RecoveryPoint;
 import io.kstream.spark.format.SegmentFiles;
+import io.kstream.spark.format.SourcePosition;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -207,6 +208,19 @@ public final class PartitionAppender implements AutoCloseable {
         return appendRun(List.of(frame), guard, commit ? Format.TXN_COMMIT : Format.TXN_ABORT);
     }
 
+    /**
+     * Append positioned frames (the Real-time Mode sink's: plain data frames whose producer id is
+     * a source identity's, {@code format.SourcePosition}): {@code guard} runs under the lock first
+     * and returns false to append nothing (a position it finds already in the log). No index entry.
+     */
+    public Result appendPositioned(List<byte[]> frames, TransactionGuard guard) throws IOException {
+        if (guard == null) throw new IllegalArgumentException("a positioned append needs its guard");
+        return appendRun(frames, guard, POSITIONED);
+    }
+
+    /** appendRun's kind for positioned frames (not a .txnindex kind). */
+    private static final int POSITIONED = -1;
+
     private Result appendRun(List<byte[]> frames, TransactionGuard guard, int txnKind) throws IOException {
         if (frames.isEmpty()) throw new IllegalArgumentException("nothing to append: frames is empty");
         List<ByteBuffer> checked = new ArrayList<>(frames.size());
@@ -231,7 +245,7 @@ public final class PartitionAppender implements AutoCloseable {
                     segment = maybeRoll(lock, segment, frame.capacity(), header.recordCount, nowMs);
                     bases[i] = segment.nextOffset;
                     writeFrame(segment, frame, header, bases[i], nowMs);
-                    if (txnKind != 0) appendTxnEntry(segment, txnKind, header.producerId, bases[i]);
+                    if (txnKind > 0) appendTxnEntry(segment, txnKind, header.producerId, bases[i]);
                 }
                 end = segment.nextOffset;
                 if (!config.acks.equals("all")) {
@@ -311,6 +325,12 @@ public final class PartitionAppender implements AutoCloseable {
                 throw new IllegalArgumentException("a " + (txnKind == Format.TXN_DATA ? "transactional data frame"
                     : "transaction marker") + " needs attributes 0x" + Integer.toHexString(wanted) + " and a producer"
                     + " id; this one has 0x" + Integer.toHexString(txnBits) + " and producer id " + header.producerId);
+            }
+        } else if (txnKind == POSITIONED) {
+            if (txnBits != 0 || !SourcePosition.isPositioned(header)) {
+                throw new IllegalArgumentException("a positioned frame is a plain data frame with a producer id >= "
+                    + SourcePosition.FIRST_POSITIONED_PRODUCER_ID + "; this one has attributes 0x"
+                    + Integer.toHexString(header.attributes) + " and producer id " + header.producerId);
             }
         } else if (txnBits != 0 || header.producerId != Format.NO_PRODUCER_ID) {
             throw new KStreamException(KStreamException.Kind.KStreamError, "append() writes"
