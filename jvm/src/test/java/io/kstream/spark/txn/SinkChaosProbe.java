@@ -33,11 +33,13 @@ import org.apache.arrow.vector.types.pojo.Schema;
  *       "C batch"             once its commit returned
  *       "E batch error"       when a task or the commit failed (then it stops)
  *       "DONE"                after the last batch
- * attempt CLUSTER TOPIC SINK BATCH ROWS_JSON
- *     one task attempt of batch BATCH (ROWS_JSON: [[value, partition], ...]), one append per row
- *     (a slow task the harness can SIGSTOP mid-way, for {@code jvm_speculation}). Prints "R" once
- *     registered, "A i" after row i, then "T WRITES_JSON" (its commit message), or "F error" when
- *     it was refused (a fenced zombie: FencedError) and stops there
+ * attempt CLUSTER TOPIC SINK BATCH ROWS_JSON STALL
+ *     one task attempt of batch BATCH (ROWS_JSON: [[value, partition], ...]), one append per row.
+ *     Prints "R" once registered, "A i" after row i, then "T WRITES_JSON" (its commit message), or
+ *     "F error" when it was refused (a fenced zombie: FencedError) and stops there. With STALL =
+ *     k &gt;= 0 it stalls before row k (k = the row count: after the last), outside the partition
+ *     lock: prints "W" and waits for a line on stdin (the harness SIGSTOPs it there, for
+ *     {@code jvm_stalled_attempt}); -1: no stall
  * commit CLUSTER SINK BATCH WRITES_JSON
  *     the driver's commit of the batch with these tasks' messages: prints "C" (or "replay")
  * </pre>
@@ -76,11 +78,18 @@ public final class SinkChaosProbe {
             values.add(row.get(0).asText());
             targets.add(row.get(1).asInt());
         }
+        int stall = Integer.parseInt(args[6]);
+        java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
         try (BufferAllocator allocator = new RootAllocator();
              SinkStore store = new SinkStore(MetadataDb.open(cluster), SinkStore.clusterTimeoutMs(cluster));
              SinkTaskWriter writer = new SinkTaskWriter(cluster, store, args[3], Long.parseLong(args[4]))) {
             out.println("R");
-            for (int i = 0; i < values.size(); i++) {
+            for (int i = 0; i <= values.size(); i++) {
+                if (i == stall) {
+                    out.println("W");
+                    in.readLine();
+                }
+                if (i == values.size()) break;
                 try {
                     writer.append(topic, targets.get(i), List.of(frame(allocator, List.of(values.get(i)))));
                 } catch (KStreamException e) {
