@@ -221,11 +221,12 @@ STALL_TXN_TIMEOUT_MS = 600_000  # the zombie is fenced by the commit, never by a
 def jvm_stalled_attempt_round(ctx: Ctx) -> None:
     """Per batch (1-3), a Java task attempt is SIGSTOPped after a seeded number of its appends
     (one frame per record), between two appends (inside one it holds the partition lock and every
-    writer of the partition waits for it: a paused lock holder is not fenceable); a second attempt of the same task (a speculative copy: the same
-    records) runs to its end, the Java driver commits the batch with the copy's message, then the
-    first attempt is woken (SIGCONT). It must be refused at its next append (FencedError) and
-    nothing it wrote may be visible: read_committed output == the batches' records once each,
-    nothing a read_committed reader saw during the round gone."""
+    writer of the partition waits for it: a paused lock holder is not fenceable); a second
+    attempt of the same task (a speculative copy: the same records) runs to its end, the Java
+    driver commits the batch with the copy's message, then the first attempt is woken (SIGCONT).
+    It must be refused at its next append (FencedError) and nothing it wrote may be visible:
+    read_committed output == the batches' records once each, nothing a read_committed reader saw
+    during the round gone."""
     from java_probes import probe
 
     source = probe("txn/SinkChaosProbe.java")
