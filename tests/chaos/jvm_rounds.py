@@ -278,3 +278,47 @@ def jvm_stalled_attempt_round(ctx: Ctx) -> None:
     h.eos_input = expected
     h.eos_output = [value for p in range(ctx.partitions) for _, value in h.final.get((TOPIC, p), [])]
     h.final_uncommitted = {}  # the zombie's aborted frames repeat the copy's values, by design
+
+
+# -- speculation in a real Spark job (a standalone cluster: executors on two hosts) ---------------
+
+SPECULATION_CONF = {
+    "spark.speculation": "true",
+    "spark.speculation.interval": "100ms",
+    "spark.speculation.quantile": "0.5",       # one of a batch's two tasks done
+    "spark.speculation.multiplier": "1.5",
+    "spark.speculation.minTaskRuntime": "200ms",
+    "spark.cores.max": "2",
+    "spark.executor.cores": "1",
+    "spark.executor.memory": "512m",
+}
+STRAGGLER_MS = (2000, 5000)
+
+
+def jvm_speculation_round(ctx: Ctx) -> None:
+    """A streaming query (writer=jvm) on a standalone cluster (tests/chaos/standalone.py: two
+    executors on two hosts) with spark.speculation on and tiny thresholds; in every micro-batch
+    the first attempt of one partition's task (seeded) sleeps 2-5 s before its first row, after
+    its writer registered: Spark runs a copy on the other executor, the copy's write is
+    committed, the straggler is killed by Spark or writes late and is fenced. Output == input
+    multiset; at least one copy must have run (else the round tested nothing)."""
+    from chaos import standalone
+
+    src = os.path.abspath(os.path.join(os.path.dirname(QUERY_CHILD), "..", "..", "src"))
+    url, processes = standalone.start(ctx.work, src)
+    try:
+        inputs = _query_cluster(ctx, ["in0"])
+        markers = os.path.join(ctx.work, "attempts")
+        os.makedirs(markers)
+        conf = {**SPECULATION_CONF, "spark.executorEnv.PYTHONPATH": src,
+                "spark.executorEnv.PYSPARK_PYTHON": sys.executable}
+        query = _query(ctx, "q0", "in0", "jvm", slow_first_attempt_ms=ctx.rng.randint(*STRAGGLER_MS),
+                       slow_partition=ctx.rng.randrange(2), markers=markers)
+        notes = run_queries_with_kills(ctx, {"master": url, "conf": conf, "queries": [query]}, 0, (0, 0))
+        copies = sorted(name for name in os.listdir(markers) if not name.endswith("-a0"))
+        notes.append(f"task attempts > 0 (speculative copies or retries): {copies}")
+        if not copies:
+            ctx.history.round_problems.append("no speculative copy ran: the round tested nothing")
+        _check_exactly_once(ctx, inputs, notes)
+    finally:
+        standalone.stop(processes)

@@ -5,11 +5,13 @@ same checkpoints.
 
   run CLUSTER SPEC_JSON
       SPEC_JSON: {"conf": {spark setting: value}, "queries": [{"name", "source", "sink", "writer",
-      "checkpoint", "max_offsets", "slow_first_attempt_ms"}]}: each query reads "source" from the
+      "checkpoint", "max_offsets", "slow_first_attempt_ms", "slow_partition", "markers"}],
+      "master": a Spark master URL (default local[2])}: each query reads "source" from the
       earliest offset (maxOffsetsPerTrigger "max_offsets"), keeps its value and writes it to
       "sink" (writer "writer": jvm or python), exactly once through "checkpoint", with
-      trigger(availableNow). With "slow_first_attempt_ms" the first attempt of every task sleeps
-      that long per partition first (a straggler, for speculation). Prints, flushed: "S" once
+      trigger(availableNow). With "slow_first_attempt_ms" the first attempt of the task of
+      partition "slow_partition" sleeps that long first (a straggler, for speculation), and every
+      task attempt leaves a file named by stage, partition and attempt in "markers". Prints, flushed: "S" once
       every query started, "P name batch" per finished micro-batch, "DONE" when all ended, or
       "E name error" when one failed.
 """
@@ -28,18 +30,25 @@ def _say(line: str) -> None:
     sys.stdout.flush()
 
 
-def _slow_first_attempt(frame, sleep_ms: int):
-    """Tasks of attempt 0 sleep first: Spark sees stragglers and, with speculation on, runs copies."""
+def _slow_first_attempt(frame, sleep_ms: int, partition: int, markers: str):
+    """The first attempt of the task of ``partition`` sleeps ``sleep_ms`` before its first row (a
+    straggler: with speculation on, Spark runs a copy); every task attempt leaves a file
+    ``s<stage>-p<partition>-a<attempt>`` in ``markers`` (attempt > 0: a copy or a retry ran)."""
     from pyspark.sql.functions import col, udf
     from pyspark.sql.types import BinaryType
 
     def slow(value):
+        import os
+
         from pyspark import TaskContext
 
         context = TaskContext.get()
-        if context is not None and context.attemptNumber() == 0 and not getattr(slow, "slept", False):
-            slow.slept = True  # type: ignore[attr-defined]
-            time.sleep(sleep_ms / 1000)
+        if context is not None and not getattr(slow, "seen", False):
+            slow.seen = True  # type: ignore[attr-defined]
+            name = f"s{context.stageId()}-p{context.partitionId()}-a{context.attemptNumber()}"
+            open(os.path.join(markers, name), "w").close()
+            if context.attemptNumber() == 0 and context.partitionId() == partition:
+                time.sleep(sleep_ms / 1000)
         return value
 
     return frame.withColumn("value", udf(slow, BinaryType())(col("value")))
@@ -49,14 +58,15 @@ def run(cluster: str, spec_json: str) -> None:
     import kstream
 
     spec = json.loads(spec_json)
-    spark = kstream.spark_session("chaos-query", "local[2]", conf={"spark.ui.enabled": "false", **spec.get("conf", {})})
+    spark = kstream.spark_session("chaos-query", spec.get("master", "local[2]"),
+                                  conf={"spark.ui.enabled": "false", **spec.get("conf", {})})
     queries = {}
     for q in spec["queries"]:
         frame = (spark.readStream.format("kstream").option("cluster", cluster).option("subscribe", q["source"])
                  .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(q["max_offsets"]))
                  .load().select("value"))
         if q.get("slow_first_attempt_ms"):
-            frame = _slow_first_attempt(frame, int(q["slow_first_attempt_ms"]))
+            frame = _slow_first_attempt(frame, int(q["slow_first_attempt_ms"]), int(q["slow_partition"]), q["markers"])
         queries[q["name"]] = (frame.writeStream.format("kstream").option("cluster", cluster)
                               .option("topic", q["sink"]).option("writer", q["writer"])
                               .option("checkpointLocation", q["checkpoint"]).queryName(q["name"])
