@@ -295,12 +295,33 @@ SPECULATION_CONF = {
 STRAGGLER_MS = (2000, 5000)
 
 
+def kill_an_executor(ctx: Ctx, workers: list[subprocess.Popen]) -> str:
+    """SIGKILL the executor JVM of a worker (seeded) now, if it runs one; what was done."""
+    worker = ctx.rng.choice(workers)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read()
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        if parent == worker.pid and b"CoarseGrainedExecutorBackend" in command:
+            os.kill(int(entry), signal.SIGKILL)
+            return f"executor {entry} of worker {worker.pid} SIGKILLed"
+    return f"worker {worker.pid} ran no executor when the kill came"
+
+
 def jvm_speculation_round(ctx: Ctx) -> None:
     """A streaming query (writer=jvm) on a standalone cluster (tests/chaos/standalone.py: two
     executors on two hosts) with spark.speculation on and tiny thresholds; in every micro-batch
     the first attempt of one partition's task (seeded) sleeps 2-5 s before its first row, after
     its writer registered: Spark runs a copy on the other executor, the copy's write is
-    committed, the straggler is killed by Spark or writes late and is fenced. Output == input
+    committed, the straggler is killed by Spark or writes late and is fenced. At a seeded moment
+    0.5-8 s after the query started, one executor (seeded worker) is SIGKILLed: Spark runs its
+    tasks again on the other or on the executor its worker starts anew. Output == input
     multiset; at least one copy must have run (else the round tested nothing)."""
     from chaos import standalone
 
@@ -314,7 +335,15 @@ def jvm_speculation_round(ctx: Ctx) -> None:
                 "spark.executorEnv.PYSPARK_PYTHON": sys.executable}
         query = _query(ctx, "q0", "in0", "jvm", slow_first_attempt_ms=ctx.rng.randint(*STRAGGLER_MS),
                        slow_partition=ctx.rng.randrange(2), markers=markers)
-        notes = run_queries_with_kills(ctx, {"master": url, "conf": conf, "queries": [query]}, 0, (0, 0))
+        child = _spawn_query(ctx, {"master": url, "conf": conf, "queries": [query]})
+        if not wait_line(child, "S", _SPARK_START_S):
+            raise RuntimeError(f"the query never started (see {ctx.work}/child-{len(ctx.children) - 1}.err)")
+        time.sleep(ctx.rng.uniform(0.5, 8.0))
+        notes = [kill_an_executor(ctx, processes[1:])]
+        out = lines(child, _QUERY_DONE_S)
+        if "DONE" not in out:
+            ctx.history.round_problems.append(f"the query did not finish: {out[-1:]} (see {ctx.work}/child-"
+                                              f"{len(ctx.children) - 1}.err)")
         copies = sorted(name for name in os.listdir(markers) if not name.endswith("-a0"))
         notes.append(f"task attempts > 0 (speculative copies or retries): {copies}")
         if not copies:
