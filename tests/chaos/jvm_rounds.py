@@ -187,6 +187,7 @@ def _check_exactly_once(ctx: Ctx, inputs: dict[str, list[bytes]], notes: list[st
     h.final_uncommitted = {}  # a killed attempt's aborted rows repeat values there, by design
     with open(os.path.join(ctx.work, "kills.txt"), "w") as f:
         f.write("\n".join(notes) + "\n")
+    print(f"  seed {ctx.seed}: " + "; ".join(notes), flush=True)  # where the faults landed, in the run's log
 
 
 def _query(ctx: Ctx, name: str, source: str, writer: str, **more) -> dict:
