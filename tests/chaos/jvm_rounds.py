@@ -120,6 +120,9 @@ QUERY_CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "query_ch
 QUERY_TXN_TIMEOUT_MS = 120_000  # a Spark task's write on a loaded machine stays well inside it
 SOURCE_RECORDS = 240
 MAX_OFFSETS_PER_TRIGGER = 30  # about 8 micro-batches per query: a kill lands mid-batch or mid-commit
+# A kill lands 0.3-3.5 s after the queries started: their ~8 micro-batches take 2-8 s here, so
+# most kills land mid-run (0.5-8 s, the first window, let a third land after the end).
+KILL_AFTER_S = (0.3, 3.5)
 _SPARK_START_S = 300  # a session's start on a machine five engineers share
 _QUERY_DONE_S = 600
 
@@ -200,7 +203,7 @@ def jvm_sink_sigkill_round(ctx: Ctx) -> None:
     (mid-batch, mid-commit) and restarted from its checkpoint until done: output == input."""
     inputs = _query_cluster(ctx, ["in0"])
     spec = {"queries": [_query(ctx, "q0", "in0", "jvm")]}
-    notes = run_queries_with_kills(ctx, spec, ctx.rng.randint(1, 3), (0.5, 8.0))
+    notes = run_queries_with_kills(ctx, spec, ctx.rng.randint(1, 3), KILL_AFTER_S)
     _check_exactly_once(ctx, inputs, notes)
 
 
@@ -210,7 +213,7 @@ def jvm_two_queries_round(ctx: Ctx) -> None:
     exactly once, offsets contiguous, every frame one writer's (the checker's frame walk)."""
     inputs = _query_cluster(ctx, ["in0", "in1"])
     spec = {"queries": [_query(ctx, "q0", "in0", "jvm"), _query(ctx, "q1", "in1", ctx.rng.choice(("jvm", "python")))]}
-    notes = run_queries_with_kills(ctx, spec, ctx.rng.randint(1, 2), (0.5, 8.0))
+    notes = run_queries_with_kills(ctx, spec, ctx.rng.randint(1, 2), KILL_AFTER_S)
     _check_exactly_once(ctx, inputs, notes)
 
 
