@@ -14,7 +14,7 @@ every acknowledged producer record is there, offsets contiguous, nothing a reade
 
 ``jvm_stalled_attempt``, ``jvm_sink_sigkill``, ``jvm_two_queries``, ``jvm_speculation``: below, at
 their rounds. Results so far (docs/RELIABILITY.md, issue 22): jvm_sink_power_cut 20 rounds,
-jvm_stalled_attempt 15, jvm_sink_sigkill 9, jvm_two_queries 7, jvm_speculation 5; 0 failed.
+jvm_stalled_attempt 20, jvm_sink_sigkill 9, jvm_two_queries 7, jvm_speculation 5; 0 failed.
 """
 
 from __future__ import annotations
