@@ -78,7 +78,7 @@ test-slow: install
 
 # Seeded fault rounds (power cut, SIGKILL, lost disk, EIO, ENOSPC, bit flips, zombies, ...):
 # 20 per class, one table; a failing round prints the command that replays it.
-chaos: $(STAMP) $(KAFKA_LIB)
+chaos: $(STAMP) $(KAFKA_LIB) $(JAR)
 	$(PY) -m tests.chaos.run --rounds 20
 
 # confluent-kafka-python's broker-less unit tests run against kstream with the import swapped

@@ -97,11 +97,12 @@ def create_topic(ctx: Ctx, options: dict, rf: int, config: dict[str, str], journ
         faults.JOURNAL = None  # the parent's own reads need no journal
 
 
-def lines(child: subprocess.Popen, timeout: float = 30) -> list[str]:
-    """What a child printed (it is waited for, or already dead); a cut last line is dropped."""
+def lines(child: subprocess.Popen, timeout: float = 30, work: str | None = None) -> list[str]:
+    """What a child printed (it is waited for, or already dead); a cut last line is dropped.
+    ``work``: the round's directory, for a child whose fourth argument is not the cluster path."""
     out, _ = child.communicate(timeout=timeout)
     text = (_pending.pop(child.pid, b"") + out).decode(errors="replace")
-    with open(os.path.join(_workdir(child), f"out-{child.pid}"),
+    with open(os.path.join(work or _workdir(child), f"out-{child.pid}"),
               "w", encoding="utf-8") as f:
         f.write(text)
     return text.split("\n")[:-1]

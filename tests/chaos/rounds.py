@@ -318,6 +318,11 @@ def _sink_rounds():
     return __import__("chaos.sink_rounds", fromlist=["_"])
 
 
+def _jvm_rounds():
+    """tests/chaos/jvm_rounds.py: the Java writer's classes (issue 22; they need the kstream jar)."""
+    return __import__("chaos.jvm_rounds", fromlist=["_"])
+
+
 CLASSES: dict[str, Callable[[Ctx], None]] = {
     "power_cut_rf1": lambda ctx: power_cut_round(ctx, 1),
     "power_cut_rf3": lambda ctx: power_cut_round(ctx, 3),
@@ -357,4 +362,17 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "mirror_sigkill_out": lambda ctx: _mirror_rounds().sigkill_round(ctx, into_kstream=False),
     "mirror_broker_restart": lambda ctx: _mirror_rounds().broker_restart_round(ctx),
     "mirror_logdir_lost": lambda ctx: _mirror_rounds().logdir_lost_round(ctx),
+    "jvm_sink_power_cut": lambda ctx: _jvm_rounds().jvm_sink_power_cut_round(ctx),
+    "jvm_sink_sigkill": lambda ctx: _jvm_rounds().jvm_sink_sigkill_round(ctx),
+    "jvm_two_queries": lambda ctx: _jvm_rounds().jvm_two_queries_round(ctx),
+    "jvm_stalled_attempt": lambda ctx: _jvm_rounds().jvm_stalled_attempt_round(ctx),
+    "jvm_speculation": lambda ctx: _jvm_rounds().jvm_speculation_round(ctx),
+}
+
+# Classes slower than the harness's ROUND_TIMEOUT_S: real Spark queries, restarted several times.
+ROUND_TIMEOUTS_S: dict[str, int] = {
+    "jvm_sink_sigkill": 1800,
+    "jvm_two_queries": 1800,
+    "jvm_stalled_attempt": 600,
+    "jvm_speculation": 1800,
 }

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from chaos.checker import Verdict, check
 from chaos.harness import ROUND_TIMEOUT_S, Ctx, RoundHungError, kill_all
-from chaos.rounds import CLASSES
+from chaos.rounds import CLASSES, ROUND_TIMEOUTS_S
 from kstream.log.storage import faults
 
 # -- running rounds -------------------------------------------------------------------------
@@ -44,12 +44,14 @@ def run_round(name: str, seed: int, keep: bool = False) -> tuple[Verdict, float,
     faults.ENABLED = True
     started = time.monotonic()
 
+    timeout_s = ROUND_TIMEOUTS_S.get(name, ROUND_TIMEOUT_S)
+
     def hung(*_):
-        raise RoundHungError(f"round did not finish in {ROUND_TIMEOUT_S}s")
+        raise RoundHungError(f"round did not finish in {timeout_s}s")
 
     previous = signal.signal(signal.SIGALRM, hung) if threading.current_thread() is threading.main_thread() else None
     if previous is not None:
-        signal.alarm(ROUND_TIMEOUT_S)
+        signal.alarm(timeout_s)
     try:
         CLASSES[name](ctx)
         verdict = check(ctx.history)

@@ -106,7 +106,7 @@ public final class HighWatermark {
         for (int replica : replicas) {
             Path path = Path.of(replicaDirs.get(replica), Format.RECOVERY_POINT_FILE);
             try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
-                channel.force(false);
+                Fsync.force(channel, path, false);
             } catch (NoSuchFileException e) {
                 // nothing flushed yet: nothing to make durable
             } catch (IOException e) {

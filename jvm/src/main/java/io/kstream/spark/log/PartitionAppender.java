@@ -5,6 +5,7 @@ import io.kstream.spark.format.Channels;
 import io.kstream.spark.format.Format;
 import io.kstream.spark.format.FrameEncoder;
 import io.kstream.spark.format.FrameHeader;
+import io.kstream.spark.format.Fsync;
 import io.kstream.spark.format.HighWatermark;
 import io.kstream.spark.format.RecoveryPoint;
 import io.kstream.spark.format.SegmentFiles;
@@ -267,7 +268,7 @@ public final class PartitionAppender implements AutoCloseable {
                 // As Python's PartitionLog.flush: the fdatasync runs outside the lock, so concurrent
                 // writers' fsyncs overlap (the kernel coalesces them); the segment's frames up to
                 // `point` are durable when it returns, whoever rolled or appended since.
-                toSync.channel.force(false);
+                Fsync.force(toSync.channel, toSync.path, false);
                 toSync.syncTxnIndex(txnIndexState);  // entries durable before the recovery point passes them
                 unflushedMessages = 0;
                 firstUnflushedMs = -1;
@@ -432,10 +433,10 @@ public final class PartitionAppender implements AutoCloseable {
         void syncTxnIndex(String state) throws IOException {
             if (state == null || state.equals(txnIndexSynced)) return;
             if (txnIndex != null) {
-                txnIndex.force(false);
+                Fsync.force(txnIndex, txnIndexPath, false);
             } else {
                 try (FileChannel c = Channels.open(txnIndexPath, StandardOpenOption.WRITE)) {
-                    c.force(false);
+                    Fsync.force(c, txnIndexPath, false);
                 }
             }
             txnIndexSynced = state;
@@ -590,7 +591,7 @@ public final class PartitionAppender implements AutoCloseable {
                 if (sent <= 0) throw new IOException("short copy of " + segment.path + ": " + copied + " of " + segment.size);
                 copied += sent;
             }
-            out.force(true);
+            Fsync.force(out, tmp, true);
         }
         Files.move(tmp, segment.path, StandardCopyOption.ATOMIC_MOVE);
         fsyncDir(dir);
@@ -650,12 +651,12 @@ public final class PartitionAppender implements AutoCloseable {
             || segment.size > MAX_INDEX_POSITION;
         if (!(tooBig || tooOld || unindexable)) return segment;
         // Seal: the old segment and its indexes are durable before the new name exists.
-        segment.channel.force(false);
+        Fsync.force(segment.channel, segment.path, false);
         for (String suffix : new String[] {Format.OFFSET_INDEX_SUFFIX, Format.TIME_INDEX_SUFFIX, Format.TXN_INDEX_SUFFIX}) {
             Path index = Path.of(SegmentFiles.path(dir, segment.base, suffix));
             if (Files.exists(index)) {
                 try (FileChannel c = Channels.open(index, StandardOpenOption.READ)) {
-                    c.force(true);
+                    Fsync.force(c, index, true);
                 }
             }
         }
@@ -906,7 +907,7 @@ public final class PartitionAppender implements AutoCloseable {
                 StandardOpenOption.TRUNCATE_EXISTING)) {
             ByteBuffer raw = ByteBuffer.wrap(text.toString().getBytes(StandardCharsets.US_ASCII));
             while (raw.hasRemaining()) c.write(raw);
-            if (durable) c.force(true);
+            if (durable) Fsync.force(c, tmp, true);
         }
         Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
         if (durable) fsyncDir(dir);
@@ -922,7 +923,7 @@ public final class PartitionAppender implements AutoCloseable {
     /** Python's PartitionLog.flush_locked: the dir (a new first segment), the segment, then the recovery point. */
     private void flushLocked(Segment segment) throws IOException {
         syncDirIfNeeded();
-        segment.channel.force(false);
+        Fsync.force(segment.channel, segment.path, false);
         segment.syncTxnIndex(segment.txnIndexState());
         RecoveryPoints.advance(dir, segment.base, segment.size, segment.nextOffset);
         unflushedMessages = 0;
@@ -938,9 +939,7 @@ public final class PartitionAppender implements AutoCloseable {
     }
 
     static void fsyncDir(String directory) throws IOException {
-        try (FileChannel c = Channels.open(Path.of(directory), StandardOpenOption.READ)) {
-            c.force(true);
-        }
+        Fsync.directory(directory);
     }
 
     static void readFully(FileChannel channel, ByteBuffer into, long position) throws IOException {

@@ -2,6 +2,7 @@ package io.kstream.spark.log;
 
 import io.kstream.spark.format.Channels;
 import io.kstream.spark.format.Format;
+import io.kstream.spark.format.Fsync;
 import io.kstream.spark.format.RecoveryPoint;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -47,7 +48,7 @@ final class RecoveryPoints {
         if (current.state == RecoveryPoint.State.PRESENT) {
             if (current.segmentBase > base || (current.segmentBase == base && current.position >= position)) {
                 try (FileChannel c = Channels.open(path, StandardOpenOption.READ)) {
-                    c.force(false);
+                    Fsync.force(c, path, false);
                 }
                 return;
             }
@@ -56,7 +57,7 @@ final class RecoveryPoints {
                 ByteBuffer raw = ByteBuffer.wrap(slot(sequence, base, position, next));
                 long at = Long.remainderUnsigned(sequence, 2) * Format.RECOVERY_POINT_SLOT_BYTES;
                 while (raw.hasRemaining()) c.write(raw, at + raw.position());
-                c.force(false);
+                Fsync.force(c, path, false);
             }
             return;
         }
@@ -67,9 +68,9 @@ final class RecoveryPoints {
                 StandardOpenOption.TRUNCATE_EXISTING)) {
             ByteBuffer raw = ByteBuffer.wrap(file);
             while (raw.hasRemaining()) c.write(raw);
-            c.force(true);
+            Fsync.force(c, tmp, true);
         }
         Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE);
-        PartitionAppender.fsyncDir(dir);
+        Fsync.directory(dir);
     }
 }
