@@ -22,6 +22,11 @@ from kstream.mirror.options import MirrorOptions
 COORDINATOR_RETRY_S = 0.2
 """Pause between tries of a group request the group's coordinator is not ready to answer."""
 
+TRANSACTION_TIMEOUT_MS = 60_000
+"""The mirror's Kafka transactions (``--exactly-once``): the broker aborts one left open longer
+(a mirror stopped mid-chunk that never comes back). A chunk is committed well within it
+(kafka_transactions.MAX_TRANSACTION_S)."""
+
 
 def confluent() -> ModuleType:
     """confluent_kafka, or a MirrorError saying how to install it."""
@@ -165,17 +170,74 @@ class KafkaSide:
             # librdkafka's prefetch (queued.min.messages 100000) kept: 10000 made it 5x slower here
         })
 
-    def producer(self, on_delivery: Any, linger_ms: int = 5) -> Any:
+    def producer(self, on_delivery: Any, linger_ms: int = 5, transactional_id: str | None = None) -> Any:
         """An idempotent acks=all producer (no reordering, no duplicates from its own retries).
         Every delivery is reported to ``on_delivery(err, message)`` unless the record has a
         callback of its own (the mirror passes a dict's ``__setitem__``: C, no Python frame per
-        record; ``flush()`` returning 0 with no error reported means every record landed)."""
-        return self.ck.Producer({
+        record; ``flush()`` returning 0 with no error reported means every record landed).
+        With ``transactional_id``, a transactional producer (``transaction.timeout.ms``
+        TRANSACTION_TIMEOUT_MS): the caller runs init_transactions() before anything else."""
+        config: dict[str, Any] = {
             "bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
             "linger.ms": linger_ms, "batch.size": 1 << 20, "queue.buffering.max.messages": 1_000_000,
             "message.timeout.ms": max(int(self.timeout_s * 1000), 5000), "log_level": 0,
             "on_delivery": on_delivery,
-        })
+        }
+        if transactional_id is not None:
+            config["transactional.id"] = transactional_id
+            config["transaction.timeout.ms"] = TRANSACTION_TIMEOUT_MS
+            config["message.timeout.ms"] = min(config["message.timeout.ms"], TRANSACTION_TIMEOUT_MS)
+        return self.ck.Producer(config)
+
+    def stable_group_offsets(self, group: str, partitions: Iterable[tuple[str, int]] | None = None,
+                             unstable_ok: bool = False) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """``group``'s committed (offset, metadata) of ``partitions`` (None: all it has; absent: none
+        committed), read
+        as a read_committed consumer does (``require_stable``): offsets an open transaction sends
+        are not shown, and a partition whose transactional commit is still being completed is asked
+        again (UNSTABLE_OFFSET_COMMIT, for at most ``timeout_s``), never shown with its older offset.
+        ``unstable_ok`` (a reader that only reports, never copies): still unstable after ``timeout_s``
+        (a killed mirror's transaction left open until the next run aborts it), the committed offsets
+        without the pending ones."""
+        ck = self.ck
+        asked = set(partitions) if partitions is not None else None
+        # every partition of the group, then cut: confluent-kafka 2.16.1 crashes (SIGSEGV, now and
+        # then) listing the offsets of named partitions of a group Kafka does not know yet
+        request = [ck.ConsumerGroupTopicPartitions(group)]
+        deadline = time.monotonic() + self.timeout_s
+        stable = True
+
+        def fetch() -> Any:
+            return self._admin.list_consumer_group_offsets(request, require_stable=stable,
+                                                           request_timeout=self.timeout_s)[group].result(
+                timeout=self.timeout_s)
+
+        while True:
+            try:
+                result = self._group_call(fetch)
+                errors = [tp for tp in result.topic_partitions or [] if tp.error is not None]
+            except ck.KafkaException as err:
+                if not err.args or err.args[0].code() != ck.KafkaError.UNSTABLE_OFFSET_COMMIT:
+                    raise MirrorError(f"reading the offsets of group {group!r} at {self.bootstrap} failed: {err}; "
+                                      "check the address and that the broker runs") from err
+                result, errors = None, [err.args[0]]  # the whole group's answer: unstable
+            codes = [e.code() if isinstance(e, ck.KafkaError) else e.error.code() for e in errors]
+            unstable = [c for c in codes if c == ck.KafkaError.UNSTABLE_OFFSET_COMMIT]
+            failed = [f"{e.topic}[{e.partition}]: {e.error}" for e, c in zip(errors, codes, strict=True)
+                      if c != ck.KafkaError.UNSTABLE_OFFSET_COMMIT]
+            if failed:
+                raise MirrorError(f"Kafka at {self.bootstrap} could not give the offsets of group {group!r}: "
+                                  f"{'; '.join(failed[:5])}")
+            if not unstable and result is not None:
+                return {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in result.topic_partitions or []
+                        if tp.offset >= 0 and (asked is None or (tp.topic, tp.partition) in asked)}
+            if time.monotonic() + COORDINATOR_RETRY_S > deadline:
+                if unstable_ok:
+                    stable = False
+                    continue
+                raise MirrorError(f"the offsets of group {group!r} at {self.bootstrap} stayed unstable (a transaction "
+                                  f"commit being completed) for {self.timeout_s:g}s; run again (or raise --timeout)")
+            time.sleep(COORDINATOR_RETRY_S)
 
 
 def select_topics(counts: dict[str, int], options: MirrorOptions, side: str) -> dict[str, int]:
