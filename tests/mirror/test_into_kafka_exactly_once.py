@@ -56,7 +56,7 @@ def kafka_group(bootstrap, group, topic, partitions):
     """The Kafka group's committed (offset, metadata) per partition, read as the mirror reads them."""
     from kstream.mirror.kafka_side import KafkaSide
 
-    return KafkaSide(bootstrap, 30).stable_group_offsets(group, [(topic, p) for p in range(partitions)])
+    return KafkaSide(bootstrap, 30).mirror_offsets(group, [(topic, p) for p in range(partitions)])
 
 
 def kstream_group(cluster, group, topic, partitions):
@@ -195,3 +195,15 @@ def test_exactly_once_into_kstream_is_a_clear_error(tmp_path, mirror_name):
     with pytest.raises(ConfigError, match="Kafka -> kstream is always exactly once"):
         MirrorOptions(parse_endpoint("kafka:localhost:9092"), parse_endpoint(f"cluster:{tmp_path}"), mirror_name,
                       topics=("t",), exactly_once=True)
+
+
+def test_the_cli_refuses_exactly_once_into_kstream_before_touching_anything(tmp_path):
+    from click.testing import CliRunner
+
+    from kstream.tools.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["mirror", "--from", "kafka:localhost:1", "--to", f"cluster:{tmp_path}/c",
+                                      "--topics", "t", "--exactly-once"])
+    assert result.exit_code != 0
+    assert "Kafka -> kstream is always exactly once" in (result.output + str(result.exception))
+    assert not (tmp_path / "c").exists()

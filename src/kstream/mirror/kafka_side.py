@@ -189,55 +189,50 @@ class KafkaSide:
             config["message.timeout.ms"] = min(config["message.timeout.ms"], TRANSACTION_TIMEOUT_MS)
         return self.ck.Producer(config)
 
-    def stable_group_offsets(self, group: str, partitions: Iterable[tuple[str, int]] | None = None,
-                             unstable_ok: bool = False) -> dict[tuple[str, int], tuple[int, str | None]]:
-        """``group``'s committed (offset, metadata) of ``partitions`` (None: all it has; absent: none
-        committed), read
-        as a read_committed consumer does (``require_stable``): offsets an open transaction sends
-        are not shown, and a partition whose transactional commit is still being completed is asked
-        again (UNSTABLE_OFFSET_COMMIT, for at most ``timeout_s``), never shown with its older offset.
-        ``unstable_ok`` (a reader that only reports, never copies): still unstable after ``timeout_s``
-        (a killed mirror's transaction left open until the next run aborts it), the committed offsets
-        without the pending ones."""
+    def mirror_offsets(self, group: str, partitions: Iterable[tuple[str, int]], stable: bool = True
+                       ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """``group``'s committed (offset, metadata) of ``partitions`` (absent: none committed).
+
+        ``stable`` (the mirror's start): read as a read_committed consumer reads them (librdkafka
+        asks ``require_stable``): offsets an open transaction sends are not shown, and a partition
+        whose transactional commit is still being completed is asked again (UNSTABLE_OFFSET_COMMIT,
+        for at most ``timeout_s``), never shown with its older offset. Not ``stable`` (a reader that
+        only reports): the committed offsets, pending ones left out, without waiting (a killed
+        mirror's transaction stays open until the next run aborts it).
+        Through a consumer's committed(), not the AdminClient: confluent-kafka 2.16.1's
+        list_consumer_group_offsets crashes (SIGSEGV in librdkafka's main thread, now and then)
+        for a group Kafka does not know yet, which is every mirror's group before its first commit."""
         ck = self.ck
-        asked = set(partitions) if partitions is not None else None
-        # every partition of the group, then cut: confluent-kafka 2.16.1 crashes (SIGSEGV, now and
-        # then) listing the offsets of named partitions of a group Kafka does not know yet
-        request = [ck.ConsumerGroupTopicPartitions(group)]
+        asked = [ck.TopicPartition(t, p) for t, p in partitions]
+        if not asked:
+            return {}
+        consumer = ck.Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,
+                                "isolation.level": "read_committed" if stable else "read_uncommitted",
+                                "log_level": 0})
         deadline = time.monotonic() + self.timeout_s
-        stable = True
-
-        def fetch() -> Any:
-            return self._admin.list_consumer_group_offsets(request, require_stable=stable,
-                                                           request_timeout=self.timeout_s)[group].result(
-                timeout=self.timeout_s)
-
-        while True:
-            try:
-                result = self._group_call(fetch)
-                errors = [tp for tp in result.topic_partitions or [] if tp.error is not None]
-            except ck.KafkaException as err:
-                if not err.args or err.args[0].code() != ck.KafkaError.UNSTABLE_OFFSET_COMMIT:
+        try:
+            while True:
+                try:
+                    result = consumer.committed(asked, timeout=self.timeout_s)
+                except ck.KafkaException as err:
                     raise MirrorError(f"reading the offsets of group {group!r} at {self.bootstrap} failed: {err}; "
                                       "check the address and that the broker runs") from err
-                result, errors = None, [err.args[0]]  # the whole group's answer: unstable
-            codes = [e.code() if isinstance(e, ck.KafkaError) else e.error.code() for e in errors]
-            unstable = [c for c in codes if c == ck.KafkaError.UNSTABLE_OFFSET_COMMIT]
-            failed = [f"{e.topic}[{e.partition}]: {e.error}" for e, c in zip(errors, codes, strict=True)
-                      if c != ck.KafkaError.UNSTABLE_OFFSET_COMMIT]
-            if failed:
-                raise MirrorError(f"Kafka at {self.bootstrap} could not give the offsets of group {group!r}: "
-                                  f"{'; '.join(failed[:5])}")
-            if not unstable and result is not None:
-                return {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in result.topic_partitions or []
-                        if tp.offset >= 0 and (asked is None or (tp.topic, tp.partition) in asked)}
-            if time.monotonic() + COORDINATOR_RETRY_S > deadline:
-                if unstable_ok:
-                    stable = False
-                    continue
-                raise MirrorError(f"the offsets of group {group!r} at {self.bootstrap} stayed unstable (a transaction "
-                                  f"commit being completed) for {self.timeout_s:g}s; run again (or raise --timeout)")
-            time.sleep(COORDINATOR_RETRY_S)
+                unstable = [tp for tp in result if tp.error is not None
+                            and tp.error.code() == ck.KafkaError.UNSTABLE_OFFSET_COMMIT]
+                failed = [f"{tp.topic}[{tp.partition}]: {tp.error}" for tp in result
+                          if tp.error is not None and tp.error.code() != ck.KafkaError.UNSTABLE_OFFSET_COMMIT]
+                if failed:
+                    raise MirrorError(f"Kafka at {self.bootstrap} could not give the offsets of group {group!r}: "
+                                      f"{'; '.join(failed[:5])}")
+                if not unstable:
+                    return {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in result if tp.offset >= 0}
+                if time.monotonic() + COORDINATOR_RETRY_S > deadline:
+                    raise MirrorError(f"the offsets of group {group!r} at {self.bootstrap} stayed unstable (a "
+                                      f"transaction's commit being completed) for {self.timeout_s:g}s; run again "
+                                      "(or raise --timeout)")
+                time.sleep(COORDINATOR_RETRY_S)
+        finally:
+            consumer.close()
 
 
 def select_topics(counts: dict[str, int], options: MirrorOptions, side: str) -> dict[str, int]:

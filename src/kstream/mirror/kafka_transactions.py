@@ -18,7 +18,7 @@ transactional offsets for a group with no active member, as kstream does.
 Start: ``init_transactions()`` (``transactional.id`` ``__mirror.<name>``) fences a killed or
 still running mirror of the same name (its next Kafka call fails with "fenced") and aborts the
 transaction it left open; only then are the positions read, ``require_stable``
-(kafka_side.KafkaSide.stable_group_offsets: a commit being completed is waited for, never read
+(kafka_side.KafkaSide.mirror_offsets: a commit being completed is waited for, never read
 half-way). The caller (into_kafka.IntoKafka) keeps the kstream group ``__mirror.<name>`` and the
 offset syncs too, written after the Kafka commit (the syncs before it), so they never claim more
 than Kafka has; a restart moves a kstream group that lags Kafka (killed between the two commits)
@@ -73,7 +73,7 @@ class KafkaTransactions:
                               "allow transactions (transaction.state.log.replication.factor and min.isr at most its "
                               "brokers); run again, or raise --timeout") from err
         self._metadata_consumer = self.kafka.consumer(options.group)
-        stored = self.kafka.stable_group_offsets(options.group, partitions)
+        stored = self.kafka.mirror_offsets(options.group, partitions)
         return {tp: kstream_position(metadata, options.group, tp) for tp, (_, metadata) in stored.items()}
 
     def begin(self) -> None:

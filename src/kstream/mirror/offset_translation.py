@@ -145,8 +145,10 @@ class OffsetTranslator:
     def _kafka_positions(self) -> dict[tuple[str, int], tuple[int, int]]:
         """An exactly-once mirror's positions kept in Kafka: (kstream position, Kafka end)."""
         group = MIRROR_PREFIX + self.request.name
+        partitions = [(t, p) for t, n in self.kstream.partition_counts().items() if not t.startswith("__")
+                      for p in range(n)]
         return {tp: (kstream_position(metadata, group, tp), offset)
-                for tp, (offset, metadata) in self.kafka.stable_group_offsets(group, unstable_ok=True).items()}
+                for tp, (offset, metadata) in self.kafka.mirror_offsets(group, partitions, stable=False).items()}
 
     def translate(self) -> OffsetsReport:
         """G's offsets on the source as target offsets (offset_syncs.py's rule)."""
