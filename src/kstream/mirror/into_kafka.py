@@ -140,9 +140,14 @@ class IntoKafka:
             if todo:
                 consumer.assign([TopicPartition(t, p, positions.get((t, p), OFFSET_BEGINNING)) for t, p in todo])
                 self._loop(kstream, producer, consumer, set(todo), ends, stop)
-        except BaseException:
-            if self._transactions is not None:
-                self._transactions.abort()
+        except BaseException as err:
+            transactions = self._transactions
+            if transactions is not None:
+                # a fenced producer fails in its callbacks and poll() too (confluent-kafka may raise a
+                # SystemError there): the abort's own error says whether a newer run took over
+                failure = transactions.abort()
+                if failure is not None and transactions.is_fenced(failure):
+                    raise transactions.fenced_error() from err
             raise
         finally:
             if self._transactions is not None:

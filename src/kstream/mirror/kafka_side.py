@@ -213,7 +213,7 @@ class KafkaSide:
         try:
             while True:
                 try:
-                    result = consumer.committed(asked, timeout=self.timeout_s)
+                    result = self._group_call(lambda: consumer.committed(asked, timeout=self.timeout_s))
                 except ck.KafkaException as err:
                     raise MirrorError(f"reading the offsets of group {group!r} at {self.bootstrap} failed: {err}; "
                                       "check the address and that the broker runs") from err

@@ -104,16 +104,19 @@ class KafkaTransactions:
                     raise self._failed("commit_transaction", err) from err
         self.open = False
 
-    def abort(self) -> None:
+    def abort(self) -> Any:
         """Abort the open transaction, if any, after a failure: a failing abort is logged (the
-        next run's init_transactions() aborts it), the first error is the one the caller raises."""
+        next run's init_transactions() aborts it) and its KafkaError returned (None otherwise),
+        the first error is the one the caller raises (or, fenced, fenced_error())."""
         if not self.open:
-            return
+            return None
         self.open = False
         try:
             self.producer.abort_transaction(self.options.timeout_s)
         except Exception as err:
             log.warning("abort_transaction() of mirror %s failed too: %s", self.options.name, err)
+            return err.args[0] if err.args and hasattr(err.args[0], "code") else None
+        return None
 
     def close(self) -> None:
         self.abort()
