@@ -9,8 +9,10 @@ one broker, no fsync per message) and kstream clusters in a temporary folder get
 
 (a) kstream -> Kafka: ``IntoKafka`` (kstream read_committed -> confluent-kafka, acks=all,
     idempotent, positions committed in kstream after each flush) from a kstream topic into a new
-    Kafka topic, against confluent-kafka's produce() of the same records (same producer settings,
-    from Python lists in memory) into a new Kafka topic, flush() included;
+    Kafka topic, and the same with ``--exactly-once`` (each ``--chunk-records`` chunk one Kafka
+    transaction with the positions in it), against confluent-kafka's produce() of the same
+    records (same producer settings, not transactional: its best rate, from Python lists in
+    memory) into a new Kafka topic, flush() included;
 (b) Kafka -> kstream: ``IntoKstream`` (read_committed confluent-kafka consumer -> one kstream
     transaction per ``--chunk-records``, acks=all, fsynced, exactly once) from the Kafka topic into
     a new kstream cluster, against confluent-kafka's consume() of the same topic (read_committed,
@@ -91,11 +93,12 @@ def confluent_consume(bootstrap: str, topic: str, partitions: int, count: int) -
     return rate
 
 
-def mirror_into_kafka(cluster: str, topic: str, bootstrap: str) -> float:
+def mirror_into_kafka(cluster: str, topic: str, bootstrap: str, chunk_records: int, exactly_once: bool) -> float:
     """IntoKafka of kstream ``topic`` into a new Kafka topic (a new mirror name: a fresh copy)."""
     name = f"b{uuid.uuid4().hex[:8]}"
     options = MirrorOptions(parse_endpoint(f"cluster:{cluster}"), parse_endpoint(f"kafka:{bootstrap}"), name,
-                            topics=(topic,), until_end=True, poll_timeout_s=0.1)
+                            topics=(topic,), until_end=True, poll_timeout_s=0.1, chunk_records=chunk_records,
+                            exactly_once=exactly_once)
     started = time.perf_counter()
     copied = IntoKafka(options).run().records
     return copied / (time.perf_counter() - started)
@@ -129,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunk-records", type=int, default=10_000)
     args = parser.parse_args(argv)
     data = records(args.records, args.record_size, args.partitions)
-    results: dict[str, list[float]] = {k: [] for k in ("produce", "into_kafka", "consume", "into_kstream")}
+    results: dict[str, list[float]] = {k: [] for k in ("produce", "into_kafka", "into_kafka_eos", "consume",
+                                                       "into_kstream")}
     with tempfile.TemporaryDirectory(prefix="mirror-bench-") as folder, KafkaPeer(1) as peer:
         source_cluster = os.path.join(folder, "source")
         fill_kstream(source_cluster, "bench", data, args.partitions)
@@ -140,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         for repeat in range(args.repeats):
             # alternate which side of each pair goes first
             pairs = [("produce", lambda: confluent_produce(peer.bootstrap, data, args.partitions)),
-                     ("into_kafka", lambda: mirror_into_kafka_fresh(source_cluster, peer.bootstrap))]
+                     ("into_kafka", lambda: mirror_into_kafka_fresh(source_cluster, peer.bootstrap,
+                                                                    args.chunk_records, False)),
+                     ("into_kafka_eos", lambda: mirror_into_kafka_fresh(source_cluster, peer.bootstrap,
+                                                                        args.chunk_records, True))]
             pairs2 = [("consume", lambda: confluent_consume(peer.bootstrap, kafka_topic, args.partitions,
                                                             args.records)),
                       ("into_kstream", lambda: mirror_into_kstream(peer.bootstrap, kafka_topic, folder,
@@ -157,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|")
     print(f"| kstream -> Kafka (vs produce) | {med['into_kafka']:,.0f} | {med['produce']:,.0f} | "
           f"{med['into_kafka'] / med['produce']:.2f} |")
+    print(f"| kstream -> Kafka --exactly-once (vs produce) | {med['into_kafka_eos']:,.0f} | {med['produce']:,.0f} | "
+          f"{med['into_kafka_eos'] / med['produce']:.2f} |")
     print(f"| Kafka -> kstream (vs consume) | {med['into_kstream']:,.0f} | {med['consume']:,.0f} | "
           f"{med['into_kstream'] / med['consume']:.2f} |")
     for key, values in results.items():
@@ -176,12 +185,12 @@ def confluent_produce_into(bootstrap: str, topic: str, data: list[tuple[int, byt
     assert producer.flush(60) == 0
 
 
-def mirror_into_kafka_fresh(source_cluster: str, bootstrap: str) -> float:
+def mirror_into_kafka_fresh(source_cluster: str, bootstrap: str, chunk_records: int, exactly_once: bool) -> float:
     """The mirror keeps topic names, so each run copies a kstream topic of its own (a clone of
     the source made before the clock starts) into a new Kafka topic of that name."""
     topic = f"bench-{uuid.uuid4().hex[:8]}"
     _clone_topic(source_cluster, "bench", topic)
-    return mirror_into_kafka(source_cluster, topic, bootstrap)
+    return mirror_into_kafka(source_cluster, topic, bootstrap, chunk_records, exactly_once)
 
 
 def _clone_topic(cluster: str, source: str, target: str) -> None:

@@ -1,5 +1,5 @@
 """Fault classes of the mirror (issue 23): ``mirror_sigkill_in``, ``mirror_sigkill_out``,
-``mirror_broker_restart``, ``mirror_logdir_lost``.
+``mirror_sigkill_out_eos``, ``mirror_broker_restart``, ``mirror_logdir_lost``.
 
 The rounds need Apache Kafka: one broker (:class:`kstream.tools.perf.kafka_peer.KafkaPeer`,
 ``make kafka``'s jars or ``$KSTREAM_KAFKA_LIB``) started by the first mirror round of a run and
@@ -16,6 +16,8 @@ K seeded), continuous while the writer writes. Then the fault, at a seeded momen
 
 * ``mirror_sigkill_in`` (Kafka -> kstream) / ``mirror_sigkill_out`` (kstream -> Kafka): the
   mirror is SIGKILLed, 1-3 times (the later runs continuous or ``--until-end``, seeded);
+  ``mirror_sigkill_out_eos``: the same into Kafka with ``--exactly-once`` (Kafka transactions),
+  checked as into kstream: nothing duplicated in Kafka, translated offsets read nothing again;
 * ``mirror_broker_restart`` (either direction, seeded): the Kafka broker is stopped (a controlled
   shutdown) for 0.5-3 s and started again on the same ports and data; the mirror rides it out
   or exits 1 with a clear ``error:`` line (never a traceback, never a hang);
@@ -28,8 +30,9 @@ Once the writer is done, a consumer group commits seeded offsets on the source, 
 being dead after a kill) ``kstream mirror offsets`` translates them mid-copy; then a continuous
 mirror still running is stopped with SIGTERM (it must exit 0), a last ``--until-end`` run must
 exit 0, and :mod:`chaos.mirror_checker` checks both sides and the final translation: every
-source record in the target, into kstream exactly once, into Kafka at least once (records sent
-twice counted), nothing aborted, source order kept, translated offsets never past the copy.
+source record in the target, into kstream (and into Kafka with ``--exactly-once``) exactly once,
+into Kafka at least once otherwise (records sent twice counted), nothing aborted, source order
+kept, translated offsets never past the copy (and, exactly once, never reading a record again).
 """
 
 from __future__ import annotations
@@ -179,10 +182,12 @@ def translate(source: str, target: str, name: str, group: str, topic: str) -> li
 class Mirror:
     """A round's mirror runs: the CLI as a child process, its stderr kept in the round's directory."""
 
-    def __init__(self, ctx: Ctx, source: str, target: str, topic: str, name: str, chunk: int):
+    def __init__(self, ctx: Ctx, source: str, target: str, topic: str, name: str, chunk: int,
+                 exactly_once: bool = False):
         self.ctx = ctx
         self.args = ["--from", source, "--to", target, "--topics", topic, "--name", name,
-                     "--chunk-records", str(chunk), "--progress-interval", "0.2"]
+                     "--chunk-records", str(chunk), "--progress-interval", "0.2",
+                     *(["--exactly-once"] if exactly_once else [])]
         self.runs = 0
 
     def start(self, until_end: bool) -> subprocess.Popen:
@@ -275,9 +280,10 @@ def _out_lines(path: str) -> list[str]:
 class Round:
     """One mirror round's sides, writers and mirror (``into_kstream``: Kafka -> kstream)."""
 
-    def __init__(self, ctx: Ctx, into_kstream: bool, log_dirs: bool = False):
+    def __init__(self, ctx: Ctx, into_kstream: bool, log_dirs: bool = False, exactly_once: bool = False):
         self.ctx = ctx
         self.into_kstream = into_kstream
+        self.exactly_once = into_kstream or exactly_once  # into kstream always; into Kafka with the flag
         self.broker_restarted = False  # a source writer's failure is then the fault's, not a finding
         self.bootstrap = broker()
         if signal.alarm(0):  # the harness's round timer (main thread): a mirror round gets longer
@@ -307,7 +313,7 @@ class Round:
         kafka, cluster = f"kafka:{self.bootstrap}", f"cluster:{ctx.cluster}"
         self.source, self.target = (kafka, cluster) if into_kstream else (cluster, kafka)
         self.mirror = Mirror(ctx, self.source, self.target, self.topic, self.name,
-                             ctx.rng.choice((5, 20, 100, 500)))
+                             ctx.rng.choice((5, 20, 100, 500)), exactly_once=exactly_once and not into_kstream)
         self.acked: dict[bytes, tuple[int, int]] = {}
         self.aborted: set[bytes] = set()
         self.writers: list[tuple[subprocess.Popen, str]] = []
@@ -367,7 +373,7 @@ class Round:
             read_kafka(self.bootstrap, self.topic)
 
     def copy(self, source: Records, target: Records) -> Copy:
-        return Copy(self.topic, self.into_kstream, source, target, acked=self.acked, aborted=self.aborted)
+        return Copy(self.topic, self.exactly_once, source, target, acked=self.acked, aborted=self.aborted)
 
     def commit_group(self, source: Records) -> None:
         commit_group(self.ctx, self.into_kstream, self.bootstrap if self.into_kstream else self.ctx.cluster,
@@ -407,8 +413,8 @@ def _translate_mid_copy(r: Round) -> None:
 # -- the rounds --------------------------------------------------------------------------------
 
 
-def sigkill_round(ctx: Ctx, into_kstream: bool) -> None:
-    r = Round(ctx, into_kstream)
+def sigkill_round(ctx: Ctx, into_kstream: bool, exactly_once: bool = False) -> None:
+    r = Round(ctx, into_kstream, exactly_once=exactly_once)
     r.start_writers()
     running = r.mirror.start(until_end=False)
     kills = ctx.rng.randint(1, 3)

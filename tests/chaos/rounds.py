@@ -360,6 +360,7 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "tier_lake_unwritable": lambda ctx: _tier_rounds().tier_lake_unwritable_round(ctx),
     "mirror_sigkill_in": lambda ctx: _mirror_rounds().sigkill_round(ctx, into_kstream=True),
     "mirror_sigkill_out": lambda ctx: _mirror_rounds().sigkill_round(ctx, into_kstream=False),
+    "mirror_sigkill_out_eos": lambda ctx: _mirror_rounds().sigkill_round(ctx, into_kstream=False, exactly_once=True),
     "mirror_broker_restart": lambda ctx: _mirror_rounds().broker_restart_round(ctx),
     "mirror_logdir_lost": lambda ctx: _mirror_rounds().logdir_lost_round(ctx),
     "jvm_sink_power_cut": lambda ctx: _jvm_rounds().jvm_sink_power_cut_round(ctx),

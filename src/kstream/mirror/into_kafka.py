@@ -1,6 +1,6 @@
-"""kstream -> Apache Kafka, at least once.
+"""kstream -> Apache Kafka, at least once, or exactly once with Kafka transactions.
 
-The contract: every record committed in a kstream partition (read_committed) reaches the
+The contract (at least once, the default): every record committed in a kstream partition (read_committed) reaches the
 Kafka topic of the same name and partition, in order, with its key, value, headers and
 timestamp, at least once: a mirror killed between a Kafka write and its commit writes
 those records again when it restarts (Kafka's idempotent producer removes its own
@@ -21,8 +21,22 @@ callback of their own that receives their Kafka offset; after a flush confirmed 
 ``__mirror.<name>.offset-syncs`` in the source cluster (as MM2 keeps its syncs beside the
 source by default), and only then are the positions committed.
 
-Not built yet: exactly once into Kafka (KIP-618: a Kafka transaction carrying the records
-and the positions), and typed kstream topics (their values have no Kafka encoding yet).
+Exactly once (``exactly_once``, ``--exactly-once``; kafka_transactions.py, KIP-618's way):
+the producer is transactional (``transactional.id`` ``__mirror.<name>``) and each chunk is one
+Kafka transaction: the records, then (after flush() confirmed them and their offset syncs are
+appended in kstream) the positions as the Kafka group ``__mirror.<name>``'s offsets, sent in
+the same transaction, then the commit; the kstream group's commit follows. On start,
+init_transactions() fences and aborts an earlier run, and each partition starts at the greater
+of its Kafka and its kstream position (the kstream one is ahead only after an at-least-once run
+of the same name, which committed it after Kafka confirmed the records); a kstream group behind
+Kafka (a kill between the two commits) is moved up to it first. Each transaction's first record
+per partition is a sync too: Kafka's commit markers take an offset between two chunks.
+Crash points (tests, ``KSTREAM_CRASH_AT``): ``mirror.into-kafka.flushed`` (records confirmed,
+syncs written; with exactly_once mid-transaction), ``mirror.into-kafka.kafka-committed``
+(exactly_once: the Kafka transaction committed, the kstream group not yet),
+``mirror.into-kafka.committed`` (the chunk done: between chunks).
+
+Not built yet: typed kstream topics (their values have no Kafka encoding yet).
 Record timestamps are sent as CreateTime; a Kafka topic with
 ``message.timestamp.type=LogAppendTime`` replaces them with its append time.
 """
@@ -36,9 +50,11 @@ import numpy as np
 import pyarrow as pa
 
 from kstream.client.producer import Producer
+from kstream.log.storage.faults import crash_point
 from kstream.message import OFFSET_BEGINNING, TopicPartition
 from kstream.mirror.errors import MirrorError
 from kstream.mirror.kafka_side import KafkaSide
+from kstream.mirror.kafka_transactions import KafkaTransactions
 from kstream.mirror.kstream_side import KstreamSide, committed_positions
 from kstream.mirror.offset_syncs import OffsetSync
 from kstream.mirror.options import OFFSET_SYNCS_CONFIG, MirrorOptions
@@ -62,6 +78,7 @@ class IntoKafka:
         # delivery dict, filled the same way), since the last flush
         self._sync_records: list[tuple[str, int, int, dict[Any, Any]]] = []
         self._last_sent: dict[TopicPartitionKey, int] = {}  # kstream offset of the last record sent, this run
+        self._transactions: KafkaTransactions | None = None  # with options.exactly_once
 
     def prepare(self, kstream: KstreamSide, kafka: KafkaSide) -> dict[str, int]:
         """The topics to copy with their partition counts, made on Kafka where missing.
@@ -109,34 +126,65 @@ class IntoKafka:
               stop: threading.Event) -> None:
         options, progress = self.options, self.progress
         positions = {tp: offset for tp, (offset, _) in committed_positions(consumer, partitions).items()}
-        progress.positions.update(positions)
-        progress.ends.update(kstream.end_offsets(partitions))
-        ends = dict(progress.ends) if options.until_end else None
-        todo = [tp for tp in partitions if ends is None or positions.get(tp, 0) < ends[tp]]
-        if not todo:
-            return
-        consumer.assign([TopicPartition(t, p, positions.get((t, p), OFFSET_BEGINNING)) for t, p in todo])
-        producer = kafka.producer(self._delivered.__setitem__)
+        transactional_id = options.transactional_id if options.exactly_once else None
+        producer = kafka.producer(self._delivered.__setitem__, transactional_id=transactional_id)
         self._syncs_producer = Producer({"cluster": kstream.path})
-        remaining = set(todo)
-        pending: dict[TopicPartitionKey, int] = {}  # records sent since the last commit, per partition
         try:
-            while remaining and not stop.is_set():
-                batch = consumer.poll_batch(options.chunk_records, options.poll_timeout_s)
-                if batch is not None:
-                    self._send(producer, batch, ends, pending)
-                if pending and (batch is None or sum(pending.values()) >= options.chunk_records):
-                    self._flush_and_commit(producer, consumer, pending, ends)
-                if ends is not None:
-                    for tp in consumer.position([TopicPartition(t, p) for t, p in remaining]):
-                        if tp.offset >= ends[(tp.topic, tp.partition)]:
-                            remaining.discard((tp.topic, tp.partition))
-                progress.maybe_print(kstream.end_offsets)
-            if pending:
-                self._flush_and_commit(producer, consumer, pending, ends)
+            if options.exactly_once:
+                self._transactions = KafkaTransactions(kafka, producer, options)
+                positions = self._reconcile(consumer, positions, self._transactions.start(partitions))
+            progress.positions.update(positions)
+            progress.ends.update(kstream.end_offsets(partitions))
+            ends = dict(progress.ends) if options.until_end else None
+            todo = [tp for tp in partitions if ends is None or positions.get(tp, 0) < ends[tp]]
+            if todo:
+                consumer.assign([TopicPartition(t, p, positions.get((t, p), OFFSET_BEGINNING)) for t, p in todo])
+                self._loop(kstream, producer, consumer, set(todo), ends, stop)
+        except BaseException as err:
+            transactions = self._transactions
+            if transactions is not None:
+                # a fenced producer fails in its callbacks and poll() too (confluent-kafka may raise a
+                # SystemError there): the abort's own error says whether a newer run took over
+                failure = transactions.abort()
+                if failure is not None and transactions.is_fenced(failure):
+                    raise transactions.fenced_error() from err
+            raise
         finally:
+            if self._transactions is not None:
+                self._transactions.close()
             producer.flush(options.timeout_s)
             self._syncs_producer.close()
+
+    def _loop(self, kstream: KstreamSide, producer: Any, consumer: Any, remaining: set[TopicPartitionKey],
+              ends: dict[TopicPartitionKey, int] | None, stop: threading.Event) -> None:
+        options, progress, transactions = self.options, self.progress, self._transactions
+        pending: dict[TopicPartitionKey, int] = {}  # records sent since the last commit, per partition
+        while remaining and not stop.is_set():
+            batch = consumer.poll_batch(options.chunk_records, options.poll_timeout_s)
+            if batch is not None:
+                self._send(producer, batch, ends, pending)
+            if pending and (batch is None or sum(pending.values()) >= options.chunk_records
+                            or (transactions is not None and transactions.due())):
+                self._flush_and_commit(producer, consumer, pending, ends)
+            if ends is not None:
+                for tp in consumer.position([TopicPartition(t, p) for t, p in remaining]):
+                    if tp.offset >= ends[(tp.topic, tp.partition)]:
+                        remaining.discard((tp.topic, tp.partition))
+            progress.maybe_print(kstream.end_offsets)
+        if pending:
+            self._flush_and_commit(producer, consumer, pending, ends)
+
+    def _reconcile(self, consumer: Any, in_kstream: dict[TopicPartitionKey, int],
+                   in_kafka: dict[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int]:
+        """Each partition's start: the greater of its kstream and its Kafka position. Both only
+        ever name records Kafka has (the kstream group is written after Kafka's commit, or after
+        an at-least-once run's confirmed flush); a kstream group behind Kafka (a kill between the
+        two commits) is moved up to it, so `kstream mirror offsets` and the progress agree."""
+        behind = [TopicPartition(t, p, offset) for (t, p), offset in sorted(in_kafka.items())
+                  if offset > in_kstream.get((t, p), -1)]
+        if behind:
+            consumer.commit(offsets=behind, asynchronous=False)
+        return {**in_kstream, **{(tp.topic, tp.partition): tp.offset for tp in behind}}
 
     def _send(self, producer: Any, batch: Any, ends: dict[TopicPartitionKey, int] | None,
               pending: dict[TopicPartitionKey, int]) -> None:
@@ -149,6 +197,8 @@ class IntoKafka:
             n = int((offsets < ends[(topic, partition)]).sum())  # offsets ascend: a prefix is this run's
         if n == 0:
             return
+        if self._transactions is not None:
+            self._transactions.begin()  # the chunk's transaction, at its first record
         stamps = batch.column("timestamp")
         if pa.types.is_timestamp(stamps.type):
             stamps = stamps.cast(pa.timestamp("ms", tz=stamps.type.tz)).cast(pa.int64())
@@ -190,29 +240,41 @@ class IntoKafka:
     def _flush_and_commit(self, producer: Any, consumer: Any, pending: dict[TopicPartitionKey, int],
                           ends: dict[TopicPartitionKey, int] | None) -> None:
         """At least once: the kstream positions are committed only once Kafka confirmed every
-        record, and after the offset syncs of what was sent are appended."""
+        record, and after the offset syncs of what was sent are appended. Exactly once: the
+        same, with the Kafka transaction (records and positions) committed in between."""
+        transactions = self._transactions
         left = producer.flush(self.options.timeout_s)
-        failed = [f"{m.topic()}[{m.partition()}]: {e.str()}"
-                  for d in (self._delivered, *(box for *_, box in self._sync_records)) for e, m in d.items()
+        errors = [(e, m) for d in (self._delivered, *(box for *_, box in self._sync_records)) for e, m in d.items()
                   if e is not None]
-        if left or failed:
-            why = "; ".join(failed[:10]) or "flush timed out"
+        if transactions is not None and any(transactions.is_fenced(e) for e, _ in errors):
+            raise transactions.fenced_error()
+        if left or errors:
+            why = "; ".join(f"{m.topic()}[{m.partition()}]: {e.str()}" for e, m in errors[:10]) or "flush timed out"
             raise MirrorError(f"Apache Kafka at {self.options.target.address} did not confirm "
-                              f"{left or len(failed)} record(s) ({why}); "
+                              f"{left or len(errors)} record(s) ({why}); "
                               "nothing past the last commit is marked copied: run the mirror again")
         self._delivered.clear()
-        self._write_syncs()
+        kafka_ends = self._write_syncs()
+        crash_point("mirror.into-kafka.flushed")
         positions = consumer.position([TopicPartition(t, p) for t, p in pending])
         if ends is not None:  # records read past the end at start were not sent: the next run's
             positions = [TopicPartition(tp.topic, tp.partition, min(tp.offset, ends[(tp.topic, tp.partition)]))
                          for tp in positions]
+        if transactions is not None:
+            transactions.commit([(tp.topic, tp.partition, kafka_ends[(tp.topic, tp.partition)], tp.offset)
+                                 for tp in positions])
+            self.progress.transactions += 1
+            self._last_sent.clear()  # the next transaction's first record per partition is a sync
+            crash_point("mirror.into-kafka.kafka-committed")
         consumer.commit(offsets=positions, asynchronous=False)
+        crash_point("mirror.into-kafka.committed")
         for tp in positions:
             self.progress.copied((tp.topic, tp.partition), pending[(tp.topic, tp.partition)], tp.offset)
         pending.clear()
 
-    def _write_syncs(self) -> None:
-        """The confirmed sync records as offset syncs in the kstream source cluster."""
+    def _write_syncs(self) -> dict[TopicPartitionKey, int]:
+        """The confirmed sync records as offset syncs in the kstream source cluster; returns each
+        partition's Kafka offset after its last record sent (the last record of a batch is a sync)."""
         syncs = [OffsetSync(topic, partition, source_offset, box[None].offset())
                  for topic, partition, source_offset, box in self._sync_records]
         self._sync_records.clear()
@@ -220,6 +282,11 @@ class IntoKafka:
             self._syncs_producer.produce_batch(self.options.offset_syncs_topic, pa.table({
                 "key": [f"{s.topic}/{s.partition}".encode() for s in syncs],
                 "value": [s.to_json() for s in syncs]}), partition=0)
+        ends: dict[TopicPartitionKey, int] = {}
+        for sync in syncs:
+            key = (sync.topic, sync.partition)
+            ends[key] = max(ends.get(key, 0), sync.target_offset + 1)
+        return ends
 
 
 def _headers(column: pa.Array) -> list[list[tuple[str, bytes | None]] | None]:

@@ -22,6 +22,11 @@ from kstream.mirror.options import MirrorOptions
 COORDINATOR_RETRY_S = 0.2
 """Pause between tries of a group request the group's coordinator is not ready to answer."""
 
+TRANSACTION_TIMEOUT_MS = 60_000
+"""The mirror's Kafka transactions (``--exactly-once``): the broker aborts one left open longer
+(a mirror stopped mid-chunk that never comes back). A chunk is committed well within it
+(kafka_transactions.MAX_TRANSACTION_S)."""
+
 
 def confluent() -> ModuleType:
     """confluent_kafka, or a MirrorError saying how to install it."""
@@ -165,17 +170,69 @@ class KafkaSide:
             # librdkafka's prefetch (queued.min.messages 100000) kept: 10000 made it 5x slower here
         })
 
-    def producer(self, on_delivery: Any, linger_ms: int = 5) -> Any:
+    def producer(self, on_delivery: Any, linger_ms: int = 5, transactional_id: str | None = None) -> Any:
         """An idempotent acks=all producer (no reordering, no duplicates from its own retries).
         Every delivery is reported to ``on_delivery(err, message)`` unless the record has a
         callback of its own (the mirror passes a dict's ``__setitem__``: C, no Python frame per
-        record; ``flush()`` returning 0 with no error reported means every record landed)."""
-        return self.ck.Producer({
+        record; ``flush()`` returning 0 with no error reported means every record landed).
+        With ``transactional_id``, a transactional producer (``transaction.timeout.ms``
+        TRANSACTION_TIMEOUT_MS): the caller runs init_transactions() before anything else."""
+        config: dict[str, Any] = {
             "bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
             "linger.ms": linger_ms, "batch.size": 1 << 20, "queue.buffering.max.messages": 1_000_000,
             "message.timeout.ms": max(int(self.timeout_s * 1000), 5000), "log_level": 0,
             "on_delivery": on_delivery,
-        })
+        }
+        if transactional_id is not None:
+            config["transactional.id"] = transactional_id
+            config["transaction.timeout.ms"] = TRANSACTION_TIMEOUT_MS
+            config["message.timeout.ms"] = min(config["message.timeout.ms"], TRANSACTION_TIMEOUT_MS)
+        return self.ck.Producer(config)
+
+    def mirror_offsets(self, group: str, partitions: Iterable[tuple[str, int]], stable: bool = True
+                       ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """``group``'s committed (offset, metadata) of ``partitions`` (absent: none committed).
+
+        ``stable`` (the mirror's start): read as a read_committed consumer reads them (librdkafka
+        asks ``require_stable``): offsets an open transaction sends are not shown, and a partition
+        whose transactional commit is still being completed is asked again (UNSTABLE_OFFSET_COMMIT,
+        for at most ``timeout_s``), never shown with its older offset. Not ``stable`` (a reader that
+        only reports): the committed offsets, pending ones left out, without waiting (a killed
+        mirror's transaction stays open until the next run aborts it).
+        Through a consumer's committed(), not the AdminClient: confluent-kafka 2.16.1's
+        list_consumer_group_offsets crashes (SIGSEGV in librdkafka's main thread, now and then)
+        for a group Kafka does not know yet, which is every mirror's group before its first commit."""
+        ck = self.ck
+        asked = [ck.TopicPartition(t, p) for t, p in partitions]
+        if not asked:
+            return {}
+        consumer = ck.Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,
+                                "isolation.level": "read_committed" if stable else "read_uncommitted",
+                                "log_level": 0})
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            while True:
+                try:
+                    result = self._group_call(lambda: consumer.committed(asked, timeout=self.timeout_s))
+                except ck.KafkaException as err:
+                    raise MirrorError(f"reading the offsets of group {group!r} at {self.bootstrap} failed: {err}; "
+                                      "check the address and that the broker runs") from err
+                unstable = [tp for tp in result if tp.error is not None
+                            and tp.error.code() == ck.KafkaError.UNSTABLE_OFFSET_COMMIT]
+                failed = [f"{tp.topic}[{tp.partition}]: {tp.error}" for tp in result
+                          if tp.error is not None and tp.error.code() != ck.KafkaError.UNSTABLE_OFFSET_COMMIT]
+                if failed:
+                    raise MirrorError(f"Kafka at {self.bootstrap} could not give the offsets of group {group!r}: "
+                                      f"{'; '.join(failed[:5])}")
+                if not unstable:
+                    return {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in result if tp.offset >= 0}
+                if time.monotonic() + COORDINATOR_RETRY_S > deadline:
+                    raise MirrorError(f"the offsets of group {group!r} at {self.bootstrap} stayed unstable (a "
+                                      f"transaction's commit being completed) for {self.timeout_s:g}s; run again "
+                                      "(or raise --timeout)")
+                time.sleep(COORDINATOR_RETRY_S)
+        finally:
+            consumer.close()
 
 
 def select_topics(counts: dict[str, int], options: MirrorOptions, side: str) -> dict[str, int]:

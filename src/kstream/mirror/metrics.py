@@ -6,7 +6,8 @@ as old as the copying loop's last chunk and its last progress line's ends). Fami
 labelled ``mirror`` (the mirror's name) and ``direction`` (``into-kstream`` or ``into-kafka``):
 
 * ``kstream_mirror_records_total``: records copied by this run (a counter);
-* ``kstream_mirror_transactions_total``: kstream transactions committed (into kstream);
+* ``kstream_mirror_transactions_total``: transactions committed (into kstream: kstream's; into
+  Kafka with ``--exactly-once``: Kafka's; 0 into Kafka at least once);
 * ``kstream_mirror_records_per_second``: the run's average rate;
 * ``kstream_mirror_position`` and ``kstream_mirror_lag``, per source ``topic`` and
   ``partition``: the next source offset the mirror copies, and the source's end (last
@@ -40,8 +41,8 @@ class ProgressCollector(Collector):
         lag = progress.lag()
         records = CounterMetricFamily(PREFIX + "records", "Records copied by this run", labels=_LABELS)
         records.add_metric(run, progress.records)
-        transactions = CounterMetricFamily(PREFIX + "transactions", "kstream transactions committed (into kstream)",
-                                           labels=_LABELS)
+        transactions = CounterMetricFamily(PREFIX + "transactions", "Transactions committed (kstream's into kstream, "
+                                           "Kafka's into Kafka with --exactly-once)", labels=_LABELS)
         transactions.add_metric(run, progress.transactions)
         rate = GaugeMetricFamily(PREFIX + "records_per_second", "The run's average copy rate", labels=_LABELS)
         rate.add_metric(run, progress.rate())

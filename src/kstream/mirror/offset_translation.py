@@ -22,6 +22,7 @@ from kstream.mirror.endpoints import Endpoint
 from kstream.mirror.errors import MirrorError
 from kstream.mirror.into_kstream import source_position
 from kstream.mirror.kafka_side import KafkaSide
+from kstream.mirror.kafka_transactions import kstream_position
 from kstream.mirror.kstream_side import KstreamSide
 from kstream.mirror.offset_syncs import NOT_TRANSLATED, SyncTrail, Translation, build_trails
 from kstream.mirror.options import MIRROR_PREFIX, MirrorOptions
@@ -116,10 +117,14 @@ class OffsetTranslator:
         return {tp: offset for tp, (offset, _) in self.kstream.group_offsets(group).items()}
 
     def mirror_positions(self) -> dict[tuple[str, int], tuple[int, int | None]]:
-        """The mirror's committed positions: (source offset copied to, target end or None)."""
+        """The mirror's committed positions: (source offset copied to, target end or None).
+        Into Kafka, a position an exactly-once mirror committed in Kafka (its group
+        ``__mirror.NAME`` there) past the kstream one wins: killed between its Kafka commit and
+        its kstream one, the chunk is in Kafka (and its syncs, written before, in kstream)."""
         request = self.request
         committed = self.kstream.group_offsets(MIRROR_PREFIX + request.name)
-        if not committed:
+        in_kafka = {} if self.into_kstream else self._kafka_positions()
+        if not committed and not in_kafka:
             raise MirrorError(f"mirror {request.name!r} has copied nothing from {request.source} to {request.target} "
                               f"(its group {MIRROR_PREFIX}{request.name} has no committed positions in kstream "
                               f"cluster {self.kstream.path}); run the mirror first, with the same --name")
@@ -130,7 +135,20 @@ class OffsetTranslator:
                 if position is not None:
                     out[tp] = (position, offset)
             return out
-        return {tp: (offset, None) for tp, (offset, _) in committed.items()}  # ends from the last syncs
+        positions: dict[tuple[str, int], tuple[int, int | None]] = {
+            tp: (offset, None) for tp, (offset, _) in committed.items()}  # ends from the last syncs
+        for tp, (source, kafka_end) in in_kafka.items():
+            if source > positions.get(tp, (-1, None))[0]:
+                positions[tp] = (source, kafka_end)
+        return positions
+
+    def _kafka_positions(self) -> dict[tuple[str, int], tuple[int, int]]:
+        """An exactly-once mirror's positions kept in Kafka: (kstream position, Kafka end)."""
+        group = MIRROR_PREFIX + self.request.name
+        partitions = [(t, p) for t, n in self.kstream.partition_counts().items() if not t.startswith("__")
+                      for p in range(n)]
+        return {tp: (kstream_position(metadata, group, tp), offset)
+                for tp, (offset, metadata) in self.kafka.mirror_offsets(group, partitions, stable=False).items()}
 
     def translate(self) -> OffsetsReport:
         """G's offsets on the source as target offsets (offset_syncs.py's rule)."""

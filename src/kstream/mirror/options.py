@@ -29,7 +29,9 @@ class MirrorOptions:
     ``chunk_records``: records per kstream transaction (into kstream) or per Kafka flush
     and commit (into Kafka). ``until_end``: copy up to each source partition's end at start
     (Kafka: the last stable offset), then stop. ``timeout_s``: how long a side may take to
-    answer before the mirror gives up (an unreachable broker)."""
+    answer before the mirror gives up (an unreachable broker). ``exactly_once`` (into Kafka
+    only): each chunk is one Kafka transaction carrying the records and the positions
+    (kafka_transactions.py); Kafka -> kstream is always exactly once."""
 
     source: Endpoint
     target: Endpoint
@@ -41,11 +43,16 @@ class MirrorOptions:
     poll_timeout_s: float = 0.5
     timeout_s: float = 10.0
     progress_interval_s: float = 5.0
+    exactly_once: bool = False
 
     def __post_init__(self) -> None:
         if self.source.is_kafka == self.target.is_kafka:
             raise ConfigError(f"--from {self.source} and --to {self.target}: a mirror copies between "
                               "Apache Kafka and kstream, so one side is kafka:HOST:PORT and the other cluster:PATH")
+        if self.exactly_once and not self.target.is_kafka:
+            raise ConfigError(f"--exactly-once with --to {self.target}: Kafka -> kstream is always exactly once "
+                              "(kstream transactions carry the records and the Kafka positions); --exactly-once asks "
+                              "for Kafka transactions when copying into Kafka (--to kafka:HOST:PORT)")
         if bool(self.topics) == (self.pattern is not None):
             raise ConfigError("give the topics to mirror either by name (--topics A,B) or by --pattern REGEX, "
                               "one of them")

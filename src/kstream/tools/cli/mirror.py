@@ -2,7 +2,8 @@
 
 One direction per run: ``--from kafka:HOST:PORT --to cluster:PATH`` copies Kafka topics
 into kstream exactly once; ``--from cluster:PATH --to kafka:HOST:PORT`` copies kstream
-topics into Kafka at least once (docs/MIRROR.md). Topics by ``--topics A,B`` or
+topics into Kafka at least once, or exactly once with ``--exactly-once`` (Kafka
+transactions, kstream.mirror.kafka_transactions; docs/MIRROR.md). Topics by ``--topics A,B`` or
 ``--pattern REGEX``. Without ``--until-end`` it runs until SIGINT or SIGTERM, which
 finish the chunk in flight (commit it) and exit 0; with it, it copies up to each source
 partition's end at start (its last stable offset) and exits 0. A progress line (records,
@@ -90,7 +91,13 @@ def _metrics_server(runner: IntoKstream | IntoKafka, options: MirrorOptions, hos
 @click.option("--name", default="mirror", show_default=True,
               help="The mirror's name: its state is the kstream group (and transactional.id) __mirror.NAME.")
 @click.option("--chunk-records", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True,
-              help="Records per kstream transaction (into kstream) or per Kafka flush and commit (into Kafka).")
+              help="Records per kstream transaction (into kstream) or per Kafka flush and commit (into Kafka; "
+                   "with --exactly-once per Kafka transaction).")
+@click.option("--exactly-once", is_flag=True,
+              help="Into Kafka: each chunk is one Kafka transaction carrying the records and the mirror's positions "
+                   "(transactional.id __mirror.NAME; MM2's exactly.once.support=enabled), so a killed and restarted "
+                   "mirror writes nothing twice; read the target read_committed. Kafka -> kstream is always "
+                   "exactly once.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
               help="Seconds a Kafka broker may take to answer before the mirror gives up.")
 @click.option("--progress-interval", "progress_s", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
@@ -101,26 +108,29 @@ def _metrics_server(runner: IntoKstream | IntoKafka, options: MirrorOptions, hos
 @click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address the metrics listen on.")
 @click.pass_context
 def mirror(ctx: click.Context, source: str | None, target: str | None, topics: str | None, pattern: str | None,
-           until_end: bool, name: str, chunk_records: int, timeout_s: float, progress_s: float,
+           until_end: bool, name: str, chunk_records: int, exactly_once: bool, timeout_s: float, progress_s: float,
            metrics_port: int | None, metrics_host: str) -> None:
     """Copy topics between Apache Kafka and kstream, as MirrorMaker 2 does.
 
     Kafka -> kstream is exactly once (each kstream transaction commits the records and the
     Kafka positions they end at); kstream -> Kafka is at least once (positions committed
-    after the Kafka producer confirmed the records). Partitions, keys, values, headers and
-    timestamps are kept; a restarted mirror goes on from its committed positions.
+    after the Kafka producer confirmed the records), or exactly once with --exactly-once
+    (each chunk one Kafka transaction with the records and the positions; a second mirror
+    of the same --name fences the first). Partitions, keys, values, headers and timestamps
+    are kept; a restarted mirror goes on from its committed positions.
 
     One of --from and --to may be left out: that side is the kstream cluster --cluster names.
 
     \b
     kstream mirror --from kafka:localhost:9092 --to cluster:./data --topics clicks --until-end
     kstream --cluster ./data mirror --to kafka:localhost:9092 --pattern 'orders.*'
+    kstream --cluster ./data mirror --to kafka:localhost:9092 --topics orders --exactly-once
 
     `kstream mirror offsets --group G ...` translates a consumer group's offsets across a
     mirror (see its --help).
     """
     if ctx.invoked_subcommand is not None:
-        if source or target or topics or pattern or until_end or ctx.get_parameter_source("name") != \
+        if source or target or topics or pattern or until_end or exactly_once or ctx.get_parameter_source("name") != \
                 click.core.ParameterSource.DEFAULT:
             raise click.UsageError(f"give the options after '{ctx.invoked_subcommand}' "
                                    f"(kstream mirror {ctx.invoked_subcommand} --from ... --to ... --name ...)")
@@ -129,7 +139,7 @@ def mirror(ctx: click.Context, source: str | None, target: str | None, topics: s
     options = MirrorOptions(
         parse_endpoint(source, "--from"), parse_endpoint(target, "--to"), name,
         topics=tuple(t for t in (topics or "").split(",") if t), pattern=pattern, until_end=until_end,
-        chunk_records=chunk_records, timeout_s=timeout_s, progress_interval_s=progress_s)
+        chunk_records=chunk_records, timeout_s=timeout_s, progress_interval_s=progress_s, exactly_once=exactly_once)
     runner = IntoKstream(options, sys.stderr) if options.source.is_kafka else IntoKafka(options, sys.stderr)
     with _stop_on_signals() as stop, _metrics_server(runner, options, metrics_host, metrics_port):
         progress = runner.run(stop)
