@@ -32,6 +32,10 @@ NOT_QUICK: dict[str, str] = {
     name: "it starts an Apache Kafka broker (10-30 s, longer than a quick round); tests/mirror (marker kafka) "
           "kills the mirror in both directions in make test"
     for name in CLASSES if name.startswith("mirror_")
+} | {
+    name: "each round runs real Spark queries (30-50 s a round); make chaos runs 20, and the JVM "
+          "streaming writer's restarts are tested in tests/spark and tests/jvm"
+    for name in ("jvm_sink_sigkill", "jvm_two_queries", "jvm_speculation")
 }
 
 QUICK = [
