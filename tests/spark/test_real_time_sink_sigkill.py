@@ -18,7 +18,14 @@ from helpers import consume_values
 from kstream import Producer, with_source_position, write_real_time
 from kstream.jars import jar_path
 
-pytestmark = pytest.mark.spark
+# Not working yet (issue 22): the restarted query fails at once with Spark's
+# STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY ("<checkpoint>/commits should be empty on batch 0")
+# when the killed query died in its first Real-time batch; and a run takes 8 minutes. Strict: the
+# mark must come off when it passes. A stop and restart mid-batch passes
+# (tests/spark/test_real_time_sink_spark.py).
+pytestmark = [pytest.mark.spark, pytest.mark.slow,
+              pytest.mark.xfail(strict=True, reason="a Real-time query SIGKILLed in its first batch does not "
+                                "restart: STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY (issue 22)")]
 
 DRIVER = """
 import sys
