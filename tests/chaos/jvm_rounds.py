@@ -31,10 +31,8 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from chaos.harness import TOPIC, Ctx, lines, produce_child, read_back, record_produce, setup, wait_for_acks, wait_line
-from chaos.power_cut import power_cut
-from chaos.visibility_rounds import read_committed_reader
+from chaos.visibility_rounds import read_committed_reader, stop_readers_cut_power_and_expire
 from kstream import Admin
-from kstream.log.transactions.expiry import expire
 
 TXN_TIMEOUT_MS = 5000  # above a JVM's start-up and a loaded machine's task write
 JAVA_OPTIONS = ("--add-opens=java.base/java.nio=ALL-UNNAMED",     # Arrow's memory
@@ -99,20 +97,8 @@ def jvm_sink_power_cut_round(ctx: Ctx) -> None:
         victim.kill()
     record_produce(ctx, lines(producer))
     record_batches(ctx, lines(java, work=ctx.work))
-    stop.set()
-    for thread in readers:
-        thread.join(_READER_STOP_S)
-        if thread.is_alive():
-            raise RuntimeError("a reader did not stop")
-    seen = list(ctx.history.reads)
-    power_cut(ctx.cluster, ctx.log_dirs, ctx.journal or "", ctx.seed)
-    # Past the timeout Python's expiry ends what the dead sink left: a Committing decision rolled
-    # forward, open task writes aborted (the Java writer runs no expiry: docs/JVM_WRITER.md).
-    time.sleep(TXN_TIMEOUT_MS / 1000 + 0.2)
-    with Admin({"cluster": ctx.cluster}) as admin:
-        expire(admin.cluster)
-    read_back(ctx)
-    ctx.history.reads = seen
+    # (The Java writer runs no expiry, docs/JVM_WRITER.md: Python's ends what the dead sink left.)
+    stop_readers_cut_power_and_expire(ctx, readers, stop, TXN_TIMEOUT_MS, _READER_STOP_S)
     if not ctx.history.committed_txns:
         ctx.history.round_problems.append("no Java batch committed before the kill: the round tested nothing")
 

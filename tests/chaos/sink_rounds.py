@@ -34,10 +34,8 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from chaos.harness import TOPIC, Ctx, lines, produce_child, read_back, record_produce, setup, wait_for_acks
-from chaos.power_cut import power_cut
-from chaos.visibility_rounds import read_committed_reader
+from chaos.visibility_rounds import read_committed_reader, stop_readers_cut_power_and_expire
 from kstream import Admin, NewTopic
-from kstream.log.transactions.expiry import expire
 
 SINK_CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sink_child.py")
 TXN_TIMEOUT_MS = 5000  # above a task child's start-up (it imports pyspark)
@@ -155,19 +153,7 @@ def beside_acks_all_round(ctx: Ctx) -> None:
         batch += 1
     producer.kill()  # mid-write: its last frames are written, some not yet fsynced
     record_produce(ctx, lines(producer))
-    stop.set()
-    for thread in readers:
-        thread.join(10)
-        if thread.is_alive():
-            raise RuntimeError("a reader did not stop")
-    seen = list(ctx.history.reads)
-    power_cut(ctx.cluster, ctx.log_dirs, ctx.journal or "", ctx.seed)
-    # A commit the cut rolled back to Committing is rolled forward by the next writer to pass.
-    time.sleep(TXN_TIMEOUT_MS / 1000 + 0.2)
-    with Admin({"cluster": ctx.cluster}) as admin:
-        expire(admin.cluster)
-    read_back(ctx)
+    stop_readers_cut_power_and_expire(ctx, readers, stop, TXN_TIMEOUT_MS)
     h = ctx.history
-    h.reads = seen
     for values, done in batches:
         (h.committed_txns if done else h.unknown_txns).append(values)

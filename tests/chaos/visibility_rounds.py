@@ -15,13 +15,15 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from chaos.checker import History
 from chaos.harness import TOPIC, Ctx, lines, produce_child, read_back, record_produce, setup, wait_for_acks, write_after
 from chaos.power_cut import power_cut
-from kstream import Consumer, TopicPartition
+from kstream import Admin, Consumer, TopicPartition
+from kstream.log.transactions.expiry import expire
 
 _READER_STOP_S = 10
 
@@ -78,3 +80,23 @@ def read_committed_reader(ctx: Ctx, partition: int, stop: threading.Event) -> No
                 ctx.history.reads.append((TOPIC, message.partition(), message.offset(), message.value()))
     finally:
         consumer.close()
+
+
+def stop_readers_cut_power_and_expire(ctx: Ctx, readers: list[threading.Thread], stop: threading.Event,
+                                      txn_timeout_ms: int, reader_stop_s: float = 10) -> None:
+    """After the writers were killed: stop the read_committed readers, cut the power through
+    the journal, wait out the transaction timeout and run Python's expiry (a commit the cut rolled
+    back to Committing is rolled forward, open task writes of a dead sink aborted), then read the
+    cluster back. ``ctx.history.reads`` keeps what the readers saw before the cut."""
+    stop.set()
+    for thread in readers:
+        thread.join(reader_stop_s)
+        if thread.is_alive():
+            raise RuntimeError("a reader did not stop")
+    seen = list(ctx.history.reads)
+    power_cut(ctx.cluster, ctx.log_dirs, ctx.journal or "", ctx.seed)
+    time.sleep(txn_timeout_ms / 1000 + 0.2)
+    with Admin({"cluster": ctx.cluster}) as admin:
+        expire(admin.cluster)
+    read_back(ctx)
+    ctx.history.reads = seen
