@@ -51,6 +51,24 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
+def produce_paced(producer: Any, topic: str, rate: float, seconds: float, produced: dict[int, int]) -> float:
+    """Produce the values 0, 1, ... as ASCII to ``topic`` at ``rate`` records/s for ``seconds``,
+    each at its due time (sleeping to 1 ms before it, then spinning); ``produced[seq]`` gets the
+    wall clock (ns) when its produce() returned. Returns the rate achieved."""
+    interval = 1.0 / rate
+    start = time.perf_counter()
+    total = int(rate * seconds)
+    for seq in range(total):
+        due = start + seq * interval
+        while (now := time.perf_counter()) < due:
+            if due - now > 0.002:
+                time.sleep(due - now - 0.001)
+        producer.produce(topic, str(seq).encode())
+        produced[seq] = time.time_ns()
+        producer.poll(0)
+    return total / (time.perf_counter() - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=int, default=1000, help="records per second")
@@ -234,18 +252,7 @@ class Bench:
                 time.sleep(0.2)
             if not _seen(out_dir):
                 raise RefusedError(f"the query delivered no record in 60 s: {query.exception()}")
-            interval = 1.0 / args.rate
-            start = time.perf_counter()
-            total = int(args.rate * args.seconds)
-            for seq in range(total):
-                due = start + seq * interval
-                while (now := time.perf_counter()) < due:
-                    if due - now > 0.002:
-                        time.sleep(due - now - 0.001)
-                producer.produce(target, str(seq).encode())
-                produced[seq] = time.time_ns()
-                producer.poll(0)
-            achieved = total / (time.perf_counter() - start)
+            achieved = produce_paced(producer, target, args.rate, args.seconds, produced)
             producer.flush()
         finally:
             if source == "kstream":

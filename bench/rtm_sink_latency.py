@@ -28,7 +28,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from bench.rtm_latency import percentile
+from bench.rtm_latency import percentile, produce_paced
 from kstream import Admin, NewTopic, Producer, with_source_position, write_real_time
 from kstream.jars import jar_path, with_jar
 
@@ -128,18 +128,7 @@ def one_run(spark: Any, cluster: str, work: str, run: int, rate: int, args: argp
             time.sleep(0.2)
         if not _seen(seen_path):
             raise SystemExit(f"no record reached {target} in 90 s: {query.exception()}")
-        interval = 1.0 / rate
-        start = time.perf_counter()
-        total = int(rate * args.seconds)
-        for seq in range(total):
-            due = start + seq * interval
-            while (now := time.perf_counter()) < due:
-                if due - now > 0.002:
-                    time.sleep(due - now - 0.001)
-            producer.produce(source, str(seq).encode())
-            produced[seq] = time.time_ns()
-            producer.poll(0)
-        achieved = total / (time.perf_counter() - start)
+        achieved = produce_paced(producer, source, rate, args.seconds, produced)
         producer.flush()
         settle = time.time() + 20
         while sum(1 for s in _seen(seen_path) if s >= 0) < len(produced) and time.time() < settle:
