@@ -244,17 +244,16 @@ public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> 
     public void close() {
         batch = null;
         releaseSlices();
-        if (lakeReader != null) {
-            try {
-                lakeReader.close();
-            } catch (java.io.IOException e) {
-                throw new KStreamException(KStreamException.Kind.KStreamError, "closing " + lakeReader + ": " + e, e);
-            } finally {
-                lakeReader = null;
-            }
+        LakePartitionReader open = lakeReader;
+        lakeReader = null;
+        try {
+            if (open != null) open.close();
+        } catch (java.io.IOException e) {
+            throw new KStreamException(KStreamException.Kind.KStreamError, "closing a lake file's reader: " + e, e);
+        } finally {
+            if (frames != null) frames.close();
+            assembler.close();
+            allocator.close();
         }
-        if (frames != null) frames.close();
-        assembler.close();
-        allocator.close();
     }
 }
