@@ -73,7 +73,7 @@ public final class TierTable {
         /** The partition's data files, by first offset (files without statistics first). */
         public final List<LakeFile> files;
 
-        public PartitionLake(String tableDir, long version, long end, long start, List<LakeFile> files) {
+        PartitionLake(String tableDir, long version, long end, long start, List<LakeFile> files) {
             this.tableDir = tableDir;
             this.version = version;
             this.end = end;
