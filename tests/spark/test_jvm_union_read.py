@@ -129,17 +129,6 @@ def test_the_union_read_equals_the_whole_log_read_before_retention(spark, tiered
     assert load(spark, cluster_path, "jvm", subscribe="t").count() == len(before)
 
 
-def test_what_the_jvm_reader_does_not_do_in_the_lake_is_refused(spark, tiered):
-    """Timestamp lookups and latestPerKey below the log start: a ConfigError naming the way out,
-    never rows from the log alone."""
-    cluster_path, *_ = tiered
-    _retention(cluster_path)
-    with pytest.raises(Exception, match=r"ConfigError: a timestamp option .* only in its Delta table .* reader=python"):
-        load(spark, cluster_path, "jvm", subscribe="t", startingTimestamp="0").collect()
-    with pytest.raises(Exception, match=r"ConfigError: option 'latestPerKey': t-0 is tiered .* reader=python"):
-        load(spark, cluster_path, "jvm", subscribe="t", latestPerKey="true").collect()
-
-
 def test_the_lake_splits_are_one_per_file_and_pruned_by_statistics(spark, tiered):
     cluster_path, lake, _, _before, ends = tiered
     _retention(cluster_path)

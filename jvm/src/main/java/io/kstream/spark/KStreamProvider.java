@@ -65,9 +65,6 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
      */
     private PythonDataSourceV2 python;
 
-    /** The topic config that makes a topic tiered (kstream.log.storage.log_config). */
-    static final String TIER_DELTA_PATH = "tier.delta.path";
-
     private PythonDataSourceV2 python() {
         if (python == null) {
             python = new PythonDataSourceV2();
@@ -88,11 +85,6 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
      * the JVM reader does not convert). Throws a ConfigError for a bad option or reader=jvm on
      * what it cannot do.
      */
-    private static boolean byTime(ReaderOptions parsed) {
-        return parsed.startingOffsets.timestamp != null || parsed.startingOffsets.byTimestamp
-            || parsed.endingOffsets.timestamp != null || parsed.endingOffsets.byTimestamp;
-    }
-
     static StructType jvmSchema(CaseInsensitiveStringMap options) {
         if (ReaderChoice.choose(options) == ReaderChoice.Reader.PYTHON) return null;
         OptionNames.check(options);
@@ -101,14 +93,6 @@ public final class KStreamProvider implements TableProvider, DataSourceRegister 
         MetadataSnapshot snapshot = planner.snapshot();
         TreeSet<String> topics = new TreeSet<>();
         for (TopicPartition tp : planner.topicPartitions()) topics.add(tp.topic);
-        for (String topic : topics) {
-            // A tiered topic: the JVM reader does the union read (docs/JVM_READER.md "Tiered
-            // topics") but not timestamp options or latestPerKey inside the lake; under auto those
-            // reads go to the Python reader, which does them (reader=jvm refuses them at planning
-            // when they reach the lake).
-            boolean tiered = snapshot.topic(topic).config.get(TIER_DELTA_PATH) != null;
-            if (tiered && ReaderChoice.isAuto(options) && (parsed.latestPerKey || byTime(parsed))) return null;
-        }
         try {
             return OutputSchema.spark(OutputSchema.arrow(snapshot, new ArrayList<>(topics), parsed.includeHeaders),
                 parsed.columns);

@@ -181,9 +181,13 @@ public final class DeltaSnapshot {
         }
     }
 
-    /** Offsets of an add action's statistics: {min, max}, each UNKNOWN when absent. */
+    /**
+     * An add action's statistics: {min offset, max offset, max timestamp in microseconds}, the
+     * offsets UNKNOWN and the timestamp NO_TIMESTAMP when absent. Delta writes a timestamp
+     * statistic as an ISO-8601 instant (milliseconds; kstream's tierer rounds a maximum up).
+     */
     static long[] offsetStats(String stats) {
-        long[] out = {LakeFile.UNKNOWN, LakeFile.UNKNOWN};
+        long[] out = {LakeFile.UNKNOWN, LakeFile.UNKNOWN, LakeFile.NO_TIMESTAMP};
         if (stats == null || stats.isEmpty()) return out;
         try {
             JsonNode node = JSON.readTree(stats);
@@ -193,10 +197,22 @@ public final class DeltaSnapshot {
                 out[0] = min.asLong();
                 out[1] = max.asLong();
             }
+            JsonNode latest = node.path("maxValues").path("timestamp");
+            if (latest.isTextual()) out[2] = micros(latest.asText());
         } catch (IOException e) {
             // unreadable statistics prune nothing: the file is read and its rows filtered
         }
         return out;
+    }
+
+    /** An ISO-8601 instant as microseconds since the epoch; NO_TIMESTAMP when it is not one. */
+    static long micros(String text) {
+        try {
+            java.time.Instant at = java.time.Instant.parse(text);
+            return Math.addExact(Math.multiplyExact(at.getEpochSecond(), 1_000_000L), at.getNano() / 1000);
+        } catch (java.time.format.DateTimeParseException | ArithmeticException e) {
+            return LakeFile.NO_TIMESTAMP; // unknown: the file is read, never skipped
+        }
     }
 
     /** Replayed actions: the live files, the highest version per app id, the latest metadata and protocol. */
@@ -224,7 +240,7 @@ public final class DeltaSnapshot {
                     + value + ", not a kstream partition number");
             }
             long[] offsets = offsetStats(stats);
-            live.put(path, new LakeFile(resolve(tableDir, path), partition, offsets[0], offsets[1]));
+            live.put(path, new LakeFile(resolve(tableDir, path), partition, offsets[0], offsets[1], offsets[2]));
         }
 
         void remove(String path) {

@@ -130,6 +130,6 @@ public final class TierTable {
             throw DeltaSnapshot.lakeError(tableDir, "cannot read the footer of its data file " + file.path + ": " + e);
         }
         if (min > max) return file; // no rows
-        return new LakeFile(file.path, file.partition, min, max);
+        return new LakeFile(file.path, file.partition, min, max, file.maxTimestampUs);
     }
 }

@@ -14,7 +14,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * Makes the readers of {@link OffsetRange} splits (the log) and {@link LakeRange} splits (a
  * tiered topic's Delta table) on executors: columnar, or rows over them
  * ({@link ColumnarPartitionReader}, {@link LakePartitionReader}, or {@link LatestPerKeyReader}
- * for a latestPerKey read, which the planner never gives a lake split).
+ * for a latestPerKey read: of an {@link OffsetRange}, or of a tiered partition's lake and log,
+ * a {@link UnionRange}).
  */
 public final class KStreamReaderFactory implements PartitionReaderFactory {
     private final StructType schema;
@@ -44,6 +45,9 @@ public final class KStreamReaderFactory implements PartitionReaderFactory {
 
     private PartitionReader<ColumnarBatch> batches(InputPartition partition) {
         if (partition instanceof LakeRange lake) return new LakePartitionReader(lake, schema);
+        if (partition instanceof UnionRange union) {
+            return new LatestPerKeyReader(union, schema, valueColumns, failOnDataLoss, verifyChecksums, includeTombstones);
+        }
         if (!latestPerKey) return columnar(partition);
         return new LatestPerKeyReader((OffsetRange) partition, schema, valueColumns, failOnDataLoss, verifyChecksums,
             includeTombstones);

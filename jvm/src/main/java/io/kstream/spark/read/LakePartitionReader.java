@@ -33,7 +33,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  * wholly in range is handed out as decoded; another keeps its rows in range through
  * {@link SelectedColumnVector}. A batch is valid until the next call to next(). A column whose
  * type in the file differs from the read's is a KStreamError naming the file (never converted
- * silently). Not thread-safe.
+ * silently). A latestPerKey read ({@link LatestPerKeyReader}) also decodes the value columns and
+ * keeps only the rows its {@link RowFilter} keeps. Not thread-safe.
  */
 public final class LakePartitionReader implements PartitionReader<ColumnarBatch> {
     /** Rows per decoded batch (Spark's default for its Parquet reader). */
@@ -45,11 +46,36 @@ public final class LakePartitionReader implements PartitionReader<ColumnarBatch>
     private final int[] source;
     private final int offsetColumn;
     private final VectorizedParquetRecordReader parquet;
+    /** Per column of {@code alsoDecoded}: its column in the Parquet batch, or -1 (the file lacks it: null). */
+    private final int[] extraSource;
+    private final RowFilter filter;
+    private final ColumnVector[] extra;
     private int[] selected = new int[BATCH_ROWS];
     private ColumnarBatch batch;
 
+    /** Which rows in the split's range a read keeps. */
+    @FunctionalInterface
+    public interface RowFilter {
+        /**
+         * Whether the row {@code row} at {@code offset} is kept; {@code columns}: the
+         * {@code alsoDecoded} columns, an entry null where the file lacks that column (all null).
+         */
+        boolean keep(long offset, ColumnVector[] columns, int row);
+    }
+
     public LakePartitionReader(LakeRange split, StructType schema) {
+        this(split, schema, List.of(), null);
+    }
+
+    /**
+     * A reader that also decodes {@code alsoDecoded} (columns the output may lack, e.g. the
+     * values a tombstone rule reads) and keeps only the rows {@code filter} keeps (null: all).
+     */
+    public LakePartitionReader(LakeRange split, StructType schema, List<String> alsoDecoded, RowFilter filter) {
         this.split = split;
+        this.filter = filter;
+        this.extraSource = new int[alsoDecoded.size()];
+        this.extra = new ColumnVector[alsoDecoded.size()];
         this.fields = schema.fields();
         this.source = new int[fields.length];
         Set<String> present = fileColumns(split);
@@ -65,6 +91,15 @@ public final class LakePartitionReader implements PartitionReader<ColumnarBatch>
             } else {
                 if (!columns.contains(name)) columns.add(name);
                 source[i] = columns.indexOf(name);
+            }
+        }
+        for (int i = 0; i < extraSource.length; i++) {
+            String name = alsoDecoded.get(i);
+            if (!present.contains(name)) {
+                extraSource[i] = -1;
+            } else {
+                if (!columns.contains(name)) columns.add(name);
+                extraSource[i] = columns.indexOf(name);
             }
         }
         this.offsetColumn = 0;
@@ -115,11 +150,14 @@ public final class LakePartitionReader implements PartitionReader<ColumnarBatch>
             ColumnarBatch decoded = parquet.resultBatch();
             int n = decoded.numRows();
             ColumnVector offsets = decoded.column(offsetColumn);
+            for (int i = 0; i < extra.length; i++) extra[i] = extraSource[i] < 0 ? null : decoded.column(extraSource[i]);
             int kept = 0;
             for (int r = 0; r < n; r++) {
                 if (offsets.isNullAt(r)) throw fileError(split, "has a row with a null offset");
                 long offset = offsets.getLong(r);
-                if (offset >= split.start && offset < split.end) selected[kept++] = r;
+                if (offset >= split.start && offset < split.end && (filter == null || filter.keep(offset, extra, r))) {
+                    selected[kept++] = r;
+                }
             }
             if (kept == 0) continue;
             batch = output(decoded, kept == n ? null : selected, kept);

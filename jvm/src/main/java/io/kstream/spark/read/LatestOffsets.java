@@ -5,11 +5,15 @@ import io.kstream.spark.format.CleanerCheckpoint;
 import io.kstream.spark.format.Frame;
 import io.kstream.spark.format.LogReader;
 import java.io.IOException;
+import io.kstream.spark.lake.TierTable;
 import java.util.Arrays;
+import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VarBinaryVector;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /**
  * The first pass of a latestPerKey read: the offset of each key's latest visible record in the
@@ -85,9 +89,21 @@ final class LatestOffsets {
     /** The latest record of each key of {@code split} in [dirtyFrom, end). */
     static LatestOffsets of(OffsetRange split, long dirtyFrom, boolean failOnDataLoss, boolean verifyChecksums,
                             BufferAllocator allocator) {
+        return of(split.tp, List.of(), split, dirtyFrom, failOnDataLoss, verifyChecksums, allocator);
+    }
+
+    /**
+     * The latest record of each key of a tiered partition's lake part (every row of {@code lake}
+     * in its range: the lake is all dirty) and of {@code log} (null: none) in [dirtyFrom, end).
+     */
+    static LatestOffsets of(TopicPartition tp, List<LakeRange> lake, OffsetRange log, long dirtyFrom,
+                            boolean failOnDataLoss, boolean verifyChecksums, BufferAllocator allocator) {
+        long expected = (log == null ? 0 : log.end - dirtyFrom) + (lake.isEmpty() ? 0 : lake.get(0).end - lake.get(0).start);
         // at most one key per offset: size the table for the dirty part (up to a bound) so it rarely grows
-        LatestOffsets table = new LatestOffsets(Math.min(split.end - dirtyFrom, 1L << 22));
-        if (dirtyFrom < split.end) {
+        LatestOffsets table = new LatestOffsets(Math.min(expected, 1L << 22));
+        for (LakeRange file : lake) table.loadLake(tp, file);
+        if (log != null && dirtyFrom < log.end) {
+            OffsetRange split = log;
             OffsetRange dirty = new OffsetRange(split.tp, split.replicaDir, dirtyFrom, split.end, split.transactions);
             try (VisibleFrames frames = new VisibleFrames(dirty, java.util.Set.of("key"), failOnDataLoss,
                     verifyChecksums, allocator)) {
@@ -107,6 +123,32 @@ final class LatestOffsets {
         table.winners = Arrays.copyOf(table.offsets, table.size);
         Arrays.sort(table.winners);
         return table;
+    }
+
+    /**
+     * Every key of one lake file's rows in its range, with its offset (the rows need not be in
+     * offset order: a key keeps its largest offset). A keyless row is an InvalidRecordError.
+     */
+    private void loadLake(TopicPartition tp, LakeRange range) {
+        String where = range.tableDir + " (Delta version " + range.tableVersion + ")";
+        try (LakeColumns columns = new LakeColumns(where, range.file, List.of(TierTable.OFFSET_COLUMN, "key"))) {
+            while (columns.next()) {
+                ColumnarBatch batch = columns.batch();
+                ColumnVector offsets = batch.column(0);
+                ColumnVector keys = batch.column(1);
+                for (int r = 0; r < batch.numRows(); r++) {
+                    long offset = offsets.getLong(r);
+                    if (offset < range.start || offset >= range.end) continue;
+                    if (keys.isNullAt(r)) {
+                        throw new KStreamException(KStreamException.Kind.InvalidRecordError, keylessMessage(tp, offset));
+                    }
+                    byte[] key = keys.getBinary(r);
+                    if (frameKeys.length < key.length) frameKeys = new byte[Math.max(key.length, 2 * frameKeys.length)];
+                    System.arraycopy(key, 0, frameKeys, 0, key.length);
+                    put(0, key.length, offset);
+                }
+            }
+        }
     }
 
     /** The sorted offsets of the latest record of each key in the dirty part. */
@@ -169,7 +211,7 @@ final class LatestOffsets {
             int entry = (int) taken - 1;
             if ((int) (taken >>> 32) == hash && keyLengths[entry] == length
                     && Arrays.equals(arena, keyStarts[entry], keyStarts[entry] + length, frameKeys, start, start + length)) {
-                offsets[entry] = offset;
+                offsets[entry] = Math.max(offsets[entry], offset); // the log ascends; a lake file need not
                 return;
             }
         }

@@ -12,6 +12,7 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /**
@@ -33,12 +34,24 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * row in the second pass (the cleaner rewrote the partition between the passes, under a newer
  * record of that key), the read fails rather than leave the key out; so does a clean that ended
  * past the split's end during the read (it may have removed a cleaned row whose newer record lies
- * past the end), seen by reading the checkpoint again at the end. A batch is valid until the next
- * call to next(). Not thread-safe.
+ * past the end), seen by reading the checkpoint again at the end.
+ *
+ * <p>A tiered partition's split whose range starts below the lake end ({@link UnionRange}) reads
+ * the lake's part first: the first pass takes every key of it (the lake is all dirty, and so is
+ * the log after it: a cleaned log row is one of its key in the log only), then the log's dirty
+ * part; the second pass keeps a lake row when its offset is one of the kept ones (a binary search:
+ * a lake file's rows need not be in offset order) and it is not a dropped tombstone (a value
+ * column the file lacks is null), through {@link LakePartitionReader}, then reads the log as
+ * above. A batch is valid until the next call to next(). Not thread-safe.
  */
 public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> {
     private final BufferAllocator allocator = SharedAllocator.child("kstream-latest-per-key");
-    private final OffsetRange split;
+    private final OffsetRange split; // the log's part (null: the range ends in the lake)
+    private final StructType schema;
+    private final List<LakeRange> lake;
+    private final List<String> valueList;
+    private int lakeIndex;
+    private LakePartitionReader lakeReader;
     private final boolean includeTombstones;
     private final Set<String> valueColumns;
     private final long[] winners;
@@ -58,19 +71,39 @@ public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> 
     /** {@code valueColumns}: the topic's value columns ("value", or a typed topic's own). */
     public LatestPerKeyReader(OffsetRange split, StructType schema, Set<String> valueColumns, boolean failOnDataLoss,
                               boolean verifyChecksums, boolean includeTombstones) {
-        this.split = split;
+        this(split.tp, List.of(), split, schema, valueColumns, failOnDataLoss, verifyChecksums, includeTombstones);
+    }
+
+    /** A tiered partition's range of lake and log. */
+    public LatestPerKeyReader(UnionRange split, StructType schema, Set<String> valueColumns, boolean failOnDataLoss,
+                              boolean verifyChecksums, boolean includeTombstones) {
+        this(split.tp, split.lake, split.log, schema, valueColumns, failOnDataLoss, verifyChecksums, includeTombstones);
+    }
+
+    private LatestPerKeyReader(TopicPartition tp, List<LakeRange> lake, OffsetRange log, StructType schema,
+                               Set<String> valueColumns, boolean failOnDataLoss, boolean verifyChecksums,
+                               boolean includeTombstones) {
+        this.split = log;
+        this.schema = schema;
+        this.lake = lake;
         this.includeTombstones = includeTombstones;
         this.valueColumns = valueColumns;
-        this.assembler = new BatchAssembler(split.tp, schema);
+        this.valueList = new ArrayList<>(valueColumns);
+        this.assembler = new BatchAssembler(tp, schema);
         Set<String> decoded = new HashSet<>(assembler.storedColumns());
         decoded.addAll(valueColumns);
         decoded.add("key");
         try {
-            this.cleanedAtStart = checkpoint(split);
-            this.dirtyFrom = LatestOffsets.dirtyFrom(split, verifyChecksums);
-            this.latest = LatestOffsets.of(split, dirtyFrom, failOnDataLoss, verifyChecksums, allocator);
+            this.cleanedAtStart = log == null ? -1 : checkpoint(log);
+            // below a lake the whole log part is dirty: its cleaned rows are one per key in the log only
+            this.dirtyFrom = log == null ? Long.MAX_VALUE
+                : lake.isEmpty() ? LatestOffsets.dirtyFrom(log, verifyChecksums) : log.start;
+            this.latest = LatestOffsets.of(tp, lake, log, dirtyFrom, failOnDataLoss, verifyChecksums, allocator);
             this.winners = latest.winners();
-            this.frames = new VisibleFrames(split, decoded, failOnDataLoss, verifyChecksums, allocator);
+            if (log != null) {
+                while (winner < winners.length && winners[winner] < log.start) winner++; // the lake's: found by search
+            }
+            this.frames = log == null ? null : new VisibleFrames(log, decoded, failOnDataLoss, verifyChecksums, allocator);
         } catch (RuntimeException e) {
             assembler.close();
             allocator.close();
@@ -78,10 +111,42 @@ public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> 
         }
     }
 
+    /** The next batch of the lake's part (null when it is done). */
+    private ColumnarBatch nextFromLake() {
+        while (lakeIndex < lake.size()) {
+            if (lakeReader == null) {
+                lakeReader = new LakePartitionReader(lake.get(lakeIndex), schema, valueList, this::keepLakeRow);
+            }
+            try {
+                if (lakeReader.next()) return lakeReader.get();
+                lakeReader.close();
+            } catch (java.io.IOException e) {
+                throw new KStreamException(KStreamException.Kind.KStreamError, "reading " + lake.get(lakeIndex)
+                    + ": " + e, e);
+            }
+            lakeReader = null;
+            lakeIndex++;
+        }
+        return null;
+    }
+
+    /** A lake row is kept when it is its key's latest record (its offset a kept one) and not a dropped tombstone. */
+    private boolean keepLakeRow(long offset, ColumnVector[] values, int row) {
+        if (java.util.Arrays.binarySearch(winners, offset) < 0) return false;
+        if (includeTombstones || values.length == 0) return true;
+        for (ColumnVector v : values) if (v != null && !v.isNullAt(row)) return true;
+        return false; // every value column null: a tombstone
+    }
+
     @Override
     public boolean next() {
         releaseSlices();
         batch = null;
+        if (lakeIndex < lake.size()) {
+            batch = nextFromLake();
+            if (batch != null) return true;
+        }
+        if (frames == null) return false;
         while (true) {
             if (inFrame) {
                 while (position < rows && !keep[position]) position++;
@@ -179,8 +244,16 @@ public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> 
     public void close() {
         batch = null;
         releaseSlices();
-        frames.close();
-        assembler.close();
-        allocator.close();
+        LakePartitionReader open = lakeReader;
+        lakeReader = null;
+        try {
+            if (open != null) open.close();
+        } catch (java.io.IOException e) {
+            throw new KStreamException(KStreamException.Kind.KStreamError, "closing a lake file's reader: " + e, e);
+        } finally {
+            if (frames != null) frames.close();
+            assembler.close();
+            allocator.close();
+        }
     }
 }

@@ -34,8 +34,9 @@ import org.slf4j.LoggerFactory;
  * <p>The union read (docs/JVM_READER.md, "Tiered topics"): for a tiered topic's partition whose
  * lake end is e, a range [a, b) is read as [a, min(b, e)) from the Delta table (one
  * {@link LakeRange} per data file that may hold those offsets) and [max(a, e), b) from the log
- * (an {@link OffsetRange}); earliest is the lake's first offset when the lake starts below the
- * log start.
+ * (an {@link OffsetRange}); a latestPerKey read has both parts in one {@link UnionRange}.
+ * Earliest is the lake's first offset when the lake starts below the log start; an offset for a
+ * time is looked up in the lake first.
  */
 public final class PartitionPlanner {
     private static final Logger LOG = LoggerFactory.getLogger(PartitionPlanner.class);
@@ -222,24 +223,25 @@ public final class PartitionPlanner {
 
     /**
      * Offset of the first record at or after {@code timestampMs} that the read is handed, below
-     * its end (HW, or LSO under read_committed), or -1: {@link TimestampLookup}'s rule.
+     * its end (HW, or LSO under read_committed), or -1. A tiered partition's lake is asked first
+     * ({@link LakeTimestampLookup}, at the pinned version), as Python's planning.timestamp_offsets
+     * does; the log ({@link TimestampLookup}'s rule) when the lake has no such record.
      */
     long offsetForTimestamp(TopicPartition tp, long timestampMs) {
         Bounds b = bounds(tp);
-        if (b.lakeEnd() > 0 && b.lake.start < b.logStart) {
-            // the log's time index cannot answer for offsets only the lake holds
-            throw KStreamException.config("a timestamp option (startingTimestamp, startingOffsetsByTimestamp, "
-                + "endingTimestamp, endingOffsetsByTimestamp): " + tp + " is tiered and its offsets " + b.lake.start + ".." + (b.logStart - 1) + " are only in its Delta table " + b.lake.tableDir
-                + ", where the JVM reader does not look up timestamps; use reader=python, or offsets");
+        if (b.lakeEnd() > 0) {
+            long inLake = LakeTimestampLookup.find(b.lake, timestampMs);
+            if (inLake >= 0) return inLake;
         }
-        TimestampLookup.Found found = TimestampLookup.find(bounds(tp), timestampMs, options.verifyChecksums);
+        TimestampLookup.Found found = TimestampLookup.find(b, timestampMs, options.verifyChecksums);
         return found == null ? -1 : found.offset;
     }
 
     /**
      * The splits of the offsets between {@code start} and {@code end}: per topic-partition with
      * data, the lake's files for the offsets below its lake end ({@link LakeRange}s) and one
-     * {@link OffsetRange} for the rest.
+     * {@link OffsetRange} for the rest; under latestPerKey, a partition with a lake part is one
+     * {@link UnionRange} of both.
      */
     public List<InputPartition> ranges(Map<TopicPartition, Long> start, Map<TopicPartition, Long> end) {
         List<InputPartition> out = new ArrayList<>();
@@ -249,8 +251,15 @@ public final class PartitionPlanner {
             long until = e.getValue();
             if (until <= begin) continue;
             Bounds b = bounds(tp);
-            if (b.lakeEnd() > begin) begin = lakeRanges(tp, b, begin, until, out);
-            if (until > begin) out.add(new OffsetRange(tp, b.leaderDir, begin, until, b.transactions));
+            List<LakeRange> lake = new ArrayList<>();
+            if (b.lakeEnd() > begin) begin = lakeRanges(tp, b, begin, until, lake);
+            OffsetRange log = until > begin ? new OffsetRange(tp, b.leaderDir, begin, until, b.transactions) : null;
+            if (options.latestPerKey && !lake.isEmpty()) {
+                out.add(new UnionRange(tp, lake, log)); // a key's records in lake and log: one task reduces them
+                continue;
+            }
+            out.addAll(lake);
+            if (log != null) out.add(log);
         }
         return out;
     }
@@ -260,13 +269,7 @@ public final class PartitionPlanner {
      * part starts. Offsets below both the lake's first offset and the log start were deleted
      * before the topic tiered: data loss, as below the log start of a topic that does not tier.
      */
-    private long lakeRanges(TopicPartition tp, Bounds b, long begin, long until, List<InputPartition> out) {
-        if (options.latestPerKey) {
-            throw KStreamException.config("option 'latestPerKey': " + tp + " is tiered and offsets " + begin + ".."
-                + (Math.min(until, b.lakeEnd()) - 1) + " of the read are in its Delta table " + b.lake.tableDir
-                + ", which the JVM reader's latestPerKey does not read; use reader=python, or start at offset "
-                + b.lakeEnd());
-        }
+    private long lakeRanges(TopicPartition tp, Bounds b, long begin, long until, List<LakeRange> out) {
         long earliest = b.earliest();
         if (begin < earliest) {
             String message = tp + ": offsets " + begin + ".." + (Math.min(earliest, until) - 1)

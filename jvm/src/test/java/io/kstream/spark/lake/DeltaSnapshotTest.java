@@ -112,6 +112,22 @@ class DeltaSnapshotTest {
     }
 
     @Test
+    void aTimestampStatisticIsReadInMicroseconds() {
+        // the tierer's form (milliseconds, Z), delta-rs's without a fraction, and what is not one
+        long[] stats = DeltaSnapshot.offsetStats("{\"minValues\":{\"offset\":3},\"maxValues\":{\"offset\":9,"
+            + "\"timestamp\":\"2026-11-28T06:00:00.124Z\"}}");
+        assertEquals(1795845600124000L, stats[2]);
+        assertEquals(3, stats[0]);
+        assertEquals(1795845600000000L, DeltaSnapshot.micros("2026-11-28T06:00:00Z"));
+        assertEquals(LakeFile.NO_TIMESTAMP, DeltaSnapshot.micros("2026-11-28 06:00:00"));
+        assertEquals(LakeFile.NO_TIMESTAMP, DeltaSnapshot.offsetStats("{\"maxValues\":{\"offset\":9}}")[2]);
+        LakeFile file = new LakeFile("f", 0, 3, 9, stats[2]);
+        assertTrue(file.mayReach(1795845600124000L));
+        assertTrue(!file.mayReach(1795845600125000L)); // every record of it is earlier: skipped
+        assertTrue(new LakeFile("f", 0, 3, 9).mayReach(Long.MAX_VALUE)); // no statistic: read
+    }
+
+    @Test
     void aMissingCommitIsRefused() throws IOException {
         commit(0, PROTOCOL, META, txn(0, 3));
         commit(2, txn(0, 5));
