@@ -51,21 +51,48 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-def produce_paced(producer: Any, topic: str, rate: float, seconds: float, produced: dict[int, int]) -> float:
-    """Produce the values 0, 1, ... as ASCII to ``topic`` at ``rate`` records/s for ``seconds``,
-    each at its due time (sleeping to 1 ms before it, then spinning); ``produced[seq]`` gets the
-    wall clock (ns) when its produce() returned. Returns the rate achieved."""
+# How produce_paced waits for a record's due time (--pacing).
+PACINGS = ("sleep", "spin")
+
+
+def produce_paced(producer: Any, topic: str, rate: float, seconds: float, produced: dict[int, int],
+                  pacing: str = "sleep") -> float:
+    """Produce the values 0, 1, ... as ASCII to ``topic`` at ``rate`` records/s for ``seconds``;
+    ``produced[seq]`` gets the wall clock (ns) when its produce() returned. Returns the rate
+    achieved.
+
+    ``pacing="sleep"`` (default): sleep until the next record is due, then produce every record
+    due by then (at 10,000/s a wake often finds two or three due). The sleep releases the GIL,
+    as an application waiting for its input does. ``pacing="spin"``: sleep to 1 ms before each
+    record's due time, then spin; below 1 ms between records (1,000/s and up) the loop never
+    sleeps and holds the GIL, and kstream's Producer, whose send thread is a Python thread of the
+    same process, gets it only at the interpreter's switch interval (5 ms), several times per
+    append: ~30 ms from produce() to readable here (docs/BENCHMARKS.md, "Issue 22: Real-time
+    Mode", the breakdown). confluent-kafka's send threads are C threads and do not wait for it.
+    """
+    if pacing not in PACINGS:
+        raise ValueError(f"pacing={pacing!r}: one of {PACINGS}")
     interval = 1.0 / rate
     start = time.perf_counter()
     total = int(rate * seconds)
-    for seq in range(total):
+    seq = 0
+    while seq < total:
         due = start + seq * interval
-        while (now := time.perf_counter()) < due:
-            if due - now > 0.002:
-                time.sleep(due - now - 0.001)
-        producer.produce(topic, str(seq).encode())
-        produced[seq] = time.time_ns()
-        producer.poll(0)
+        if pacing == "spin":
+            while (now := time.perf_counter()) < due:
+                if due - now > 0.002:
+                    time.sleep(due - now - 0.001)
+            last = seq + 1
+        else:
+            wait = due - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
+            last = min(total, max(seq + 1, int((time.perf_counter() - start) / interval) + 1))
+        while seq < last:
+            producer.produce(topic, str(seq).encode())
+            produced[seq] = time.time_ns()
+            producer.poll(0)
+            seq += 1
     return total / (time.perf_counter() - start)
 
 
@@ -77,6 +104,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--acks", default="all")
     parser.add_argument("--linger-ms", type=int, default=0)
+    parser.add_argument("--pacing", choices=PACINGS, default="sleep",
+                        help="how the producer loop waits for each record's due time (produce_paced)")
     parser.add_argument("--isolation", default="read_committed")
     parser.add_argument("--sink", choices=("jvm", "python"), default="jvm",
                         help="jvm: the JVM LatencyWriter; python: a PySpark foreach function (a Python worker)")
@@ -252,7 +281,7 @@ class Bench:
                 time.sleep(0.2)
             if not _seen(out_dir):
                 raise RefusedError(f"the query delivered no record in 60 s: {query.exception()}")
-            achieved = produce_paced(producer, target, args.rate, args.seconds, produced)
+            achieved = produce_paced(producer, target, args.rate, args.seconds, produced, args.pacing)
             producer.flush()
         finally:
             if source == "kstream":

@@ -28,7 +28,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from bench.rtm_latency import percentile, produce_paced
+from bench.rtm_latency import PACINGS, percentile, produce_paced
 from kstream import Admin, NewTopic, Producer, with_source_position, write_real_time
 from kstream.jars import jar_path, with_jar
 
@@ -58,6 +58,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--acks", default="all", help="the input producer's acks")
     parser.add_argument("--linger-ms", type=int, default=1, help="the input producer's linger.ms")
+    parser.add_argument("--pacing", choices=PACINGS, default="sleep",
+                        help="how the producer loop waits for each record's due time (bench.rtm_latency.produce_paced)")
     parser.add_argument("--sink-acks", default="all")
     parser.add_argument("--sink-linger-ms", type=int, default=0)
     parser.add_argument("--batch", default="5 minutes", help="the realTime trigger's batch duration")
@@ -88,7 +90,7 @@ def main() -> None:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
     print(f"\n{args.seconds:.0f} s per run (first {args.warmup:.0f} s left out), {args.partitions} partition(s), "
-          f"producer acks={args.acks} linger.ms={args.linger_ms}, sink acks={args.sink_acks} "
+          f"producer acks={args.acks} linger.ms={args.linger_ms} pacing={args.pacing}, sink acks={args.sink_acks} "
           f"linger.ms={args.sink_linger_ms}, batch {args.batch}; medians over {args.rounds} round(s)")
     print("| rate | p50 ms | p90 ms | p99 ms | max ms | p99 of each run | missing, duplicates |")
     print("|---|---|---|---|---|---|---|")
@@ -128,7 +130,7 @@ def one_run(spark: Any, cluster: str, work: str, run: int, rate: int, args: argp
             time.sleep(0.2)
         if not _seen(seen_path):
             raise SystemExit(f"no record reached {target} in 90 s: {query.exception()}")
-        achieved = produce_paced(producer, source, rate, args.seconds, produced)
+        achieved = produce_paced(producer, source, rate, args.seconds, produced, args.pacing)
         producer.flush()
         settle = time.time() + 20
         while sum(1 for s in _seen(seen_path) if s >= 0) < len(produced) and time.time() < settle:
