@@ -60,6 +60,7 @@ from kstream.mirror.kstream_side import KstreamSide, committed_positions
 from kstream.mirror.offset_syncs import OffsetSync
 from kstream.mirror.options import OFFSET_SYNCS_CONFIG, MirrorOptions
 from kstream.mirror.progress import Progress
+from kstream.mirror.status import heartbeats
 from kstream.mirror.topic_configs import kstream_to_kafka
 from kstream.mirror.typed_values import JsonValues
 
@@ -114,11 +115,12 @@ class IntoKafka:
         try:
             topics = self.prepare(kstream, kafka)
             partitions = [(t, p) for t, n in topics.items() for p in range(n)]
-            consumer = kstream.group_consumer(options.group, **{"max.poll.records": options.chunk_records})
-            try:
-                self._copy(kstream, kafka, consumer, partitions, stop)
-            finally:
-                consumer.close()
+            with heartbeats(self.progress, kstream.path, options, "into-kafka"):  # into the console's view
+                consumer = kstream.group_consumer(options.group, **{"max.poll.records": options.chunk_records})
+                try:
+                    self._copy(kstream, kafka, consumer, partitions, stop)
+                finally:
+                    consumer.close()
         finally:
             kstream.close()
         self.progress.maybe_print(None, force=True)
@@ -134,7 +136,9 @@ class IntoKafka:
         try:
             if options.exactly_once:
                 self._transactions = KafkaTransactions(kafka, producer, options)
-                positions = self._reconcile(consumer, positions, self._transactions.start(partitions))
+                in_kafka = self._transactions.start(partitions)
+                self.progress.targets.update(self._transactions.kafka_offsets)
+                positions = self._reconcile(consumer, positions, in_kafka)
             progress.positions.update(positions)
             progress.ends.update(kstream.end_offsets(partitions))
             ends = dict(progress.ends) if options.until_end else None
@@ -276,7 +280,8 @@ class IntoKafka:
         consumer.commit(offsets=positions, asynchronous=False)
         crash_point("mirror.into-kafka.committed")
         for tp in positions:
-            self.progress.copied((tp.topic, tp.partition), pending[(tp.topic, tp.partition)], tp.offset)
+            self.progress.copied((tp.topic, tp.partition), pending[(tp.topic, tp.partition)], tp.offset,
+                                 kafka_ends.get((tp.topic, tp.partition)))
         pending.clear()
 
     def _write_syncs(self) -> dict[TopicPartitionKey, int]:

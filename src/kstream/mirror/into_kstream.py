@@ -56,6 +56,7 @@ from kstream.mirror.kafka_side import KafkaSide
 from kstream.mirror.kstream_side import KstreamSide, committed_positions
 from kstream.mirror.options import OFFSET_SYNCS_CONFIG, MirrorOptions
 from kstream.mirror.progress import Progress
+from kstream.mirror.status import heartbeats
 from kstream.mirror.topic_configs import kafka_to_kstream
 from kstream.mirror.typed_values import JsonValues, strip_value_headers
 
@@ -111,11 +112,12 @@ class IntoKstream:
         try:
             topics = self.prepare(kafka, kstream)
             partitions = [(t, p) for t, n in topics.items() for p in range(n)]
-            group_consumer = kstream.group_consumer(options.group)
-            try:
-                self._copy(kafka, kstream, group_consumer, partitions, stop)
-            finally:
-                group_consumer.close()
+            with heartbeats(self.progress, kstream.path, options, "into-kstream"):  # into the console's view
+                group_consumer = kstream.group_consumer(options.group)
+                try:
+                    self._copy(kafka, kstream, group_consumer, partitions, stop)
+                finally:
+                    group_consumer.close()
         finally:
             kstream.close()
         self.progress.maybe_print(None, force=True)
@@ -124,7 +126,9 @@ class IntoKstream:
     def _copy(self, kafka: KafkaSide, kstream: KstreamSide, group_consumer: Any,
               partitions: list[TopicPartitionKey], stop: threading.Event) -> None:
         options, progress = self.options, self.progress
-        found = {tp: source_position(meta) for tp, (_, meta) in committed_positions(group_consumer, partitions).items()}
+        committed = committed_positions(group_consumer, partitions)
+        found = {tp: source_position(meta) for tp, (_, meta) in committed.items()}
+        progress.targets.update({tp: offset for tp, (offset, _) in committed.items()})  # the kstream next offsets
         positions = {tp: offset for tp, offset in found.items() if offset is not None}
         progress.positions.update(positions)
         progress.ends.update(kafka.end_offsets(partitions))
@@ -200,8 +204,10 @@ class IntoKstream:
         except BaseException:
             _abort_quietly(producer)
             raise
+        positions_by = {(tp.topic, tp.partition): tp.offset for tp in positions}
         for (topic, partition), messages in chunk.items():
-            self.progress.copied((topic, partition), len(messages), messages[-1].offset() + 1)
+            self.progress.copied((topic, partition), len(messages), messages[-1].offset() + 1,
+                                 positions_by[(topic, partition)])
         self.progress.transactions += 1
 
     def _syncs(self, topic: str, partition: int, messages: list[Any], targets: Iterator[int]
