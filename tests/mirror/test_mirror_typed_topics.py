@@ -140,3 +140,31 @@ def test_a_typed_topic_with_a_type_json_cannot_carry_is_refused_before_kafka_is_
     with pytest.raises(MirrorError, match=r"column 'span' has Arrow type month_day_nano_interval"):
         into_kafka(cluster, kafka_broker, mirror_name, topic_name).run()
     assert topic_name not in kafka_admin(kafka_broker).list_topics(timeout=30).topics
+
+
+def test_a_schema_evolved_while_the_mirror_runs_sends_the_new_columns_and_says_so(
+        kafka_broker, tmp_path, topic_name, mirror_name, monkeypatch):
+    import dataclasses
+
+    from kstream.mirror.kstream_side import KstreamSide
+
+    cluster = str(tmp_path / "c")
+    first = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    make_typed_topic(cluster, topic_name, 1, first)
+    evolved = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
+    with Admin({"cluster": cluster}) as admin:
+        admin.evolve_schema(topic_name, evolved)
+    with Producer({"cluster": cluster}) as producer:
+        producer.produce(topic_name, {"id": 1, "name": "one"}, partition=0)
+        producer.flush()
+    real = KstreamSide.describe
+
+    def as_at_start(self, topic):  # the mirror read the topic before the column was added
+        details = real(self, topic)
+        return dataclasses.replace(details, schema=first) if topic == topic_name else details
+
+    monkeypatch.setattr(KstreamSide, "describe", as_at_start)
+    assert into_kafka(cluster, kafka_broker, mirror_name, topic_name).run().records == 1
+    [(_, _, value, headers, _)] = read_kafka(kafka_broker, topic_name, 1)
+    assert json.loads(value) == {"id": 1, "name": "one"}
+    assert [c["name"] for c in json.loads(dict(headers)["kstream.value.schema"])] == ["id", "name"]

@@ -62,7 +62,7 @@ from kstream.mirror.options import OFFSET_SYNCS_CONFIG, MirrorOptions
 from kstream.mirror.progress import Progress
 from kstream.mirror.status import heartbeats
 from kstream.mirror.topic_configs import kstream_to_kafka
-from kstream.mirror.typed_values import JsonValues
+from kstream.mirror.typed_values import JsonValues, value_schema
 
 TopicPartitionKey = tuple[str, int]
 
@@ -214,6 +214,8 @@ class IntoKafka:
         if typed is None:
             values = batch.column("value").slice(0, n).to_pylist()
         else:
+            if value_schema(batch.schema) != typed.schema:  # the schema evolved since the start: its new columns
+                typed = self._typed[topic] = JsonValues(topic, value_schema(batch.schema))
             values = typed.encode(batch.slice(0, n), partition, int(offsets[0]))
             headers = [typed.headers if h is None else [*h, *typed.headers] for h in headers]
         callbacks = self._sync_callbacks(topic, partition, offsets[:n])

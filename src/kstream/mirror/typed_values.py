@@ -41,6 +41,7 @@ from typing import Any
 import pyarrow as pa
 
 from kstream.log.storage.element_count import row_elements
+from kstream.log.storage.output import output_schema
 from kstream.mirror.errors import MirrorError
 
 ENCODING_HEADER = "kstream.value.encoding"
@@ -53,6 +54,8 @@ MAX_ITEMS_PER_RECORD = 100_000
 over a batch read, to be encoded as JSON: Arrow stores a list of nulls in no bytes, so a tiny
 record can hold a billion values (docs/FORMAT.md). The default of the Consumer's and the
 console's bounds (decode.max.items, --decode-max-items)."""
+
+_CONSUMER_COLUMNS = frozenset(output_schema(None).names) - {"value"}  # key and the record's metadata
 
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 Decoder = Callable[[Any], Any]
@@ -149,6 +152,12 @@ class JsonValues:
             first = _first_bad_row(rows, self.json_schema, self.schema)
             raise MirrorError(f"{where(first)}: its JSON value does not fit the typed kstream topic "
                               f"{self.topic!r} (columns {self.schema.names}): {err}") from err
+
+
+def value_schema(batch_schema: pa.Schema) -> pa.Schema:
+    """The value columns of a consumer batch of a typed topic (its schema as the batch was read:
+    a topic whose schema evolved while a mirror ran gives its batches the new columns)."""
+    return pa.schema([f for f in batch_schema if f.name not in _CONSUMER_COLUMNS])
 
 
 def strip_value_headers(headers: list[tuple[str, bytes | None]] | None) -> list[tuple[str, bytes | None]] | None:
