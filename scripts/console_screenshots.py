@@ -55,6 +55,7 @@ PAGES = (
     ("group", f"/c/{DEMO}/groups/billing"),
     ("group-reset", f"/c/{DEMO}/groups/billing/reset?method=to-earliest&all_topics=true"),
     ("reassign", f"/c/{DEMO}/reassign"),
+    ("mirrors", f"/c/{DEMO}/mirrors"),
 )
 THEMES = ("light", "dark")
 
@@ -88,6 +89,8 @@ def demo_cluster(path: str, history_rounds: int = HISTORY_ROUNDS) -> Iterator[An
       payments, stopped committing) and ``search`` (payments, caught up), with
       ``history_rounds`` sampler rounds written to ``__kstream_metrics``, one every
       minute up to now, so the lag charts have history.
+    * mirrors (their status records, :func:`demo_mirrors`): ``orders-to-kafka`` running,
+      ``clicks-from-kafka`` stale, ``payments-backfill`` stopped.
     """
     import pyarrow as pa
 
@@ -125,6 +128,7 @@ def demo_cluster(path: str, history_rounds: int = HISTORY_ROUNDS) -> Iterator[An
         if not history_rounds:
             service.commit("billing", {("orders", p): 18 for p in range(3)})
         service.commit("search", {("payments", 0): 8})  # caught up: lag 0, Burrow's OK
+        demo_mirrors(path)
     finally:
         producer.close()
         service.close()
@@ -141,6 +145,40 @@ def demo_cluster(path: str, history_rounds: int = HISTORY_ROUNDS) -> Iterator[An
         transactional.close()
         if sampler is not None:
             sampler.stop()
+
+
+DEMO_MIRROR_INTERVAL_S = 60.0  # the demo's running mirror stays "running" (not stale) for minutes
+
+
+def demo_mirrors(path: str) -> None:
+    """Status records as three ``kstream mirror`` runs would have written them into ``path``
+    (kstream.mirror.status): one running into Kafka (orders, some lag), one into kstream that
+    stopped heartbeating an hour ago (stale), one finished (stopped)."""
+    from kstream.mirror import MirrorOptions, parse_endpoint
+    from kstream.mirror.progress import Progress
+    from kstream.mirror.status import StatusWriter, run_base
+
+    now_ms = int(time.time() * 1000)
+    runs = (("orders-to-kafka", f"cluster:{path}", "kafka:kafka-1:9092", "orders", 3, "running", 0),
+            ("clicks-from-kafka", "kafka:kafka-1:9092", f"cluster:{path}", "clicks", 2, "running", 3600_000),
+            ("payments-backfill", f"cluster:{path}", "kafka:kafka-1:9092", "payments", 1, "stopped", 600_000))
+    for name, source, target, topic, partitions, state, age_ms in runs:
+        options = MirrorOptions(parse_endpoint(source), parse_endpoint(target), name, topics=(topic,),
+                                progress_interval_s=DEMO_MIRROR_INTERVAL_S, until_end=state == "stopped")
+        progress = Progress(name)
+        for p in range(partitions):
+            progress.positions[(topic, p)] = 1000 * (p + 1)
+            progress.ends[(topic, p)] = 1000 * (p + 1) + (40 * p if state == "running" else 0)
+            progress.targets[(topic, p)] = 1000 * (p + 1) + 7
+        progress.records = sum(progress.positions.values())
+        progress.started -= 120.0  # the run's rate: its records over two minutes
+        direction = "into-kafka" if target.startswith("kafka:") else "into-kstream"
+        base = {**run_base(options, direction), "started_ms": now_ms - age_ms - 600_000}  # ran 10 minutes
+        writer = StatusWriter(path, base)
+        try:
+            writer.write(state, progress, now_ms=now_ms - age_ms)
+        finally:
+            writer.close()
 
 
 @contextlib.contextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 from tests.mirror.mirror_support import by_partition, create_kafka_topic, read_kafka, sample
 
@@ -100,14 +99,6 @@ def test_a_partition_count_that_differs_on_kafka_is_an_error_and_writes_nothing(
     with pytest.raises(MirrorError, match=r"2 partitions in kstream .* but 3 on Apache Kafka"):
         IntoKafka(options(cluster, kafka_broker, mirror_name, topics=(topic_name,))).run()
     assert read_kafka(kafka_broker, topic_name, 3) == []
-
-
-def test_a_typed_topic_is_refused_with_a_clear_error(kafka_broker, tmp_path, topic_name, mirror_name):
-    cluster = str(tmp_path / "c")
-    with Admin({"cluster": cluster}) as admin:
-        admin.create_topics([NewTopic(topic_name, 1, schema=pa.schema([("x", pa.int64())]))])[topic_name].result()
-    with pytest.raises(MirrorError, match="typed"):
-        IntoKafka(options(cluster, kafka_broker, mirror_name, topics=(topic_name,))).run()
 
 
 def test_records_read_past_the_end_at_start_are_left_for_the_next_run(

@@ -79,6 +79,9 @@ def test_offset_syncs_record_each_change_of_the_translation(kafka_broker, tmp_pa
 
     create_kafka_topic(kafka_broker, topic_name, 1)
     produce_kafka(kafka_broker, topic_name, sample(1, 10), transactional_id=f"{topic_name}-tx")  # 10 + a marker
+    # the broker writes the commit marker after commit_transaction() returns: records produced
+    # before it lands would take offset 10 and the marker 15 (a loaded machine does that)
+    wait_for_high_watermark(kafka_broker, topic_name, 11)
     produce_kafka(kafka_broker, topic_name, sample(1, 5, salt="-2"))
     cluster = str(tmp_path / "c")
     run = options(kafka_broker, cluster, mirror_name, topics=(topic_name,), chunk_records=100)
@@ -91,6 +94,22 @@ def test_offset_syncs_record_each_change_of_the_translation(kafka_broker, tmp_pa
         syncs = [json.loads(m.value()) for m in consumer.consume(100, 5)]
     # Kafka: 0..9, marker 10, 11..15; kstream: 0..14 in one transaction. Two translations.
     assert [(s["source_offset"], s["target_offset"]) for s in syncs] == [(0, 0), (11, 10)]
+
+
+def wait_for_high_watermark(bootstrap, topic, offset, timeout_s=30):
+    import time
+
+    from confluent_kafka import Consumer as KafkaConsumer
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+    consumer = KafkaConsumer({"bootstrap.servers": bootstrap, "group.id": "watermarks"})
+    deadline = time.monotonic() + timeout_s
+    try:
+        while consumer.get_watermark_offsets(KafkaTopicPartition(topic, 0), timeout=10)[1] < offset:
+            assert time.monotonic() < deadline, f"{topic}[0] did not reach offset {offset} within {timeout_s}s"
+            time.sleep(0.02)
+    finally:
+        consumer.close()
 
 
 def test_a_partition_count_that_differs_is_an_error_naming_both_and_writes_nothing(

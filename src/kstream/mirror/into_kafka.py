@@ -36,7 +36,8 @@ syncs written; with exactly_once mid-transaction), ``mirror.into-kafka.kafka-com
 (exactly_once: the Kafka transaction committed, the kstream group not yet),
 ``mirror.into-kafka.committed`` (the chunk done: between chunks).
 
-Not built yet: typed kstream topics (their values have no Kafka encoding yet).
+Typed kstream topics (typed_values.py): each record's value columns become one JSON object, and
+two headers (``kstream.value.encoding``, ``kstream.value.schema``) follow the record's own.
 Record timestamps are sent as CreateTime; a Kafka topic with
 ``message.timestamp.type=LogAppendTime`` replaces them with its append time.
 """
@@ -59,7 +60,9 @@ from kstream.mirror.kstream_side import KstreamSide, committed_positions
 from kstream.mirror.offset_syncs import OffsetSync
 from kstream.mirror.options import OFFSET_SYNCS_CONFIG, MirrorOptions
 from kstream.mirror.progress import Progress
+from kstream.mirror.status import heartbeats
 from kstream.mirror.topic_configs import kstream_to_kafka
+from kstream.mirror.typed_values import JsonValues, value_schema
 
 TopicPartitionKey = tuple[str, int]
 
@@ -79,16 +82,15 @@ class IntoKafka:
         self._sync_records: list[tuple[str, int, int, dict[Any, Any]]] = []
         self._last_sent: dict[TopicPartitionKey, int] = {}  # kstream offset of the last record sent, this run
         self._transactions: KafkaTransactions | None = None  # with options.exactly_once
+        self._typed: dict[str, JsonValues] = {}  # the typed topics copied, by name
 
     def prepare(self, kstream: KstreamSide, kafka: KafkaSide) -> dict[str, int]:
         """The topics to copy with their partition counts, made on Kafka where missing.
         Everything is checked before anything is created: a bad input writes nothing."""
         topics = kstream.selected(self.options)
         details = {topic: kstream.describe(topic) for topic in topics}
-        typed = [topic for topic, d in details.items() if d.schema is not None]
-        if typed:
-            raise MirrorError(f"kstream topic(s) {', '.join(map(repr, typed))} are typed (they have a schema); "
-                              "the mirror copies bytes topics to Kafka only (typed topics are not built yet)")
+        # a typed topic's values become JSON; a column type without an encoding is refused here
+        typed = {topic: JsonValues(topic, d.schema) for topic, d in details.items() if d.schema is not None}
         existing = kafka.partition_counts()
         for topic, count in topics.items():
             if topic in existing and existing[topic] != count:
@@ -100,6 +102,7 @@ class IntoKafka:
                 config, _ = kstream_to_kafka(details[topic].config)
                 kafka.create_topic(topic, count, config)
         kstream.create_topic(self.options.offset_syncs_topic, 1, OFFSET_SYNCS_CONFIG)
+        self._typed = typed
         return topics
 
     def run(self, stop: threading.Event | None = None) -> Progress:
@@ -112,11 +115,12 @@ class IntoKafka:
         try:
             topics = self.prepare(kstream, kafka)
             partitions = [(t, p) for t, n in topics.items() for p in range(n)]
-            consumer = kstream.group_consumer(options.group, **{"max.poll.records": options.chunk_records})
-            try:
-                self._copy(kstream, kafka, consumer, partitions, stop)
-            finally:
-                consumer.close()
+            with heartbeats(self.progress, kstream.path, options, "into-kafka"):  # into the console's view
+                consumer = kstream.group_consumer(options.group, **{"max.poll.records": options.chunk_records})
+                try:
+                    self._copy(kstream, kafka, consumer, partitions, stop)
+                finally:
+                    consumer.close()
         finally:
             kstream.close()
         self.progress.maybe_print(None, force=True)
@@ -132,7 +136,9 @@ class IntoKafka:
         try:
             if options.exactly_once:
                 self._transactions = KafkaTransactions(kafka, producer, options)
-                positions = self._reconcile(consumer, positions, self._transactions.start(partitions))
+                in_kafka = self._transactions.start(partitions)
+                self.progress.targets.update(self._transactions.kafka_offsets)
+                positions = self._reconcile(consumer, positions, in_kafka)
             progress.positions.update(positions)
             progress.ends.update(kstream.end_offsets(partitions))
             ends = dict(progress.ends) if options.until_end else None
@@ -203,8 +209,15 @@ class IntoKafka:
         if pa.types.is_timestamp(stamps.type):
             stamps = stamps.cast(pa.timestamp("ms", tz=stamps.type.tz)).cast(pa.int64())
         keys = batch.column("key").slice(0, n).to_pylist()
-        values = batch.column("value").slice(0, n).to_pylist()
         headers = _headers(batch.column("headers").slice(0, n))
+        typed = self._typed.get(topic)
+        if typed is None:
+            values = batch.column("value").slice(0, n).to_pylist()
+        else:
+            if value_schema(batch.schema) != typed.schema:  # the schema evolved since the start: its new columns
+                typed = self._typed[topic] = JsonValues(topic, value_schema(batch.schema))
+            values = typed.encode(batch.slice(0, n), partition, int(offsets[0]))
+            headers = [typed.headers if h is None else [*h, *typed.headers] for h in headers]
         callbacks = self._sync_callbacks(topic, partition, offsets[:n])
         produce = producer.produce
         sent = 0
@@ -269,7 +282,8 @@ class IntoKafka:
         consumer.commit(offsets=positions, asynchronous=False)
         crash_point("mirror.into-kafka.committed")
         for tp in positions:
-            self.progress.copied((tp.topic, tp.partition), pending[(tp.topic, tp.partition)], tp.offset)
+            self.progress.copied((tp.topic, tp.partition), pending[(tp.topic, tp.partition)], tp.offset,
+                                 kafka_ends.get((tp.topic, tp.partition)))
         pending.clear()
 
     def _write_syncs(self) -> dict[TopicPartitionKey, int]:

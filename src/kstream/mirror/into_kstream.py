@@ -30,6 +30,11 @@ Timestamps: each record keeps its source timestamp as its kstream timestamp; a K
 LogAppendTime timestamp (the source broker's append time) is kept as the record's
 CreateTime in kstream, as MM2 does (the kstream topic's own message.timestamp.type
 still applies).
+
+Typed targets: a kstream topic that exists with a schema before the mirror starts gets each
+Kafka record's value decoded as one JSON object of its columns (typed_values.py, the encoding
+the mirror writes into Kafka); a record that does not decode stops the mirror before its chunk
+commits. Topics the mirror creates are bytes topics.
 """
 
 from __future__ import annotations
@@ -51,7 +56,9 @@ from kstream.mirror.kafka_side import KafkaSide
 from kstream.mirror.kstream_side import KstreamSide, committed_positions
 from kstream.mirror.options import OFFSET_SYNCS_CONFIG, MirrorOptions
 from kstream.mirror.progress import Progress
+from kstream.mirror.status import heartbeats
 from kstream.mirror.topic_configs import kafka_to_kstream
+from kstream.mirror.typed_values import JsonValues, strip_value_headers
 
 log = logging.getLogger(__name__)
 
@@ -68,20 +75,22 @@ class IntoKstream:
         self.options = options
         self.progress = Progress(options.name, stream, options.progress_interval_s)
         self._last_delta: dict[TopicPartitionKey, int] = {}  # source - target of each partition's last sync
+        self._typed: dict[str, JsonValues] = {}  # the typed target topics, by name
 
     def prepare(self, kafka: KafkaSide, kstream: KstreamSide) -> dict[str, int]:
         """The topics to copy with their partition counts, made in kstream where missing.
         Everything is checked before anything is created: a bad input writes nothing."""
         topics = kafka.selected(self.options)
         existing = kstream.partition_counts()
+        typed: dict[str, JsonValues] = {}
         for topic, count in topics.items():
             if topic in existing and existing[topic] != count:
                 raise MirrorError(f"topic {topic!r} has {count} partitions on Apache Kafka at {kafka.bootstrap} but "
                                   f"{existing[topic]} in kstream cluster {kstream.path}; a mirror keeps partition "
                                   "numbers, so make the counts equal (or mirror into another cluster)")
-            if topic in existing and kstream.describe(topic).schema is not None:
-                raise MirrorError(f"kstream topic {topic!r} is typed (it has a schema); the mirror copies Kafka's "
-                                  "bytes into bytes topics: delete it or mirror into another cluster")
+            schema = kstream.describe(topic).schema if topic in existing else None
+            if schema is not None:  # its values are decoded from JSON; a type without an encoding: refused here
+                typed[topic] = JsonValues(topic, schema)
         for topic, count in topics.items():
             if topic not in existing:
                 config, left_out = kafka_to_kstream(kafka.explicit_configs(topic))
@@ -90,6 +99,7 @@ class IntoKstream:
                 kstream.create_topic(topic, count, config)
         if self.options.offset_syncs_topic not in existing:
             kstream.create_topic(self.options.offset_syncs_topic, 1, OFFSET_SYNCS_CONFIG)
+        self._typed = typed
         return topics
 
     def run(self, stop: threading.Event | None = None) -> Progress:
@@ -102,11 +112,12 @@ class IntoKstream:
         try:
             topics = self.prepare(kafka, kstream)
             partitions = [(t, p) for t, n in topics.items() for p in range(n)]
-            group_consumer = kstream.group_consumer(options.group)
-            try:
-                self._copy(kafka, kstream, group_consumer, partitions, stop)
-            finally:
-                group_consumer.close()
+            with heartbeats(self.progress, kstream.path, options, "into-kstream"):  # into the console's view
+                group_consumer = kstream.group_consumer(options.group)
+                try:
+                    self._copy(kafka, kstream, group_consumer, partitions, stop)
+                finally:
+                    group_consumer.close()
         finally:
             kstream.close()
         self.progress.maybe_print(None, force=True)
@@ -115,7 +126,9 @@ class IntoKstream:
     def _copy(self, kafka: KafkaSide, kstream: KstreamSide, group_consumer: Any,
               partitions: list[TopicPartitionKey], stop: threading.Event) -> None:
         options, progress = self.options, self.progress
-        found = {tp: source_position(meta) for tp, (_, meta) in committed_positions(group_consumer, partitions).items()}
+        committed = committed_positions(group_consumer, partitions)
+        found = {tp: source_position(meta) for tp, (_, meta) in committed.items()}
+        progress.targets.update({tp: offset for tp, (offset, _) in committed.items()})  # the kstream next offsets
         positions = {tp: offset for tp, offset in found.items() if offset is not None}
         progress.positions.update(positions)
         progress.ends.update(kafka.end_offsets(partitions))
@@ -175,7 +188,9 @@ class IntoKstream:
             syncs: list[dict[str, Any]] = []
             positions: list[TopicPartition] = []
             for (topic, partition), messages in chunk.items():
-                results = producer.produce_batch(topic, _table(messages), partition=partition)
+                typed = self._typed.get(topic)
+                table = _table(messages) if typed is None else _typed_table(typed, topic, partition, messages)
+                results = producer.produce_batch(topic, table, partition=partition)
                 syncs.extend(self._syncs(topic, partition, messages, _target_offsets(results)))
                 next_target = results[-1].base_offset + results[-1].record_count
                 positions.append(TopicPartition(topic, partition, next_target,
@@ -189,8 +204,10 @@ class IntoKstream:
         except BaseException:
             _abort_quietly(producer)
             raise
+        positions_by = {(tp.topic, tp.partition): tp.offset for tp in positions}
         for (topic, partition), messages in chunk.items():
-            self.progress.copied((topic, partition), len(messages), messages[-1].offset() + 1)
+            self.progress.copied((topic, partition), len(messages), messages[-1].offset() + 1,
+                                 positions_by[(topic, partition)])
         self.progress.transactions += 1
 
     def _syncs(self, topic: str, partition: int, messages: list[Any], targets: Iterator[int]
@@ -233,6 +250,18 @@ def _table(messages: list[Any]) -> pa.Table:
     return pa.table([pa.array([m.key() for m in messages], pa.binary()),
                      pa.array([m.value() for m in messages], pa.binary()), stamps,
                      pa.array([m.headers() for m in messages], HEADER_TYPE)], schema=_SCHEMA)
+
+
+def _typed_table(typed: JsonValues, topic: str, partition: int, messages: list[Any]) -> pa.Table:
+    """Kafka records as rows of a typed kstream topic: key, the columns decoded from each JSON
+    value, timestamp (ms), headers (without the ``kstream.value.*`` ones)."""
+    plain = _table(messages)
+    headers = [m.headers() for m in messages]
+    columns = typed.decode([m.value() for m in messages], headers,
+                           lambda i: f"Apache Kafka record {topic}[{partition}] offset {messages[i].offset()}")
+    return pa.table([plain.column("key"), *columns.columns, plain.column("timestamp"),
+                     pa.array([strip_value_headers(h) for h in headers], HEADER_TYPE)],
+                    names=["key", *columns.column_names, "timestamp", "headers"])
 
 
 def _target_offsets(results: list[Any]) -> Iterator[int]:

@@ -60,6 +60,7 @@ class KafkaTransactions:
         self.open = False
         self._opened_at = 0.0
         self._metadata_consumer: Any = None  # lends the group's metadata to send_offsets_to_transaction
+        self.kafka_offsets: dict[TopicPartitionKey, int] = {}  # the Kafka group's offsets at start (targets)
 
     def start(self, partitions: list[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """Fence and abort an earlier run's transaction, then the kstream positions kept in Kafka
@@ -74,6 +75,7 @@ class KafkaTransactions:
                               "brokers); run again, or raise --timeout") from err
         self._metadata_consumer = self.kafka.consumer(options.group)
         stored = self.kafka.mirror_offsets(options.group, partitions)
+        self.kafka_offsets = {tp: offset for tp, (offset, _) in stored.items()}
         return {tp: kstream_position(metadata, options.group, tp) for tp, (_, metadata) in stored.items()}
 
     def begin(self) -> None:

@@ -6,7 +6,8 @@ import pytest
 
 PAGES = ["/", "/c/main", "/c/main/topics", "/c/main/topics/t", "/c/main/topics/typed", "/c/main/topics/tx",
          "/c/main/reassign", "/c/main/groups", "/c/main/groups/g", "/c/main/groups/h",
-         "/c/main/topics/t/messages", "/c/main/topics/typed/messages", "/healthz"]
+         "/c/main/topics/t/messages", "/c/main/topics/typed/messages", "/c/main/mirrors", "/c/main/api/mirrors",
+         "/healthz"]
 
 
 @pytest.mark.parametrize("path", PAGES)

@@ -7,7 +7,9 @@ transactions, kstream.mirror.kafka_transactions; docs/MIRROR.md). Topics by ``--
 ``--pattern REGEX``. Without ``--until-end`` it runs until SIGINT or SIGTERM, which
 finish the chunk in flight (commit it) and exit 0; with it, it copies up to each source
 partition's end at start (its last stable offset) and exits 0. A progress line (records,
-rate, lag per partition) goes to stderr every ``--progress-interval`` seconds;
+rate, lag per partition) goes to stderr every ``--progress-interval`` seconds, and the same
+figures as a heartbeat into the kstream cluster's ``__kstream_mirror_status`` topic, which
+``kstream console`` shows (kstream.mirror.status);
 ``--metrics-port`` serves the same figures to Prometheus (kstream.mirror.metrics).
 
 ``kstream mirror offsets --group G`` translates G's committed offsets across a mirror
@@ -101,7 +103,8 @@ def _metrics_server(runner: IntoKstream | IntoKafka, options: MirrorOptions, hos
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
               help="Seconds a Kafka broker may take to answer before the mirror gives up.")
 @click.option("--progress-interval", "progress_s", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
-              help="Seconds between progress lines on stderr (and refreshes of the lag the metrics show).")
+              help="Seconds between progress lines on stderr, refreshes of the lag the metrics show, and heartbeats "
+                   "into the kstream cluster's __kstream_mirror_status topic (the console's Mirrors page).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve the run's Prometheus figures (records, rate, position and lag per partition) "
                    "on http://HOST:PORT/ (0: a free port, printed on stderr; docs/MIRROR.md).")

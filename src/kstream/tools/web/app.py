@@ -23,6 +23,7 @@ from kstream.tools.web import (
     routes_browser,
     routes_cluster,
     routes_groups,
+    routes_mirrors,
     routes_reassign,
     routes_topics,
 )
@@ -34,7 +35,8 @@ from kstream.tools.web.state import HERE, ConsoleState
 
 def routers() -> list[APIRouter]:
     """Every route of the console, by module (the tests walk them to find the write routes)."""
-    return [m.router for m in (routes_cluster, routes_topics, routes_reassign, routes_groups, routes_browser)]
+    return [m.router for m in (routes_cluster, routes_topics, routes_reassign, routes_groups, routes_browser,
+                                routes_mirrors)]
 
 
 def create_app(clusters: Mapping[str, ClusterRef], *, read_only: bool = False,

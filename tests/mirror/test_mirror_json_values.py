@@ -1,0 +1,106 @@
+"""A typed topic's values as JSON on the Kafka side (kstream.mirror.typed_values), no broker:
+the encoding as docs/MIRROR.md writes it, the way back, and the errors."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import json
+import math
+
+import pyarrow as pa
+import pytest
+
+from kstream.mirror import MirrorError
+from kstream.mirror.typed_values import MAX_ITEMS_PER_RECORD, JsonValues, strip_value_headers
+
+SCHEMA = pa.schema([
+    pa.field("id", pa.int64(), nullable=False), ("name", pa.string()), ("blob", pa.binary()),
+    ("ts", pa.timestamp("us", tz="UTC")), ("day", pa.date32()), ("price", pa.decimal128(10, 2)),
+    ("ratio", pa.float64()), ("tags", pa.list_(pa.string())), ("attrs", pa.map_(pa.string(), pa.binary())),
+    ("point", pa.struct([("x", pa.int8()), ("ys", pa.list_(pa.float32()))])),
+    ("colour", pa.dictionary(pa.int32(), pa.string())),
+])
+UTC = datetime.UTC
+ROWS = [
+    {"id": 1, "name": "x", "blob": b"\x00\xff", "ts": datetime.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=UTC),
+     "day": datetime.date(2020, 1, 1), "price": decimal.Decimal("12.50"), "ratio": 0.25, "tags": ["a", None],
+     "attrs": [("k", b"v")], "point": {"x": -3, "ys": [1.5, None]}, "colour": "red"},
+    {"id": 2, "name": None, "blob": None, "ts": None, "day": None, "price": None, "ratio": math.inf, "tags": None,
+     "attrs": None, "point": None, "colour": None},
+]
+
+
+def batch(rows=ROWS):
+    return pa.Table.from_pylist(rows, schema=SCHEMA).to_batches()[0]
+
+
+def test_each_type_is_written_as_the_docs_say():
+    values = [json.loads(v) for v in JsonValues("t", SCHEMA).encode(batch(), 0, 0)]
+    assert values[0] == {
+        "id": 1, "name": "x", "blob": base64.b64encode(b"\x00\xff").decode(), "ts": 1704164645000006,
+        "day": 18262, "price": "12.50", "ratio": 0.25, "tags": ["a", None], "attrs": [["k", "dg=="]],
+        "point": {"x": -3, "ys": [1.5, None]}, "colour": "red"}
+    assert values[1] == {"id": 2, "name": None, "blob": None, "ts": None, "day": None, "price": None,
+                         "ratio": "Infinity", "tags": None, "attrs": None, "point": None, "colour": None}
+
+
+def test_the_schema_header_names_each_column_with_its_arrow_type():
+    values = JsonValues("t", SCHEMA)
+    described = json.loads(values.schema_text)
+    assert described[0] == {"name": "id", "type": "int64", "nullable": False}
+    assert described[3] == {"name": "ts", "type": "timestamp[us, tz=UTC]", "nullable": True}
+    assert [k for k, _ in values.headers] == ["kstream.value.encoding", "kstream.value.schema"]
+
+
+def test_decoding_gives_back_the_same_rows_nan_included():
+    rows = [dict(ROWS[0], ratio=math.nan), ROWS[1]]
+    values = JsonValues("t", SCHEMA)
+    back = values.decode(values.encode(batch(rows), 0, 0), [None, None], lambda i: f"record {i}")
+    assert back.schema == SCHEMA
+    decoded = back.to_pylist()
+    assert math.isnan(decoded[0].pop("ratio")) and decoded[1] == ROWS[1]
+    assert decoded[0] == {k: v for k, v in ROWS[0].items() if k != "ratio"}
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    (b'{"id": 1, "colour": "red", "size": 3}', r"keys \['size'\] that are not columns"),
+    (b'{"id": 1, "point": {"x": 1, "z": 2}}', r"keys \['z'\]"),
+    (b"[1, 2]", "a JSON list, not an object"),
+    (b"not json", "not a JSON object"),
+    (b'{"id": "one"}', "does not fit"),
+    (b'{"id": 1, "blob": 7}', "base64 text, not a JSON int"),
+    (b'{"id": 1, "blob": "%%%"}', "not a JSON object"),
+    (b'{"id": 1, "point": {"x": 1000}}', "does not fit"),
+    (b'{"name": "no id"}', "does not fit"),  # id is not nullable
+    (b'{"id": 1, "ratio": "lots"}', "a float is a JSON number"),
+    (None, "has no value"),
+])
+def test_a_value_that_does_not_decode_is_an_error_naming_the_record(value, why):
+    good = b'{"id": 9}'
+    with pytest.raises(MirrorError, match=why) as caught:
+        JsonValues("t", SCHEMA).decode([good, value], [None, None], lambda i: f"record #{i}")
+    assert "record #1" in str(caught.value)
+
+
+def test_a_record_saying_another_encoding_is_refused_and_the_value_headers_are_dropped():
+    with pytest.raises(MirrorError, match="kstream.value.encoding=b'avro'"):
+        JsonValues("t", SCHEMA).decode([b'{"id": 1}'], [[("kstream.value.encoding", b"avro")]], str)
+    headers = [("h", b"1"), ("kstream.value.encoding", b"json"), ("kstream.value.schema", b"[]")]
+    assert strip_value_headers(headers) == [("h", b"1")]
+    assert strip_value_headers(headers[1:]) is None
+
+
+@pytest.mark.parametrize("kind", [pa.month_day_nano_interval(), pa.dense_union([pa.field("a", pa.int8())]),
+                                  pa.list_(pa.run_end_encoded(pa.int32(), pa.string()))])
+def test_a_column_type_without_an_encoding_is_refused_naming_it(kind):
+    with pytest.raises(MirrorError, match=r"topic 't' column 'c'.* has Arrow type"):
+        JsonValues("t", pa.schema([("c", kind)]))
+
+
+def test_a_record_holding_more_values_than_the_limit_is_an_error_naming_its_offset():
+    schema = pa.schema([("xs", pa.list_(pa.null()))])
+    rows = pa.Table.from_pylist([{"xs": []}, {"xs": [None] * (MAX_ITEMS_PER_RECORD * 3)}], schema=schema)
+    with pytest.raises(MirrorError, match=r"t\[4\] offset 101: .* more than 100000 values"):
+        JsonValues("t", schema).encode(rows.to_batches()[0], 4, 100)

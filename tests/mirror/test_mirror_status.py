@@ -1,0 +1,127 @@
+"""Mirror heartbeats in the kstream cluster (kstream.mirror.status), no broker: what a run
+writes, what a reader picks (each mirror's latest run), stale heartbeats, the failed state."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from kstream import Admin, NewTopic
+from kstream.mirror import MirrorError, MirrorOptions, parse_endpoint
+from kstream.mirror.progress import Progress
+from kstream.mirror.status import TOPIC, StatusWriter, heartbeats, read_statuses, run_base
+
+
+def options(cluster, name="orders", **kw):
+    return MirrorOptions(parse_endpoint(f"cluster:{cluster}"), parse_endpoint("kafka:localhost:9"), name,
+                         topics=("orders",), progress_interval_s=2.0, timeout_s=5.0, **kw)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    path = str(tmp_path / "c")
+    with Admin({"cluster": path}) as admin:  # a cluster with the mirrored topic (the mirror's prepare made it)
+        admin.create_topics([NewTopic("orders", 2)])["orders"].result()
+    return path
+
+
+def progress_at(records=0):
+    progress = Progress("orders")
+    progress.positions.update({("orders", 0): 10, ("orders", 1): 4})
+    progress.ends.update({("orders", 0): 12, ("orders", 1): 4})
+    progress.targets.update({("orders", 0): 30})
+    progress.records = records
+    return progress
+
+
+def test_a_cluster_no_mirror_reported_to_has_no_status_topic_and_no_mirrors(cluster):
+    assert read_statuses(cluster, 0) == []
+    with Admin({"cluster": cluster}) as admin:
+        assert TOPIC not in admin.list_topics().topics  # reading created nothing
+
+
+def test_a_status_says_positions_ends_targets_and_lag_per_partition(cluster):
+    writer = StatusWriter(cluster, run_base(options(cluster), "into-kafka"))
+    try:
+        writer.write("running", progress_at(records=7))
+    finally:
+        writer.close()
+    [status] = read_statuses(cluster, 0)
+    assert (status.mirror, status.direction, status.state, status.records) == ("orders", "into-kafka", "running", 7)
+    assert (status.source, status.target, status.topics) == (f"cluster:{cluster}", "kafka:localhost:9", ("orders",))
+    assert [(p.partition, p.source_position, p.source_end, p.target_position, p.lag) for p in status.partitions] == [
+        (0, 10, 12, 30, 2), (1, 4, 4, None, 0)]
+    assert status.total_lag() == 2
+    assert status.stale_after_ms == 3 * 2000 + 2 * 5000
+
+
+def test_a_running_mirror_whose_heartbeat_is_older_than_it_promised_is_stale(cluster):
+    writer = StatusWriter(cluster, run_base(options(cluster), "into-kafka"))
+    try:
+        status = writer.write("running", progress_at())
+    finally:
+        writer.close()
+    assert status.state_at(status.heartbeat_ms + status.stale_after_ms) == "running"
+    assert status.state_at(status.heartbeat_ms + status.stale_after_ms + 1) == "stale"
+
+
+def test_the_latest_run_of_each_mirror_wins_even_over_a_later_record_of_an_older_run(cluster):
+    old = StatusWriter(cluster, {**run_base(options(cluster), "into-kafka"), "started_ms": 1_000, "run": "1000-1"})
+    new = StatusWriter(cluster, {**run_base(options(cluster), "into-kafka"), "started_ms": 2_000, "run": "2000-2"})
+    other = StatusWriter(cluster, run_base(options(cluster, name="clicks"), "into-kafka"))
+    try:
+        old.write("running", progress_at(1))
+        new.write("running", progress_at(2))
+        old.write("failed", progress_at(1), MirrorError("was fenced"))  # the fenced run's last words come after
+        other.write("stopped", progress_at(3))
+    finally:
+        for writer in (old, new, other):
+            writer.close()
+    statuses = {s.mirror: s for s in read_statuses(cluster, 0)}
+    assert (statuses["orders"].run, statuses["orders"].state, statuses["orders"].records) == ("2000-2", "running", 2)
+    assert statuses["clicks"].state == "stopped"
+
+
+def test_the_window_leaves_out_mirrors_that_did_not_report_since(cluster):
+    writer = StatusWriter(cluster, run_base(options(cluster), "into-kafka"))
+    try:
+        status = writer.write("stopped", progress_at(), now_ms=10_000)
+    finally:
+        writer.close()
+    assert read_statuses(cluster, 10_000) == [status]
+    assert read_statuses(cluster, 10_001) == []
+
+
+def test_heartbeats_report_running_at_each_tick_then_stopped(cluster):
+    progress = Progress("orders", None, interval_s=0.0)
+    with heartbeats(progress, cluster, options(cluster), "into-kstream"):
+        assert read_statuses(cluster, 0)[0].state == "running"
+        progress.copied(("orders", 0), 5, 5, target_next=9)
+        progress.ends[("orders", 0)] = 8
+        progress.maybe_print(None)  # a tick: no stream, the heartbeat alone
+        [status] = read_statuses(cluster, 0)
+        assert (status.state, status.records, status.partitions[0].target_position, status.total_lag()) == (
+            "running", 5, 9, 3)
+    [status] = read_statuses(cluster, 0)
+    assert (status.state, status.records, status.error) == ("stopped", 5, None)
+    assert progress.on_tick is None
+
+
+def test_a_run_that_raises_is_reported_failed_with_its_error_and_the_error_is_raised(cluster):
+    progress = Progress("orders", io.StringIO())
+    with pytest.raises(MirrorError, match="broker gone"), heartbeats(progress, cluster, options(cluster),
+                                                                    "into-kafka"):
+        raise MirrorError("broker gone")
+    [status] = read_statuses(cluster, 0)
+    assert status.state == "failed" and status.error == "MirrorError: broker gone"
+
+
+def test_a_record_that_is_not_a_status_is_an_error_naming_its_offset(cluster):
+    from kstream import Producer
+
+    StatusWriter(cluster, run_base(options(cluster), "into-kafka")).write("running", progress_at())
+    with Producer({"cluster": cluster}) as producer:
+        producer.produce(TOPIC, b"{not json", key=b"x/1", partition=0)
+    with pytest.raises(MirrorError, match=rf"{TOPIC} offset 1: not a mirror status record"):
+        read_statuses(cluster, 0)
