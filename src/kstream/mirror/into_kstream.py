@@ -19,6 +19,13 @@ whatever a killed run left open, the mirror reads the group's committed offsets 
 seeks there. Nothing between a commit and the next read of those offsets can lose or
 repeat a record.
 
+Throughput: each chunk's transaction is committed on a committer thread while the copying
+thread reads the next records (a pipeline of depth one: transactions stay one at a time and
+in order, only this thread and then the committer touch the producer); records read but not
+committed when the mirror dies are read again from the committed positions, so the contract
+above is unchanged. A chunk is one ``consume()`` batch, or what was read while the previous
+transaction committed, at most ``chunk_records``.
+
 Offsets: kstream gives each appended record the next offset of its partition (and its own
 transaction markers take one each), so Kafka's offsets (with gaps at markers and
 compacted records) are not kept 1:1. The translation is recorded as offset syncs, as
