@@ -192,9 +192,8 @@ class IntoKstream:
     def _committed(self, chunk: Chunk) -> None:
         """Counts a chunk whose transaction committed (on the copying thread: Progress is not
         shared with the committer)."""
-        for tp in chunk.runs:
-            _, offsets = chunk.partition(tp)
-            self.progress.copied(tp, len(offsets), int(offsets[-1]) + 1)
+        for tp, runs in chunk.runs.items():
+            self.progress.copied(tp, sum(map(len, runs)), int(runs[-1].offsets[-1]) + 1)
         self.progress.transactions += 1
 
     def _commit_chunk(self, producer: Producer, chunk: Chunk, metadata: Any) -> Chunk:
