@@ -147,6 +147,9 @@ class IntoKstream:
             eof_code = _partition_eof()
             chunk = Chunk()
             while remaining and not stop.is_set():
+                if in_flight is not None and in_flight.done():
+                    self._committed(in_flight.result())  # the progress never waits for the next chunk
+                    in_flight = None
                 want = options.chunk_records - chunk.count  # a chunk never holds more
                 self._gather(consumer.consume(want, options.poll_timeout_s), eof_code, ends, remaining, chunk)
                 full = chunk.count >= options.chunk_records
@@ -159,12 +162,17 @@ class IntoKstream:
                     else:
                         self._committed(self._commit_chunk(producer, chunk, metadata))
                     chunk = Chunk()
+                if not chunk.count and chunk.eofs and in_flight is None:
+                    self._committed(chunk)  # only end-of-partition events, nothing before them uncommitted
+                    chunk = Chunk()
                 progress.maybe_print(kafka.end_offsets)
             if in_flight is not None:
                 self._committed(in_flight.result())
                 in_flight = None
             if chunk.count:
                 self._committed(self._commit_chunk(producer, chunk, metadata))
+            elif chunk.eofs:
+                self._committed(chunk)
         finally:
             if in_flight is not None:
                 wait([in_flight])  # never close the producer under a commit; the first error is the one raised
@@ -174,11 +182,12 @@ class IntoKstream:
 
     def _gather(self, messages: list[Any], eof_code: int, ends: dict[TopicPartitionKey, int] | None,
                 remaining: set[TopicPartitionKey], chunk: Chunk) -> None:
-        """Adds the consumed records to ``chunk``; end-of-partition events move positions (past
-        markers) and, with ``until_end``, finish partitions at their end."""
+        """Adds the consumed records to ``chunk``; end-of-partition events go with it (they move
+        the progress's positions past markers once the chunk is committed) and, with
+        ``until_end``, finish partitions at their end."""
         runs, eofs = split_batch(messages, eof_code)
+        chunk.eofs.extend(eofs)
         for tp, next_offset in eofs:
-            self.progress.at(tp, next_offset)
             if ends is not None and next_offset >= ends.get(tp, 0):
                 remaining.discard(tp)
         for tp, run in runs:
@@ -190,11 +199,14 @@ class IntoKstream:
             chunk.add(tp, run)
 
     def _committed(self, chunk: Chunk) -> None:
-        """Counts a chunk whose transaction committed (on the copying thread: Progress is not
-        shared with the committer)."""
+        """Counts a chunk whose transaction committed, then its end-of-partition events (on the
+        copying thread: Progress is not shared with the committer)."""
         for tp, runs in chunk.runs.items():
             self.progress.copied(tp, sum(map(len, runs)), int(runs[-1].offsets[-1]) + 1)
-        self.progress.transactions += 1
+        if chunk.runs:
+            self.progress.transactions += 1
+        for tp, next_offset in chunk.eofs:
+            self.progress.at(tp, next_offset)
 
     def _commit_chunk(self, producer: Producer, chunk: Chunk, metadata: Any) -> Chunk:
         """One kstream transaction: the records, their offset syncs, the source positions."""

@@ -52,6 +52,9 @@ class Chunk:
 
     runs: dict[TopicPartitionKey, list[Run]] = field(default_factory=dict)
     count: int = 0
+    eofs: list[tuple[TopicPartitionKey, int]] = field(default_factory=list)
+    """End-of-partition events read with these records (partition, next offset): shown in the
+    progress only once the records before them are committed."""
 
     def add(self, tp: TopicPartitionKey, run: Run) -> None:
         if len(run):
