@@ -165,3 +165,38 @@ def test_a_pattern_copies_the_topics_whose_whole_name_matches(kafka_broker, tmp_
         copied = sorted(t for t in admin.list_topics().topics if not t.startswith("__"))
     assert copied == [f"{topic_name}.a", f"{topic_name}.b"]
     assert read_kstream(cluster, f"{topic_name}.b", 1) == sample(1, 5, salt="b")
+
+
+def test_a_commit_failing_on_the_committer_thread_stops_the_run_and_a_rerun_copies_the_rest_once(
+        kafka_broker, tmp_path, topic_name, mirror_name, monkeypatch):
+    """Commits overlap the next read (docs/MIRROR.md): a transaction failing mid-way (after its
+    records were appended) is aborted, its error is raised by run(), and nothing after it is
+    committed; a rerun starts from the last committed positions."""
+    from kstream.client.producer import Producer
+
+    create_kafka_topic(kafka_broker, topic_name, 2)
+    records = sample(2, 400)
+    produce_kafka(kafka_broker, topic_name, records)
+    cluster = str(tmp_path / "c")
+    real = Producer.send_offsets_to_transaction
+    calls = []
+
+    def failing_third(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise MirrorError("the disk went away (test)")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Producer, "send_offsets_to_transaction", failing_third)
+    with pytest.raises(MirrorError, match="disk went away"):
+        IntoKstream(options(kafka_broker, cluster, mirror_name, topics=(topic_name,), chunk_records=20)).run()
+    assert len(calls) == 3  # no transaction after the failed one
+    copied = by_partition(read_kstream(cluster, topic_name, 2))
+    source = by_partition(records)
+    assert 0 < sum(map(len, copied.values())) < 400
+    assert all(copied[p] == source[p][:len(copied[p])] for p in copied)  # a prefix of each partition, once
+
+    monkeypatch.setattr(Producer, "send_offsets_to_transaction", real)
+    rest = IntoKstream(options(kafka_broker, cluster, mirror_name, topics=(topic_name,), chunk_records=20)).run()
+    assert rest.records == 400 - sum(map(len, copied.values()))
+    assert by_partition(read_kstream(cluster, topic_name, 2)) == source

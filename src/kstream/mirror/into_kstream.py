@@ -19,6 +19,13 @@ whatever a killed run left open, the mirror reads the group's committed offsets 
 seeks there. Nothing between a commit and the next read of those offsets can lose or
 repeat a record.
 
+Throughput: each chunk's transaction is committed on a committer thread while the copying
+thread reads the next records (a pipeline of depth one: transactions stay one at a time and
+in order, only this thread and then the committer touch the producer); records read but not
+committed when the mirror dies are read again from the committed positions, so the contract
+above is unchanged. A chunk is one ``consume()`` batch, or what was read while the previous
+transaction committed, at most ``chunk_records``.
+
 Offsets: kstream gives each appended record the next offset of its partition (and its own
 transaction markers take one each), so Kafka's offsets (with gaps at markers and
 compacted records) are not kept 1:1. The translation is recorded as offset syncs, as
@@ -42,16 +49,17 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, TextIO
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kstream.client.producer import Producer
 from kstream.log.storage.records import HEADER_TYPE
 from kstream.message import TopicPartition
 from kstream.mirror.errors import MirrorError
+from kstream.mirror.kafka_batches import Chunk, split_batch
 from kstream.mirror.kafka_side import KafkaSide
 from kstream.mirror.kstream_side import KstreamSide, committed_positions
 from kstream.mirror.options import OFFSET_SYNCS_CONFIG, MirrorOptions
@@ -63,12 +71,16 @@ from kstream.mirror.typed_values import JsonValues, strip_value_headers
 log = logging.getLogger(__name__)
 
 TopicPartitionKey = tuple[str, int]
-_SCHEMA = pa.schema([pa.field("key", pa.binary()), pa.field("value", pa.binary()),
-                     pa.field("timestamp", pa.int64()), pa.field("headers", HEADER_TYPE)])
 
 
 class IntoKstream:
-    """One mirror run from Kafka (``options.source``) into a kstream cluster (``options.target``)."""
+    """One mirror run from Kafka (``options.source``) into a kstream cluster (``options.target``).
+
+    ``overlap_commits``: a chunk's kstream transaction is committed on a thread of its own while
+    the next chunk is read from Kafka (a pipeline of depth one: one transaction at a time, in
+    order); False commits each chunk before reading on (the bench compares the two)."""
+
+    overlap_commits = True
 
     def __init__(self, options: MirrorOptions, stream: TextIO | None = None):
         assert options.source.is_kafka and not options.target.is_kafka
@@ -139,62 +151,97 @@ class IntoKstream:
         ck = kafka.ck
         producer = Producer({"cluster": kstream.path, "transactional.id": options.transactional_id})
         consumer = kafka.consumer(options.group)
+        committer = ThreadPoolExecutor(1, thread_name_prefix=f"mirror-{options.name}-commit")
+        in_flight: Future[Chunk] | None = None
         try:
             producer.init_transactions()  # fences a killed run's producer and aborts what it left open
             metadata = group_consumer.consumer_group_metadata()
             consumer.assign([ck.TopicPartition(t, p, positions.get((t, p), ck.OFFSET_BEGINNING)) for t, p in todo])
             remaining = set(todo)
+            eof_code = _partition_eof()
+            chunk = Chunk()
             while remaining and not stop.is_set():
-                messages = consumer.consume(options.chunk_records, options.poll_timeout_s)
-                chunk = self._chunk(messages, ends, remaining)
-                if chunk:
-                    self._commit_chunk(producer, chunk, metadata)
+                if in_flight is not None and in_flight.done():
+                    self._committed(in_flight.result())  # the progress never waits for the next chunk
+                    in_flight = None
+                want = options.chunk_records - chunk.count  # a chunk never holds more
+                self._gather(consumer.consume(want, options.poll_timeout_s), eof_code, ends, remaining, chunk)
+                full = chunk.count >= options.chunk_records
+                if chunk.count and (not self.overlap_commits or full or in_flight is None or in_flight.done()):
+                    if in_flight is not None:
+                        self._committed(in_flight.result())
+                        in_flight = None
+                    if self.overlap_commits:
+                        in_flight = committer.submit(self._commit_chunk, producer, chunk, metadata)
+                    else:
+                        self._committed(self._commit_chunk(producer, chunk, metadata))
+                    chunk = Chunk()
+                if not chunk.count and chunk.eofs and in_flight is None:
+                    self._committed(chunk)  # only end-of-partition events, nothing before them uncommitted
+                    chunk = Chunk()
                 progress.maybe_print(kafka.end_offsets)
+            if in_flight is not None:
+                self._committed(in_flight.result())
+                in_flight = None
+            if chunk.count:
+                self._committed(self._commit_chunk(producer, chunk, metadata))
+            elif chunk.eofs:
+                self._committed(chunk)
         finally:
+            if in_flight is not None:
+                wait([in_flight])  # never close the producer under a commit; the first error is the one raised
+            committer.shutdown()
             consumer.close()
             producer.close()
 
-    def _chunk(self, messages: list[Any], ends: dict[TopicPartitionKey, int] | None,
-               remaining: set[TopicPartitionKey]) -> dict[TopicPartitionKey, list[Any]]:
-        """The consumed records by partition, in order; end-of-partition events move positions
-        (past markers) and, with ``until_end``, finish partitions at their end."""
-        ck_error = None
-        chunk: dict[TopicPartitionKey, list[Any]] = {}
-        for message in messages:
-            tp = (message.topic(), message.partition())
-            error = message.error()
-            if error is not None:
-                if error.code() == _partition_eof(error):
-                    self.progress.at(tp, message.offset())
-                    if ends is not None and message.offset() >= ends.get(tp, 0):
-                        remaining.discard(tp)
-                    continue
-                ck_error = error
-                break
-            if ends is not None and message.offset() >= ends[tp]:
-                remaining.discard(tp)  # past the end at start: not this run's
-                continue
-            chunk.setdefault(tp, []).append(message)
-            if ends is not None and message.offset() + 1 >= ends[tp]:
+    def _gather(self, messages: list[Any], eof_code: int, ends: dict[TopicPartitionKey, int] | None,
+                remaining: set[TopicPartitionKey], chunk: Chunk) -> None:
+        """Adds the consumed records to ``chunk``; end-of-partition events go with it (they move
+        the progress's positions past markers once the chunk is committed) and, with
+        ``until_end``, finish partitions at their end."""
+        runs, eofs = split_batch(messages, eof_code)
+        chunk.eofs.extend(eofs)
+        for tp, next_offset in eofs:
+            if ends is not None and next_offset >= ends.get(tp, 0):
                 remaining.discard(tp)
-        if ck_error is not None:
-            raise MirrorError(f"reading Apache Kafka failed: {ck_error.str()} (code {ck_error.name()})")
-        return chunk
+        for tp, run in runs:
+            if ends is not None:
+                end = ends[tp]
+                if run.offsets[-1] + 1 >= end:
+                    remaining.discard(tp)  # records past the end at start are not this run's
+                    run = run.cut(end)
+            chunk.add(tp, run)
 
-    def _commit_chunk(self, producer: Producer, chunk: dict[TopicPartitionKey, list[Any]], metadata: Any) -> None:
+    def _committed(self, chunk: Chunk) -> None:
+        """Counts a chunk whose transaction committed, then its end-of-partition events (on the
+        copying thread: Progress is not shared with the committer)."""
+        for tp, runs in chunk.runs.items():
+            self.progress.copied(tp, sum(map(len, runs)), int(runs[-1].offsets[-1]) + 1, chunk.targets.get(tp))
+        if chunk.runs:
+            self.progress.transactions += 1
+        for tp, next_offset in chunk.eofs:
+            self.progress.at(tp, next_offset)
+
+    def _commit_chunk(self, producer: Producer, chunk: Chunk, metadata: Any) -> Chunk:
         """One kstream transaction: the records, their offset syncs, the source positions."""
         producer.begin_transaction()
         try:
             syncs: list[dict[str, Any]] = []
             positions: list[TopicPartition] = []
-            for (topic, partition), messages in chunk.items():
+            for (topic, partition) in chunk.runs:
+                table, offsets = chunk.partition((topic, partition))
                 typed = self._typed.get(topic)
-                table = _table(messages) if typed is None else _typed_table(typed, topic, partition, messages)
+                if typed is not None:
+                    table = _typed_table(typed, topic, partition, table, offsets)
                 results = producer.produce_batch(topic, table, partition=partition)
-                syncs.extend(self._syncs(topic, partition, messages, _target_offsets(results)))
-                next_target = results[-1].base_offset + results[-1].record_count
-                positions.append(TopicPartition(topic, partition, next_target,
-                                                metadata=position_metadata(messages[-1].offset() + 1)))
+                targets = np.concatenate([np.arange(r.base_offset, r.base_offset + r.record_count, dtype=np.int64)
+                                          for r in results])
+                if len(targets) != len(offsets):
+                    raise MirrorError(f"kstream stored {len(targets)} of the {len(offsets)} records given for "
+                                      f"{topic}[{partition}]")
+                syncs.extend(self._syncs(topic, partition, offsets, targets))
+                positions.append(TopicPartition(topic, partition, int(targets[-1]) + 1,
+                                                metadata=position_metadata(int(offsets[-1]) + 1)))
             if syncs:
                 producer.produce_batch(self.options.offset_syncs_topic, pa.table({
                     "key": [f"{s['topic']}/{s['partition']}".encode() for s in syncs],
@@ -204,22 +251,20 @@ class IntoKstream:
         except BaseException:
             _abort_quietly(producer)
             raise
-        positions_by = {(tp.topic, tp.partition): tp.offset for tp in positions}
-        for (topic, partition), messages in chunk.items():
-            self.progress.copied((topic, partition), len(messages), messages[-1].offset() + 1,
-                                 positions_by[(topic, partition)])
-        self.progress.transactions += 1
+        chunk.targets.update({(tp.topic, tp.partition): tp.offset for tp in positions})
+        return chunk
 
-    def _syncs(self, topic: str, partition: int, messages: list[Any], targets: Iterator[int]
-               ) -> Iterator[dict[str, Any]]:
+    def _syncs(self, topic: str, partition: int, sources: np.ndarray, targets: np.ndarray
+               ) -> list[dict[str, Any]]:
         """MM2's rule: a sync when a partition's translation (source - target) changes."""
         key = (topic, partition)
-        for message, target in zip(messages, targets, strict=True):
-            delta = message.offset() - target
-            if self._last_delta.get(key) != delta:
-                self._last_delta[key] = delta
-                yield {"topic": topic, "partition": partition, "source_offset": message.offset(),
-                       "target_offset": target}
+        deltas = sources - targets
+        changes = np.flatnonzero(deltas[1:] != deltas[:-1]) + 1
+        if self._last_delta.get(key) != int(deltas[0]):
+            changes = np.concatenate(([0], changes))
+        self._last_delta[key] = int(deltas[-1])
+        return [{"topic": topic, "partition": partition, "source_offset": int(sources[i]),
+                 "target_offset": int(targets[i])} for i in changes.tolist()]
 
 
 def position_metadata(source_offset: int) -> str:
@@ -241,36 +286,19 @@ def source_position(metadata: str | None) -> int | None:
     return value
 
 
-def _table(messages: list[Any]) -> pa.Table:
-    """Kafka records as a kstream table: key, value, timestamp (ms), headers. Comprehensions, not
-    one loop: this runs once per record copied."""
-    stamps = pa.array([m.timestamp()[1] for m in messages], pa.int64())
-    if len(stamps) and pc.min(stamps).as_py() < 0:  # TIMESTAMP_NOT_AVAILABLE (-1): no timestamp
-        stamps = pc.if_else(pc.less(stamps, 0), pa.scalar(None, pa.int64()), stamps)
-    return pa.table([pa.array([m.key() for m in messages], pa.binary()),
-                     pa.array([m.value() for m in messages], pa.binary()), stamps,
-                     pa.array([m.headers() for m in messages], HEADER_TYPE)], schema=_SCHEMA)
-
-
-def _typed_table(typed: JsonValues, topic: str, partition: int, messages: list[Any]) -> pa.Table:
-    """Kafka records as rows of a typed kstream topic: key, the columns decoded from each JSON
-    value, timestamp (ms), headers (without the ``kstream.value.*`` ones)."""
-    plain = _table(messages)
-    headers = [m.headers() for m in messages]
-    columns = typed.decode([m.value() for m in messages], headers,
-                           lambda i: f"Apache Kafka record {topic}[{partition}] offset {messages[i].offset()}")
-    return pa.table([plain.column("key"), *columns.columns, plain.column("timestamp"),
+def _typed_table(typed: JsonValues, topic: str, partition: int, table: pa.Table, offsets: np.ndarray) -> pa.Table:
+    """Kafka records (the mirror's bytes table) as rows of a typed kstream topic: key, the columns
+    decoded from each JSON value, timestamp (ms), headers (without the ``kstream.value.*`` ones)."""
+    headers = [None if h is None else [(d["key"], d["value"]) for d in h] for h in table.column("headers").to_pylist()]
+    columns = typed.decode(table.column("value").to_pylist(), headers,
+                           lambda i: f"Apache Kafka record {topic}[{partition}] offset {int(offsets[i])}")
+    return pa.table([table.column("key"), *columns.columns, table.column("timestamp"),
                      pa.array([strip_value_headers(h) for h in headers], HEADER_TYPE)],
                     names=["key", *columns.column_names, "timestamp", "headers"])
 
 
-def _target_offsets(results: list[Any]) -> Iterator[int]:
-    for result in results:
-        yield from range(result.base_offset, result.base_offset + result.record_count)
-
-
-def _partition_eof(error: Any) -> int:
-    from confluent_kafka import KafkaError  # the module is loaded already (the caller has a message)
+def _partition_eof() -> int:
+    from confluent_kafka import KafkaError  # the module is loaded already (the caller made a consumer)
 
     return int(KafkaError._PARTITION_EOF)
 

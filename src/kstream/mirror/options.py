@@ -26,7 +26,7 @@ class MirrorOptions:
     """One mirror: from ``source`` to ``target``, the topics named in ``topics`` or matching
     ``pattern`` (a full match, as Kafka's ``--include``), ``name`` naming its state.
 
-    ``chunk_records``: records per kstream transaction (into kstream) or per Kafka flush
+    ``chunk_records``: records per kstream transaction, at most (into kstream) or per Kafka flush
     and commit (into Kafka). ``until_end``: copy up to each source partition's end at start
     (Kafka: the last stable offset), then stop. ``timeout_s``: how long a side may take to
     answer before the mirror gives up (an unreachable broker). ``exactly_once`` (into Kafka

@@ -93,7 +93,8 @@ def _metrics_server(runner: IntoKstream | IntoKafka, options: MirrorOptions, hos
 @click.option("--name", default="mirror", show_default=True,
               help="The mirror's name: its state is the kstream group (and transactional.id) __mirror.NAME.")
 @click.option("--chunk-records", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True,
-              help="Records per kstream transaction (into kstream) or per Kafka flush and commit (into Kafka; "
+              help="Records per kstream transaction, at most (into kstream; a transaction commits while the next "
+                   "records are read) or per Kafka flush and commit (into Kafka; "
                    "with --exactly-once per Kafka transaction).")
 @click.option("--exactly-once", is_flag=True,
               help="Into Kafka: each chunk is one Kafka transaction carrying the records and the mirror's positions "
