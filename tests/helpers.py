@@ -87,6 +87,31 @@ def consume_values(cluster_path: str, topic: str, partitions, level: str = "read
     return values
 
 
+def consume_values_to_end(cluster_path: str, topic: str, partitions: int, level: str = "read_committed",
+                          timeout: float = 60.0) -> list:
+    """Every value a fresh consumer reads from offset 0 of ``partitions`` up to each partition's
+    high watermark as of the call: unlike :func:`consume_values` (which reads until a poll finds
+    nothing), it ends while a writer keeps appending (a Real-time query's output)."""
+    from kstream import Consumer, TopicPartition
+
+    consumer = Consumer({"cluster": cluster_path, "isolation.level": level})
+    try:
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p))[1] for p in range(partitions)}
+        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+        values: list = []
+        deadline = time.monotonic() + timeout
+        while True:
+            positions = {tp.partition: tp.offset for tp in consumer.position([TopicPartition(topic, p) for p in ends])}
+            if all(ends[p] == 0 or positions[p] >= ends[p] for p in ends):
+                return values
+            assert time.monotonic() < deadline, f"{topic}: not read up to {ends} in {timeout} s (at {positions})"
+            message = consumer.poll(0.2)
+            if message is not None and message.offset() < ends[message.partition()]:
+                values.append(message.value())
+    finally:
+        consumer.close()
+
+
 def open_partitions(cluster_path: str, topic: str, partitions: int) -> list[int]:
     """The partitions of ``topic`` an open transaction still holds (its LSO held back)."""
     from kstream.log.cluster.cluster import Cluster

@@ -368,6 +368,7 @@ CLASSES: dict[str, Callable[[Ctx], None]] = {
     "jvm_two_queries": lambda ctx: _jvm_rounds().jvm_two_queries_round(ctx),
     "jvm_stalled_attempt": lambda ctx: _jvm_rounds().jvm_stalled_attempt_round(ctx),
     "jvm_speculation": lambda ctx: _jvm_rounds().jvm_speculation_round(ctx),
+    "rtm_sink_sigkill": lambda ctx: __import__("chaos.rtm_rounds", fromlist=["_"]).rtm_sink_sigkill_round(ctx),
 }
 
 # Classes slower than the harness's ROUND_TIMEOUT_S: real Spark queries, restarted several times.
@@ -376,4 +377,5 @@ ROUND_TIMEOUTS_S: dict[str, int] = {
     "jvm_two_queries": 1800,
     "jvm_stalled_attempt": 600,
     "jvm_speculation": 1800,
+    "rtm_sink_sigkill": 1800,
 }

@@ -35,7 +35,7 @@ NOT_QUICK: dict[str, str] = {
 } | {
     name: "each round runs real Spark queries (30-50 s a round); make chaos runs 20, and the JVM "
           "streaming writer's restarts are tested in tests/spark and tests/jvm"
-    for name in ("jvm_sink_sigkill", "jvm_two_queries", "jvm_speculation")
+    for name in ("jvm_sink_sigkill", "jvm_two_queries", "jvm_speculation", "rtm_sink_sigkill")
 }
 
 QUICK = [

@@ -1,7 +1,15 @@
 """Real-time Mode kstream -> kstream survives a SIGKILLed driver: a query in its own process
 (Python driver and its Spark JVM, one process group) writes through kstream.write_real_time while
 records keep arriving, is SIGKILLed mid-batch, and a query restarted from its checkpoint (in the
-test session) replays the unfinished batch: the output is the input multiset, every record once."""
+test session, with another batch duration) writes what is left: the output, read with a
+read_committed consumer, is the input multiset, every record once.
+
+Two moments: inside the first batch (Real-time Mode logs a batch's offsets and commit at its end,
+so the checkpoint holds no batch and the restart runs batch 0 again from the earliest offsets:
+everything the killed query wrote is read again and dropped by the sink), and past it (the
+restart replays the unfinished batch from the last committed one). A kill *during* the first
+batch's log writes leaves temp files that Spark refuses on restart: write_real_time removes them
+(tests/spark/test_real_time_first_batch_kill.py)."""
 
 from __future__ import annotations
 
@@ -14,33 +22,34 @@ import time
 
 import pytest
 
-from helpers import consume_values
+from helpers import consume_values_to_end
 from kstream import Producer, with_source_position, write_real_time
 from kstream.jars import jar_path
 
-# Not working yet (issue 22): the restarted query fails at once with Spark's
-# STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY ("<checkpoint>/commits should be empty on batch 0")
-# when the killed query died in its first Real-time batch; and a run takes 8 minutes. Strict: the
-# mark must come off when it passes. A stop and restart mid-batch passes
-# (tests/spark/test_real_time_sink_spark.py).
-pytestmark = [pytest.mark.spark, pytest.mark.slow,
-              pytest.mark.xfail(strict=True, reason="a Real-time query SIGKILLed in its first batch does not "
-                                "restart: STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY (issue 22)")]
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 DRIVER = """
-import sys
+import sys, time
 from kstream import spark_session, with_source_position, write_real_time
-cluster, checkpoint = sys.argv[1:3]
+cluster, checkpoint, trigger = sys.argv[1:4]
 spark = spark_session("rtm-killed")
 frame = (spark.readStream.format("kstream").option("cluster", cluster).option("subscribe", "in")
          .option("startingOffsets", "earliest").load())
 query = write_real_time(with_source_position(frame).select("key", "value", "source_topic", "source_partition",
                                                            "source_offset"),
-                        cluster=cluster, topic="out", checkpoint=checkpoint, trigger="5 minutes")
+                        cluster=cluster, topic="out", checkpoint=checkpoint, trigger=trigger)
 print("started", flush=True)
-query.awaitTermination()
+reported = None
+while query.isActive:
+    progress = query.lastProgress
+    if progress is not None and progress["batchId"] != reported:
+        reported = progress["batchId"]
+        print(f"P {reported}", flush=True)
+    time.sleep(0.1)
+print(f"E {query.exception()}", flush=True)
 """
 WAIT_S = 180.0
+KILL_AFTER_RECORDS = 40  # output records the killed query wrote in the batch it dies in
 
 
 def _wait_for(condition, seconds=WAIT_S):
@@ -48,26 +57,35 @@ def _wait_for(condition, seconds=WAIT_S):
     while time.monotonic() < deadline:
         if condition():
             return True
-        time.sleep(1.0)
+        time.sleep(0.5)
     return condition()
 
 
 def _out(cluster_path: str) -> list[str]:
-    return [v.decode() for v in consume_values(cluster_path, "out", 2)]
+    # read_committed, up to the high watermark of the call: the output grows while it is read
+    return [v.decode() for v in consume_values_to_end(cluster_path, "out", 2)]
 
 
+def _batches(checkpoint: str, log: str) -> list[int]:
+    directory = os.path.join(checkpoint, log)
+    return sorted(int(n) for n in os.listdir(directory) if n.isdigit()) if os.path.isdir(directory) else []
+
+
+@pytest.mark.parametrize("moment", ["in the first batch", "past the first batch"])
 def test_a_sigkilled_driver_restarted_from_its_checkpoint_writes_each_record_once(spark, cluster_path, make_topic,
-                                                                                 tmp_path):
+                                                                                 tmp_path, moment):
     if jar_path() is None:
         pytest.skip("no kstream jar (jvm/build.sh): the Real-time sink needs it")
     make_topic("in", 2)
     make_topic("out", 2)
     checkpoint = str(tmp_path / "ck")
+    first_batch = moment == "in the first batch"
     produced: list[str] = []
+    said: list[str] = []
     stop = threading.Event()
 
     def produce() -> None:
-        with Producer({"cluster": cluster_path, "linger.ms": 1}) as producer:
+        with Producer({"cluster": cluster_path, "linger.ms": 1, "acks": "all"}) as producer:
             while not stop.is_set():
                 value = f"r{len(produced)}"
                 producer.produce("in", value.encode(), key=value.encode())
@@ -76,20 +94,32 @@ def test_a_sigkilled_driver_restarted_from_its_checkpoint_writes_each_record_onc
                 time.sleep(0.02)  # about 40 records/s: the killed query is mid-batch, not behind
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER, cluster_path, checkpoint], start_new_session=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    trigger = "5 minutes" if first_batch else "5 seconds"  # a batch ends (is logged) only in the second case
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, cluster_path, checkpoint, trigger],
+                              start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              env=env)
+    listener = threading.Thread(target=lambda: said.extend(line.strip() for line in driver.stdout))  # type: ignore
+    listener.start()
     producer = threading.Thread(target=produce)
     producer.start()
     try:
-        assert _wait_for(lambda: len(_out(cluster_path)) >= 100 or driver.poll() is not None)
-        assert driver.poll() is None, "the driver ended before it was killed"
+        if not first_batch:  # batches 0 and 1 committed: the kill lands in batch 2 or later
+            assert _wait_for(lambda: "P 1" in said or driver.poll() is not None), said
+        target = len(_out(cluster_path)) + KILL_AFTER_RECORDS
+        assert _wait_for(lambda: len(_out(cluster_path)) >= target or driver.poll() is not None), said
+        assert driver.poll() is None, f"the driver ended before it was killed: {said}"
     finally:
         os.killpg(driver.pid, signal.SIGKILL)  # the Python driver and its Spark JVM, mid-batch
         driver.wait()
+        listener.join()
         stop.set()
         producer.join()
     landed = len(_out(cluster_path))
-    assert 100 <= landed <= len(produced)
+    committed = _batches(checkpoint, "commits")
+    if first_batch:
+        assert _batches(checkpoint, "offsets") == [] and committed == []  # died inside batch 0
+    else:
+        assert committed and committed[-1] >= 1
     query = write_real_time(with_source_position(
         spark.readStream.format("kstream").option("cluster", cluster_path).option("subscribe", "in")
         .option("startingOffsets", "earliest").load()).select("key", "value", "source_topic", "source_partition",
@@ -97,11 +127,13 @@ def test_a_sigkilled_driver_restarted_from_its_checkpoint_writes_each_record_onc
         cluster=cluster_path, topic="out", checkpoint=checkpoint, trigger="5 seconds")
     try:
         assert _wait_for(lambda: len(_out(cluster_path)) >= len(produced)), query.exception()
-        batch = query.lastProgress["batchId"] if query.lastProgress else -1
-        assert _wait_for(lambda: query.lastProgress is not None and query.lastProgress["batchId"] > batch)
-        replayed = sum(p["numInputRows"] for p in query.recentProgress)
+        assert _wait_for(lambda: query.lastProgress is not None), query.exception()  # a batch of the restart ended
+        first = query.recentProgress[0]
     finally:
         query.stop()
     out = _out(cluster_path)
     assert len(out) == len(produced) and sorted(out) == sorted(produced)
-    assert replayed >= landed  # the restart read again what the killed query had written
+    if first_batch:  # batch 0 again, from the earliest offsets: all the killed query wrote was read again
+        assert first["batchId"] == 0 and first["numInputRows"] >= landed
+    else:  # resumed after the last committed batch, the unfinished one replayed
+        assert first["batchId"] == committed[-1] + 1

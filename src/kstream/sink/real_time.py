@@ -32,6 +32,7 @@ from kstream.errors import (
     PartitionNotFoundError,
     TopicNotFoundError,
 )
+from kstream.sink.real_time_checkpoint import sweep_unfinished_first_batch
 
 WRITER_CLASS = "io.kstream.spark.realtime.KStreamForeachWriter"
 SOURCE_COLUMNS = ("source_topic", "source_partition", "source_offset")
@@ -67,9 +68,13 @@ def write_real_time(frame: Any, *, cluster: str, checkpoint: str, topic: str | N
     linger_ms : how long the flusher waits for more rows before an append (0..1000)
     options : more sink options (as ``writeStream.format("kstream")`` takes them)
 
-    Raises ConfigError when the kstream jar is not on the session, and the sink's own errors
-    (InvalidRecordError for missing or mistyped columns, ConfigError for bad options) before
-    the query starts.
+    Before the query starts, the temp files a driver killed while Spark wrote the first batch's
+    offset or commit log left in ``checkpoint`` are removed (they stop Spark's restart; see
+    :mod:`kstream.sink.real_time_checkpoint`); nothing else in the checkpoint is touched.
+
+    Raises ConfigError when the kstream jar is not on the session, CheckpointError for a
+    checkpoint off this machine, and the sink's own errors (InvalidRecordError for missing or
+    mistyped columns, ConfigError for bad options) before the query starts.
     """
     session = frame.sparkSession
     jvm = session._jvm
@@ -80,6 +85,9 @@ def write_real_time(frame: Any, *, cluster: str, checkpoint: str, topic: str | N
     if not checkpoint:
         raise ConfigError("write_real_time needs checkpoint: the query's id there names the sink")
     checkpoint = checkpoint if "://" in checkpoint or checkpoint.startswith("file:") else os.path.abspath(checkpoint)
+    # A driver killed while Spark wrote batch 0's offset/commit log leaves temp files that stop
+    # Spark 4.3's restart (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY): remove them first.
+    sweep_unfinished_first_batch(checkpoint)
     java_options = jvm.java.util.HashMap()
     for name, value in {**(options or {}), "cluster": cluster, "acks": acks, "linger.ms": str(linger_ms),
                         **({"topic": topic} if topic is not None else {})}.items():

@@ -42,6 +42,11 @@ import org.apache.spark.sql.types.StructType;
  * of its identity is dropped, before buffering and again under the partition lock (against other
  * writers of the same identity); a gap is accepted. Not thread-safe beyond Spark's contract (one
  * task calls open, process, close).
+ *
+ * <p>A replayed row must go to the partition its first run wrote it to, or the drop above cannot
+ * see it: a keyed row (or one with a {@code partition}) goes where the key says, and a keyless row
+ * to {@link #keylessPartition}, a function of its source position (never the micro-batch sink's
+ * random sticky partition).
  */
 public final class KStreamForeachWriter extends ForeachWriter<Row> {
     private static final long serialVersionUID = 1L;
@@ -49,6 +54,8 @@ public final class KStreamForeachWriter extends ForeachWriter<Row> {
     public static final int MAX_BUFFERED_ROWS = 65_536;
     /** Rows per frame at most (a frame also stays below the topic's message.max.bytes). */
     public static final int MAX_FRAME_ROWS = 16_384;
+    /** Source offsets of one source partition whose keyless rows share an output partition. */
+    public static final long KEYLESS_STICKY_OFFSETS = 16_384;
     /** How often the flusher moves the identities' snapshots forward (positioned_sources). */
     public static final long SNAPSHOT_INTERVAL_MS = 10_000;
     /** Longest linger.ms accepted. */
@@ -148,7 +155,24 @@ public final class KStreamForeachWriter extends ForeachWriter<Row> {
         }
         Object p = row.get(sourcePartition);
         SourcePosition.Identity id = t.identity(row.getString(sourceTopic), ((Number) p).intValue());
-        t.add(r, id, row.getLong(sourceOffset));
+        long offset = row.getLong(sourceOffset);
+        if (r.key() == null && !t.partitionGiven(internal)) {
+            r = new RowRouter.Record(r.topic(), keylessPartition(id.topic(), id.partition(), offset,
+                r.topic().partitions), r.key(), r.value(), r.timestamp(), r.headers());
+        }
+        t.add(r, id, offset);
+    }
+
+    /**
+     * The output partition of a keyless row (no {@code partition} given): the partition Kafka's
+     * murmur2 gives the source partition's name ({@code topic-partition}), moved on by one every
+     * {@link #KEYLESS_STICKY_OFFSETS} source offsets. Sticky like Kafka's keyless partitioner, but
+     * a function of the source position, so a replay of the record goes where its first run did.
+     */
+    public static int keylessPartition(String sourceTopic, int sourcePartition, long sourceOffset, int numPartitions) {
+        int first = Partitioner.partitionForKey((sourceTopic + "-" + sourcePartition).getBytes(
+            java.nio.charset.StandardCharsets.UTF_8), numPartitions);
+        return (int) Math.floorMod(first + Math.floorDiv(sourceOffset, KEYLESS_STICKY_OFFSETS), (long) numPartitions);
     }
 
     @Override
@@ -167,7 +191,10 @@ public final class KStreamForeachWriter extends ForeachWriter<Row> {
         final Partitioner partitioner = new Partitioner(Partitioner.MURMUR2_RANDOM, new Random());
         final Map<String, SourcePosition.Identity> identities = new HashMap<>();
 
+        final SinkInput input;
+
         Task(SinkInput input, StructType schema, String sinkId, String acks, long lingerMs) {
+            this.input = input;
             this.toInternal = CatalystTypeConverters.createToCatalystConverter(schema);
             MetadataSnapshot snapshot = MetadataSnapshot.read(input.cluster);
             this.router = new RowRouter(input, snapshot, partitioner);
@@ -196,14 +223,13 @@ public final class KStreamForeachWriter extends ForeachWriter<Row> {
                     + " dropped); send such rows to different partitions, or combine them into one row");
             }
             flusher.add(r, id, sourceOffset);
-            if (r.key() == null && ++keyless % MAX_FRAME_ROWS == 0) {
-                // The sticky partition moves on after a frame's worth of keyless rows (the
-                // partitioner is this thread's: the flusher never touches it).
-                partitioner.batchSent(r.topic().name, r.topic().partitions, r.partition());
-            }
         }
 
-        private long keyless;
+        /** Whether the row names its partition (a {@code partition} column, not null nor -1). */
+        boolean partitionGiven(InternalRow row) {
+            return input.partition >= 0 && !row.isNullAt(input.partition)
+                && RowRouter.integer(row, input.partition, input.partitionType) >= 0;
+        }
         // (output topic, output partition, source topic, source partition) -> last source offset added
         private final Map<String, Long> lastAdded = new HashMap<>();
 

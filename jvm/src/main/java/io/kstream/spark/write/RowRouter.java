@@ -116,7 +116,7 @@ public final class RowRouter {
     }
 
     /** An integer column of any width (checked by {@link SinkInput}), by its own getter. */
-    static long integer(InternalRow row, int ordinal, DataType type) {
+    public static long integer(InternalRow row, int ordinal, DataType type) {
         if (type instanceof LongType) return row.getLong(ordinal);
         if (type instanceof ShortType) return row.getShort(ordinal);
         if (type instanceof ByteType) return row.getByte(ordinal);
