@@ -200,3 +200,30 @@ def test_a_commit_failing_on_the_committer_thread_stops_the_run_and_a_rerun_copi
     rest = IntoKstream(options(kafka_broker, cluster, mirror_name, topics=(topic_name,), chunk_records=20)).run()
     assert rest.records == 400 - sum(map(len, copied.values()))
     assert by_partition(read_kstream(cluster, topic_name, 2)) == source
+
+
+def test_chunk_bytes_bounds_each_kstream_transaction(kafka_broker, tmp_path, topic_name, mirror_name, monkeypatch):
+    """--chunk-bytes bounds the records held for one kstream transaction: 300 small records
+    (at least 23 Arrow bytes each: offsets, timestamp, value) with a 4 KiB bound take several
+    transactions of at most about 4 KiB each, where --chunk-records alone allows one."""
+    from kstream.client.producer import Producer
+
+    create_kafka_topic(kafka_broker, topic_name, 1)
+    records = sample(1, 300)
+    produce_kafka(kafka_broker, topic_name, records)
+    cluster = str(tmp_path / "c")
+    sizes: list[int] = []
+    real = Producer.produce_batch
+
+    def recording(self, topic, table, *args, **kwargs):
+        if topic == topic_name:
+            sizes.append(table.nbytes)
+        return real(self, topic, table, *args, **kwargs)
+
+    monkeypatch.setattr(Producer, "produce_batch", recording)
+    run = options(kafka_broker, cluster, mirror_name, topics=(topic_name,), chunk_records=100_000, chunk_bytes=4096)
+    progress = IntoKstream(run).run()
+
+    assert progress.records == 300 and progress.transactions >= 2
+    assert max(sizes) <= 2 * 4096, sizes  # a consume() asks for what the room holds at the sizes read
+    assert by_partition(read_kstream(cluster, topic_name, 1)) == by_partition(records)

@@ -86,6 +86,7 @@ def test_runs_keep_each_partitions_order_and_every_field():
     table, offsets = chunk.partition(("a", 0))
     assert offsets.tolist() == [5, 7, 8] and table.column("value").to_pylist() == [b"v0-5", b"v0-7", b"v0-8"]
     assert chunk.count == 5
+    assert chunk.nbytes == sum(run.table.nbytes for _, run in runs) > 0  # what --chunk-bytes bounds
 
 
 def test_end_of_partition_events_are_apart_and_other_errors_raise():

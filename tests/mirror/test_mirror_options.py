@@ -41,6 +41,21 @@ def test_options_need_one_kafka_side_and_topics_or_a_pattern():
     assert options.selects("abc") and not options.selects("xabc") and not options.selects("__abc")
 
 
+def test_chunk_sizes_have_bounds():
+    kafka, cluster = parse_endpoint("kafka:h:1"), parse_endpoint("cluster:/x")
+    options = MirrorOptions(kafka, cluster, "n", topics=("t",))
+    assert (options.chunk_records, options.chunk_bytes) == (50_000, 64 << 20)
+    for records in (0, 1_000_001):
+        with pytest.raises(ConfigError, match="chunk records"):
+            MirrorOptions(kafka, cluster, "n", topics=("t",), chunk_records=records)
+    for size in (1023, (1 << 30) + 1):
+        with pytest.raises(ConfigError, match="chunk bytes"):
+            MirrorOptions(kafka, cluster, "n", topics=("t",), chunk_bytes=size)
+    result = CliRunner().invoke(cli, ["mirror", "--from", "kafka:h:1", "--to", "cluster:/x", "--topics", "t",
+                                      "--chunk-bytes", "10"])
+    assert result.exit_code == 2 and "--chunk-bytes" in result.output
+
+
 def test_configs_that_mean_the_same_translate_and_the_others_are_left_out():
     copied, left_out = kafka_to_kstream({"retention.ms": "1000", "max.message.bytes": "2000000",
                                          "min.insync.replicas": "2", "compression.type": "gzip",

@@ -24,7 +24,7 @@ thread reads the next records (a pipeline of depth one: transactions stay one at
 in order, only this thread and then the committer touch the producer); records read but not
 committed when the mirror dies are read again from the committed positions, so the contract
 above is unchanged. A chunk is one ``consume()`` batch, or what was read while the previous
-transaction committed, at most ``chunk_records``.
+transaction committed, at most ``chunk_records`` (and closed at ``chunk_bytes``).
 
 Offsets: kstream gives each appended record the next offset of its partition (and its own
 transaction markers take one each), so Kafka's offsets (with gaps at markers and
@@ -72,6 +72,10 @@ log = logging.getLogger(__name__)
 
 TopicPartitionKey = tuple[str, int]
 
+FIRST_GUESS_RECORD_BYTES = 1024
+"""A record's bytes assumed before the first is read: a consume() asks for at most as many
+records as the room left under ``chunk_bytes`` holds at this size (later: at the sizes read)."""
+
 
 class IntoKstream:
     """One mirror run from Kafka (``options.source``) into a kstream cluster (``options.target``).
@@ -88,6 +92,7 @@ class IntoKstream:
         self.progress = Progress(options.name, stream, options.progress_interval_s)
         self._last_delta: dict[TopicPartitionKey, int] = {}  # source - target of each partition's last sync
         self._typed: dict[str, JsonValues] = {}  # the typed target topics, by name
+        self._record_bytes = FIRST_GUESS_RECORD_BYTES  # the mean size of the records read last
 
     def prepare(self, kafka: KafkaSide, kstream: KstreamSide) -> dict[str, int]:
         """The topics to copy with their partition counts, made in kstream where missing.
@@ -164,9 +169,9 @@ class IntoKstream:
                 if in_flight is not None and in_flight.done():
                     self._committed(in_flight.result())  # the progress never waits for the next chunk
                     in_flight = None
-                want = options.chunk_records - chunk.count  # a chunk never holds more
-                self._gather(consumer.consume(want, options.poll_timeout_s), eof_code, ends, remaining, chunk)
-                full = chunk.count >= options.chunk_records
+                messages = consumer.consume(self._want(chunk), options.poll_timeout_s)
+                self._gather(messages, eof_code, ends, remaining, chunk)
+                full = chunk.count >= options.chunk_records or chunk.nbytes >= options.chunk_bytes
                 if chunk.count and (not self.overlap_commits or full or in_flight is None or in_flight.done()):
                     if in_flight is not None:
                         self._committed(in_flight.result())
@@ -193,6 +198,15 @@ class IntoKstream:
             committer.shutdown()
             consumer.close()
             producer.close()
+
+    def _want(self, chunk: Chunk) -> int:
+        """How many records the next consume() asks for: never more than ``chunk_records`` leaves
+        room for, nor (at the size of the records read last) more than ``chunk_bytes`` does."""
+        options = self.options
+        if chunk.count:
+            self._record_bytes = max(1, chunk.nbytes // chunk.count)
+        room = (options.chunk_bytes - chunk.nbytes) // self._record_bytes
+        return max(1, min(options.chunk_records - chunk.count, room))
 
     def _gather(self, messages: list[Any], eof_code: int, ends: dict[TopicPartitionKey, int] | None,
                 remaining: set[TopicPartitionKey], chunk: Chunk) -> None:

@@ -52,6 +52,8 @@ class Chunk:
 
     runs: dict[TopicPartitionKey, list[Run]] = field(default_factory=dict)
     count: int = 0
+    nbytes: int = 0
+    """The records' Arrow bytes (their slices of the batches' buffers)."""
     eofs: list[tuple[TopicPartitionKey, int]] = field(default_factory=list)
     """End-of-partition events read with these records (partition, next offset): shown in the
     progress only once the records before them are committed."""
@@ -62,6 +64,7 @@ class Chunk:
         if len(run):
             self.runs.setdefault(tp, []).append(run)
             self.count += len(run)
+            self.nbytes += run.table.nbytes
 
     def partition(self, tp: TopicPartitionKey) -> tuple[pa.Table, np.ndarray]:
         """One partition's records (a chunked table: no copy) and their source offsets."""

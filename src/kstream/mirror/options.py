@@ -14,6 +14,14 @@ MIRROR_PREFIX = "__mirror."
 offset-syncs topic ``__mirror.<name>.offset-syncs``. Topics starting with ``__`` are never mirrored."""
 
 MAX_CHUNK_RECORDS = 1_000_000
+DEFAULT_CHUNK_RECORDS = 50_000
+"""Records per chunk by default: 10,000 made the mirror 0.53-0.82 of confluent-kafka's rates at
+one million records, 50,000 made it 0.89-0.98 (docs/BENCHMARKS.md, issue 23, stop 37)."""
+MIN_CHUNK_BYTES = 1 << 10
+MAX_CHUNK_BYTES = 1 << 30
+DEFAULT_CHUNK_BYTES = 64 << 20
+"""Into kstream a chunk is held in memory (and one more while the previous commits): at most this
+many bytes of records (Arrow buffers) per chunk, whatever ``chunk_records`` allows."""
 
 OFFSET_SYNCS_CONFIG = {"retention.ms": "-1"}
 """The offset-syncs topic's config: kept until deleted (a translation reads every sync of a
@@ -27,10 +35,11 @@ class MirrorOptions:
     ``pattern`` (a full match, as Kafka's ``--include``), ``name`` naming its state.
 
     ``chunk_records``: records per kstream transaction, at most (into kstream) or per Kafka flush
-    and commit (into Kafka). ``until_end``: copy up to each source partition's end at start
-    (Kafka: the last stable offset), then stop. ``timeout_s``: how long a side may take to
-    answer before the mirror gives up (an unreachable broker). ``exactly_once`` (into Kafka
-    only): each chunk is one Kafka transaction carrying the records and the positions
+    and commit (into Kafka). ``chunk_bytes`` (into kstream): a transaction's records' bytes, at
+    most (a chunk closes at the first record that reaches it). ``until_end``: copy up to each
+    source partition's end at start (Kafka: the last stable offset), then stop. ``timeout_s``:
+    how long a side may take to answer before the mirror gives up (an unreachable broker).
+    ``exactly_once`` (into Kafka only): each chunk is one Kafka transaction carrying the records and the positions
     (kafka_transactions.py); Kafka -> kstream is always exactly once."""
 
     source: Endpoint
@@ -39,7 +48,8 @@ class MirrorOptions:
     topics: tuple[str, ...] = ()
     pattern: str | None = None
     until_end: bool = False
-    chunk_records: int = 10_000
+    chunk_records: int = DEFAULT_CHUNK_RECORDS
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
     poll_timeout_s: float = 0.5
     timeout_s: float = 10.0
     progress_interval_s: float = 5.0
@@ -67,6 +77,8 @@ class MirrorOptions:
         check_group_name(self.group, "--name")
         if not 1 <= self.chunk_records <= MAX_CHUNK_RECORDS:
             raise ConfigError(f"chunk records {self.chunk_records}: between 1 and {MAX_CHUNK_RECORDS}")
+        if not MIN_CHUNK_BYTES <= self.chunk_bytes <= MAX_CHUNK_BYTES:
+            raise ConfigError(f"chunk bytes {self.chunk_bytes}: between {MIN_CHUNK_BYTES} and {MAX_CHUNK_BYTES}")
         if self.timeout_s <= 0 or self.poll_timeout_s <= 0:
             raise ConfigError("timeouts must be positive")
 

@@ -33,6 +33,13 @@ from kstream.mirror import MirrorOptions, metrics, parse_endpoint
 from kstream.mirror.into_kafka import IntoKafka
 from kstream.mirror.into_kstream import IntoKstream
 from kstream.mirror.offset_translation import OffsetsRequest, OffsetTranslator, format_table
+from kstream.mirror.options import (
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_CHUNK_RECORDS,
+    MAX_CHUNK_BYTES,
+    MAX_CHUNK_RECORDS,
+    MIN_CHUNK_BYTES,
+)
 from kstream.mirror.progress import Progress
 
 
@@ -92,10 +99,15 @@ def _metrics_server(runner: IntoKstream | IntoKafka, options: MirrorOptions, hos
               help="Copy up to each source partition's end (last stable offset) at start, then exit 0.")
 @click.option("--name", default="mirror", show_default=True,
               help="The mirror's name: its state is the kstream group (and transactional.id) __mirror.NAME.")
-@click.option("--chunk-records", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True,
+@click.option("--chunk-records", type=click.IntRange(1, MAX_CHUNK_RECORDS), default=DEFAULT_CHUNK_RECORDS,
+              show_default=True,
               help="Records per kstream transaction, at most (into kstream; a transaction commits while the next "
                    "records are read) or per Kafka flush and commit (into Kafka; "
                    "with --exactly-once per Kafka transaction).")
+@click.option("--chunk-bytes", type=click.IntRange(MIN_CHUNK_BYTES, MAX_CHUNK_BYTES), default=DEFAULT_CHUNK_BYTES,
+              show_default=True,
+              help="Into kstream: bytes of records per kstream transaction, at most (a chunk closes at the record "
+                   "that reaches it; two chunks are in memory at once).")
 @click.option("--exactly-once", is_flag=True,
               help="Into Kafka: each chunk is one Kafka transaction carrying the records and the mirror's positions "
                    "(transactional.id __mirror.NAME; MM2's exactly.once.support=enabled), so a killed and restarted "
@@ -112,7 +124,8 @@ def _metrics_server(runner: IntoKstream | IntoKafka, options: MirrorOptions, hos
 @click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address the metrics listen on.")
 @click.pass_context
 def mirror(ctx: click.Context, source: str | None, target: str | None, topics: str | None, pattern: str | None,
-           until_end: bool, name: str, chunk_records: int, exactly_once: bool, timeout_s: float, progress_s: float,
+           until_end: bool, name: str, chunk_records: int, chunk_bytes: int, exactly_once: bool, timeout_s: float,
+           progress_s: float,
            metrics_port: int | None, metrics_host: str) -> None:
     """Copy topics between Apache Kafka and kstream, as MirrorMaker 2 does.
 
@@ -143,7 +156,8 @@ def mirror(ctx: click.Context, source: str | None, target: str | None, topics: s
     options = MirrorOptions(
         parse_endpoint(source, "--from"), parse_endpoint(target, "--to"), name,
         topics=tuple(t for t in (topics or "").split(",") if t), pattern=pattern, until_end=until_end,
-        chunk_records=chunk_records, timeout_s=timeout_s, progress_interval_s=progress_s, exactly_once=exactly_once)
+        chunk_records=chunk_records, chunk_bytes=chunk_bytes,
+        timeout_s=timeout_s, progress_interval_s=progress_s, exactly_once=exactly_once)
     runner = IntoKstream(options, sys.stderr) if options.source.is_kafka else IntoKafka(options, sys.stderr)
     with _stop_on_signals() as stop, _metrics_server(runner, options, metrics_host, metrics_port):
         progress = runner.run(stop)
