@@ -257,3 +257,23 @@ def lose_high_watermark(cluster_path: str, topic: str, partition: int, how: str 
     else:
         assert how == "torn", how
         os.truncate(path, fmt.LOCK_HIGH_WATERMARK_POSITION + 1)
+
+
+def wait_until(condition, seconds: float, interval_s: float = 0.2) -> bool:
+    """Whether ``condition()`` became true within ``seconds`` (asked every ``interval_s``, and once
+    more at the end)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval_s)
+    return bool(condition())
+
+
+def produce_keyed(cluster_path: str, topic: str, values) -> None:
+    """Each of ``values`` (strings) as one record of ``topic`` keyed by itself (acks=all, flushed)."""
+    from kstream import Producer
+
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        for value in values:
+            producer.produce(topic, value.encode(), key=value.encode())

@@ -24,6 +24,7 @@ from tests.spark.jvm_support import (
     write_txn_indexes,
 )
 
+from helpers import wait_until
 from kstream import Producer
 
 pytestmark = [pytest.mark.spark, pytest.mark.jvm]
@@ -345,12 +346,7 @@ def _sink_values(sink_dir):
 
 
 def _wait_for(condition, seconds=90.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return condition()
+    return wait_until(condition, seconds)
 
 
 def test_real_time_mode_delivers_each_record_once_across_batches(spark, cluster_path, make_topic, tmp_path):

@@ -15,14 +15,13 @@ tests/sink/test_real_time_checkpoint.py."""
 from __future__ import annotations
 
 import os
-import time
 import uuid
 
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from helpers import consume_values
-from kstream import Producer, with_source_position, write_real_time
+from helpers import consume_values, produce_keyed, wait_until
+from kstream import with_source_position, write_real_time
 from kstream.jars import jar_path
 
 pytestmark = pytest.mark.spark
@@ -31,18 +30,7 @@ WAIT_S = 120.0
 
 
 def _wait_for(condition, seconds=WAIT_S):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return condition()
-
-
-def _produce(cluster_path: str, values) -> None:
-    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
-        for value in values:
-            producer.produce("in", value.encode(), key=value.encode())
+    return wait_until(condition, seconds)
 
 
 def _source(spark, cluster_path):
@@ -85,7 +73,7 @@ def topics(spark, make_topic):
 def test_spark_refuses_a_real_time_checkpoint_with_a_torn_first_batch_whatever_the_sink(spark, cluster_path, topics,
                                                                                          tmp_path, log):
     checkpoint = str(tmp_path / "ck")
-    _produce(cluster_path, [f"r{i}" for i in range(10)])
+    produce_keyed(cluster_path, "in", [f"r{i}" for i in range(10)])
     query = _console(spark, cluster_path, checkpoint, "5 minutes")
     try:
         assert _wait_for(lambda: _in_first_batch(query)), query.exception()
@@ -104,7 +92,7 @@ def test_spark_refuses_a_real_time_checkpoint_with_a_torn_first_batch_whatever_t
 def test_spark_resumes_a_real_time_checkpoint_with_a_torn_write_past_the_first_batch(spark, cluster_path, topics,
                                                                                     tmp_path):
     checkpoint = str(tmp_path / "ck")
-    _produce(cluster_path, [f"r{i}" for i in range(10)])
+    produce_keyed(cluster_path, "in", [f"r{i}" for i in range(10)])
     query = _console(spark, cluster_path, checkpoint, "5 seconds")
     try:
         assert _wait_for(lambda: query.lastProgress is not None), query.exception()
@@ -134,7 +122,7 @@ def test_write_real_time_removes_a_torn_first_batch_and_writes_each_record_once(
     def out():
         return sorted(v.decode() for v in consume_values(cluster_path, "out", 2))
 
-    _produce(cluster_path, [f"r{i}" for i in range(30)])
+    produce_keyed(cluster_path, "in", [f"r{i}" for i in range(30)])
     query = start("5 minutes")
     try:
         assert _wait_for(lambda: len(out()) >= 30), query.exception()
@@ -142,7 +130,7 @@ def test_write_real_time_removes_a_torn_first_batch_and_writes_each_record_once(
     finally:
         query.stop()
     torn = _torn_write(checkpoint, "commits", 0)
-    _produce(cluster_path, [f"r{i}" for i in range(30, 50)])
+    produce_keyed(cluster_path, "in", [f"r{i}" for i in range(30, 50)])
     restarted = start("5 seconds")
     try:
         assert _wait_for(lambda: len(out()) >= 50), restarted.exception()  # without the sweep: the error above

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from helpers import consume_values_to_end
+from helpers import consume_values_to_end, wait_until
 from kstream import Producer, with_source_position, write_real_time
 from kstream.jars import jar_path
 
@@ -53,12 +53,7 @@ KILL_AFTER_RECORDS = 40  # output records the killed query wrote in the batch it
 
 
 def _wait_for(condition, seconds=WAIT_S):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.5)
-    return condition()
+    return wait_until(condition, seconds, interval_s=0.5)
 
 
 def _out(cluster_path: str) -> list[str]:

@@ -6,11 +6,9 @@ is tests/jvm/test_real_time_sink.py; the SIGKILLed driver is test_real_time_sink
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from helpers import consume_values
+from helpers import consume_values, produce_keyed, wait_until
 from kstream import ConfigError, InvalidRecordError, Producer, with_source_position, write_real_time
 from kstream.jars import jar_path
 
@@ -21,18 +19,7 @@ WAIT_S = 120.0
 
 
 def _wait_for(condition, seconds=WAIT_S):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return condition()
-
-
-def _produce(cluster_path: str, values) -> None:
-    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
-        for value in values:
-            producer.produce("in", value.encode(), key=value.encode())
+    return wait_until(condition, seconds)
 
 
 def _stream(spark, cluster_path):
@@ -54,14 +41,14 @@ def topics(spark, make_topic):
 
 
 def test_real_time_query_writes_each_record_once(spark, cluster_path, topics, tmp_path):
-    _produce(cluster_path, [f"r{i}" for i in range(40)])
+    produce_keyed(cluster_path, "in", [f"r{i}" for i in range(40)])
     query = write_real_time(_stream(spark, cluster_path), cluster=cluster_path, topic="out",
                             checkpoint=str(tmp_path / "ck"), trigger=BATCH)
     try:
         assert _wait_for(lambda: len(_out(cluster_path)) >= 40), query.exception()
         batch = query.lastProgress["batchId"] if query.lastProgress else -1
         assert _wait_for(lambda: query.lastProgress is not None and query.lastProgress["batchId"] > batch)
-        _produce(cluster_path, [f"r{i}" for i in range(40, 80)])  # into the next real-time batch
+        produce_keyed(cluster_path, "in", [f"r{i}" for i in range(40, 80)])  # into the next real-time batch
         assert _wait_for(lambda: len(_out(cluster_path)) >= 80), query.exception()
     finally:
         query.stop()
@@ -70,14 +57,14 @@ def test_real_time_query_writes_each_record_once(spark, cluster_path, topics, tm
 
 def test_a_query_stopped_mid_batch_and_restarted_writes_each_record_once(spark, cluster_path, topics, tmp_path):
     checkpoint = str(tmp_path / "ck")
-    _produce(cluster_path, [f"r{i}" for i in range(30)])
+    produce_keyed(cluster_path, "in", [f"r{i}" for i in range(30)])
     query = write_real_time(_stream(spark, cluster_path), cluster=cluster_path, topic="out", checkpoint=checkpoint,
                             trigger="5 minutes")  # no batch ends before the stop: all of it is replayed
     try:
         assert _wait_for(lambda: len(_out(cluster_path)) >= 30), query.exception()
     finally:
         query.stop()
-    _produce(cluster_path, [f"r{i}" for i in range(30, 50)])
+    produce_keyed(cluster_path, "in", [f"r{i}" for i in range(30, 50)])
     query = write_real_time(_stream(spark, cluster_path), cluster=cluster_path, topic="out", checkpoint=checkpoint,
                             trigger=BATCH)
     try:
