@@ -125,3 +125,29 @@ def test_a_record_that_is_not_a_status_is_an_error_naming_its_offset(cluster):
         producer.produce(TOPIC, b"{not json", key=b"x/1", partition=0)
     with pytest.raises(MirrorError, match=rf"{TOPIC} offset 1: not a mirror status record"):
         read_statuses(cluster, 0)
+
+
+def test_a_status_that_cannot_be_written_is_logged_and_tried_again_and_the_run_goes_on(cluster, monkeypatch, caplog):
+    """The heartbeats never stop the copy (a status topic a log dir short of its replication
+    factor cannot be made, chaos mirror_logdir_lost seed 1): logged once, tried again at each tick."""
+    from kstream.mirror import status as status_module
+
+    real = status_module.ensure_topic
+    calls = []
+
+    def broken(path):
+        calls.append(path)
+        raise MirrorError("cannot create the mirror status topic (test): replication_factor 3 needs 3 log dirs")
+
+    monkeypatch.setattr(status_module, "ensure_topic", broken)
+    progress = Progress("orders", io.StringIO())
+    with heartbeats(progress, cluster, options(cluster), "into-kafka"):
+        progress.on_tick(progress)  # a tick while the topic still cannot be made
+        assert read_statuses(cluster, 0) == []
+        monkeypatch.setattr(status_module, "ensure_topic", real)
+        progress.on_tick(progress)  # the next tick makes it
+        assert [s.state for s in read_statuses(cluster, 0)] == ["running"]
+    assert len(calls) == 2
+    assert [s.state for s in read_statuses(cluster, 0)] == ["stopped"]
+    warnings = [r.getMessage() for r in caplog.records if "could not report its status" in r.getMessage()]
+    assert len(warnings) == 1 and "replication_factor 3" in warnings[0]

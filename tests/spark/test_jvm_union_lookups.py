@@ -29,7 +29,7 @@ from kstream.log.partition_bounds import bounds
 from kstream.tiering import Tierer
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tiering"))
-from tier_helpers import SEGMENT_BYTES, recorded_ends
+from tier_helpers import SEGMENT_BYTES, recorded_ends, retention_everywhere
 
 pytestmark = [pytest.mark.spark, pytest.mark.jvm]
 if JAR is None:
@@ -106,19 +106,7 @@ def scene(cluster_path, tmp_path):
     want = _committed(cluster_path)
     assert [1 for p, offset, *_ in want if offset == 0] == [1] * PARTITIONS
     ends = recorded_ends(cluster_path, "t")
-    cluster = Cluster.open(cluster_path)
-    try:
-        cluster.alter_topic_config("t", {"retention.bytes": "1"})
-        starts = {}
-        for p in range(PARTITIONS):
-            handle = cluster.partition("t", p)
-            try:
-                handle.leader_log.apply_retention()
-            finally:
-                handle.close()
-            starts[p] = bounds(cluster, "t", p).log_start_offset
-    finally:
-        cluster.close()
+    starts = retention_everywhere(cluster_path, "t", PARTITIONS)
     for p in range(PARTITIONS):
         assert 0 < starts[p] == ends[p] < max(o for q, o, *_ in want if q == p)  # a lake and a log part
     return want, ends, starts

@@ -25,7 +25,7 @@ from kstream.log.partition_bounds import bounds
 from kstream.tiering import Tierer
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tiering"))
-from tier_helpers import SEGMENT_BYTES, fill
+from tier_helpers import SEGMENT_BYTES, fill, retention_everywhere
 
 pytestmark = [pytest.mark.spark, pytest.mark.jvm]
 if JAR is None:
@@ -50,19 +50,7 @@ def _tier(cluster_path: str) -> dict[int, int]:
 
 def _retention(cluster_path: str) -> dict[int, int]:
     """Retention on every partition (retention.bytes=1: all it may delete); each log start after."""
-    cluster = Cluster.open(cluster_path)
-    try:
-        starts = {}
-        for p in range(PARTITIONS):
-            handle = cluster.partition("t", p)
-            try:
-                handle.leader_log.apply_retention()
-            finally:
-                handle.close()
-            starts[p] = bounds(cluster, "t", p).log_start_offset
-        return starts
-    finally:
-        cluster.close()
+    return retention_everywhere(cluster_path, "t", PARTITIONS)
 
 
 def _offsets(spec: dict[int, int]) -> str:

@@ -125,21 +125,9 @@ def tier_then_trim(cluster_path: str, topic: str, partitions: int, more_rounds: 
     fill(cluster_path, topic, partitions, rounds=more_rounds, timestamp_ms=timestamp_ms)
     want = oracle(cluster_path, topic, partitions)
     assert [offset for _, offset, *_ in want if offset == 0], "the oracle must start at offset 0"
-    cluster = Cluster.open(cluster_path)
-    try:
-        cluster.alter_topic_config(topic, {"retention.bytes": "1"})
-        edges = {}
-        lake_ends = recorded_ends(cluster_path, topic)
-        for p in range(partitions):
-            handle = cluster.partition(topic, p)
-            try:
-                handle.leader_log.apply_retention()
-            finally:
-                handle.close()
-            edges[p] = (lake_ends[p], bounds(cluster, topic, p).log_start_offset)
-    finally:
-        cluster.close()
-    return want, edges
+    lake_ends = recorded_ends(cluster_path, topic)
+    starts = retention_everywhere(cluster_path, topic, partitions)
+    return want, {p: (lake_ends[p], starts[p]) for p in range(partitions)}
 
 
 def tier_all_then_more(cluster_path: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int]:
@@ -202,3 +190,22 @@ def spark_form(rows: list[tuple]) -> list[list]:
         return None if b is None else b.hex().upper()
     return [[p, o, hexed(k), hexed(v), topic, us, kind, [[hk, hexed(hv)] for hk, hv in headers]]
             for p, o, k, v, topic, us, kind, headers in rows]
+
+
+def retention_everywhere(cluster_path: str, topic: str, partitions: int) -> dict[int, int]:
+    """Retention on every partition of ``topic`` (with ``retention.bytes`` 1: all it may delete,
+    which on a tiered topic is what the lake holds); each partition's log start after it."""
+    cluster = Cluster.open(cluster_path)
+    try:
+        cluster.alter_topic_config(topic, {"retention.bytes": "1"})
+        starts = {}
+        for p in range(partitions):
+            handle = cluster.partition(topic, p)
+            try:
+                handle.leader_log.apply_retention()
+            finally:
+                handle.close()
+            starts[p] = bounds(cluster, topic, p).log_start_offset
+        return starts
+    finally:
+        cluster.close()

@@ -16,8 +16,12 @@ without the topic has no mirrors to show. A ``running`` record older than its ow
 The topic is created by the first mirror that reports, with a bounded retention
 (:data:`TOPIC_CONFIG`); only writers create it. A document lists at most
 :data:`MAX_STATUS_PARTITIONS` partitions (a pattern over thousands of partitions), and says
-how many it left out. A failed status write stops the mirror, as a failed commit does (its
-own cluster failed); at the end of a failed run, the first error is the one raised.
+how many it left out. A status write that fails (the topic cannot be made: a log dir is
+offline and the cluster's default replication factor needs it; a write fails) is logged and
+tried again at the next tick, and the copy goes on: the heartbeats are the console's view of
+the mirror, never a reason to stop it (the console shows the run stale meanwhile; the progress
+line and the Prometheus figures still have it). At the end of a failed run, the run's error is
+the one raised.
 
 Thread safety: a :class:`StatusWriter` belongs to the copying loop's thread.
 """
@@ -167,20 +171,33 @@ def heartbeats(progress: Any, cluster_path: str, options: Any, direction: str) -
     progress tick, then ``stopped`` (the block returned) or ``failed`` (it raised: the block's
     error is raised, a failure to report it only logged). ``options``: the MirrorOptions."""
     writer = StatusWriter(cluster_path, run_base(options, direction))
+    failing: list[str] = []  # the last failure's text while writes fail: logged once, then on recovery
+
+    def report(state: str, progress: Any, error: BaseException | None = None) -> None:
+        try:
+            writer.write(state, progress, error)
+        except KStreamError as status_err:
+            writer.close()  # the next tick starts again: the topic, then a producer
+            if not failing or failing[-1] != str(status_err):
+                log.warning("mirror %s: could not report its status into %s (tried again at each tick; the copy "
+                            "goes on): %s", options.name, TOPIC, status_err)
+            failing[:] = [str(status_err)]
+            return
+        if failing:
+            log.warning("mirror %s: reports its status into %s again", options.name, TOPIC)
+            failing.clear()
+
     try:
-        writer.write("running", progress)
-        progress.on_tick = lambda p: writer.write("running", p)
+        report("running", progress)
+        progress.on_tick = lambda p: report("running", p)
         try:
             yield writer
         except BaseException as err:
             progress.on_tick = None
-            try:
-                writer.write("failed", progress, err)
-            except Exception as status_err:  # the run's own error is the one to raise
-                log.warning("mirror %s: could not report its failure into %s: %s", options.name, TOPIC, status_err)
+            report("failed", progress, err)  # the run's own error is the one to raise
             raise
         progress.on_tick = None
-        writer.write("stopped", progress)
+        report("stopped", progress)
     finally:
         progress.on_tick = None
         writer.close()
