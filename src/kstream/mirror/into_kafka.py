@@ -214,8 +214,9 @@ class IntoKafka:
         if typed is None:
             values = batch.column("value").slice(0, n).to_pylist()
         else:
-            if value_schema(batch.schema) != typed.schema:  # the schema evolved since the start: its new columns
-                typed = self._typed[topic] = JsonValues(topic, value_schema(batch.schema))
+            schema = value_schema(batch.schema)
+            if schema != typed.schema:  # the schema evolved since the start: its new columns
+                typed = self._typed[topic] = JsonValues(topic, schema)
             values = typed.encode(batch.slice(0, n), partition, int(offsets[0]))
             headers = [typed.headers if h is None else [*h, *typed.headers] for h in headers]
         callbacks = self._sync_callbacks(topic, partition, offsets[:n])
