@@ -104,3 +104,19 @@ def test_a_record_holding_more_values_than_the_limit_is_an_error_naming_its_offs
     rows = pa.Table.from_pylist([{"xs": []}, {"xs": [None] * (MAX_ITEMS_PER_RECORD * 3)}], schema=schema)
     with pytest.raises(MirrorError, match=r"t\[4\] offset 101: .* more than 100000 values"):
         JsonValues("t", schema).encode(rows.to_batches()[0], 4, 100)
+
+
+def test_a_schema_header_over_its_limit_is_refused_into_kafka_and_decodes_into_kstream():
+    """Every record copied into Kafka carries the schema header: a schema whose text passes
+    MAX_SCHEMA_HEADER_BYTES is refused when the mirror checks its input (before anything is
+    created), never one record at a time by the broker; decoding (into kstream) writes no header."""
+    from kstream.mirror.typed_values import MAX_SCHEMA_HEADER_BYTES
+
+    wide = pa.schema([(f"column_{i:06d}_" + "x" * 40, pa.int64()) for i in range(MAX_SCHEMA_HEADER_BYTES // 60)])
+    with pytest.raises(MirrorError, match=rf"topic 't': its schema header kstream.value.schema is \d+ bytes, more "
+                                          rf"than {MAX_SCHEMA_HEADER_BYTES} \(MAX_SCHEMA_HEADER_BYTES\)"):
+        JsonValues("t", wide)
+    decoded = JsonValues("t", wide, into_kafka=False).decode([b"{}"], [None], str)
+    assert decoded.num_rows == 1 and decoded.num_columns == len(wide)
+    narrow = pa.schema(list(wide)[:100])
+    assert len(JsonValues("t", narrow).schema_text) < MAX_SCHEMA_HEADER_BYTES

@@ -107,7 +107,7 @@ class IntoKstream:
                                   "numbers, so make the counts equal (or mirror into another cluster)")
             schema = kstream.describe(topic).schema if topic in existing else None
             if schema is not None:  # its values are decoded from JSON; a type without an encoding: refused here
-                typed[topic] = JsonValues(topic, schema)
+                typed[topic] = JsonValues(topic, schema, into_kafka=False)
         for topic, count in topics.items():
             if topic not in existing:
                 config, left_out = kafka_to_kstream(kafka.explicit_configs(topic))

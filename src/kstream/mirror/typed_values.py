@@ -55,6 +55,11 @@ over a batch read, to be encoded as JSON: Arrow stores a list of nulls in no byt
 record can hold a billion values (docs/FORMAT.md). The default of the Consumer's and the
 console's bounds (decode.max.items, --decode-max-items)."""
 
+MAX_SCHEMA_HEADER_BYTES = 256 << 10
+"""The ``kstream.value.schema`` header's bytes, at most: every record copied into Kafka carries it,
+and a Kafka record is at most 1 MiB by default (``max.message.bytes``); a wider schema is refused
+when the mirror checks its input, before anything is created."""
+
 _CONSUMER_COLUMNS = frozenset(output_schema(None).names) - {"value"}  # key and the record's metadata
 
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -96,13 +101,20 @@ class JsonValues:
     """One typed topic's values <-> JSON objects (the module's encoding). Stateless after
     construction: the schema is checked once, here."""
 
-    def __init__(self, topic: str, schema: pa.Schema):
+    def __init__(self, topic: str, schema: pa.Schema, *, into_kafka: bool = True):
+        """``into_kafka``: the values are encoded (each record carries the schema header, at most
+        :data:`MAX_SCHEMA_HEADER_BYTES`); False: only decoded (Kafka -> kstream), no header written."""
         self.topic = topic
         self.schema = schema
         self.json_schema = pa.schema([f.with_type(json_type(f.type, f"topic {topic!r} column {f.name!r}"))
                                       for f in schema])
         described = [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]
         self.schema_text = json.dumps(described, separators=(",", ":")).encode()
+        if into_kafka and len(self.schema_text) > MAX_SCHEMA_HEADER_BYTES:
+            raise MirrorError(f"topic {topic!r}: its schema header {SCHEMA_HEADER} is {len(self.schema_text)} bytes, "
+                              f"more than {MAX_SCHEMA_HEADER_BYTES} (MAX_SCHEMA_HEADER_BYTES), and every record "
+                              f"copied into Kafka carries it ({len(schema)} columns); mirror a topic of fewer or "
+                              "shorter-named columns")
         self.headers: list[tuple[str, bytes | None]] = [(ENCODING_HEADER, ENCODING), (SCHEMA_HEADER, self.schema_text)]
         self._decode_row = _struct_decoder(pa.struct(list(self.json_schema)), "the value")
 
