@@ -295,7 +295,7 @@ def source_position(metadata: str | None) -> int | None:
     except (ValueError, KeyError, TypeError) as err:
         raise MirrorError(f"the mirror group's committed offset metadata {metadata!r} carries no Kafka "
                           "position; was the group written by something other than this mirror?") from err
-    if not isinstance(value, int) or value < 0:
+    if type(value) is not int or value < 0:  # a JSON true or 1.0 is no offset
         raise MirrorError(f"the mirror group's committed offset metadata {metadata!r} has a bad source_offset")
     return value
 
