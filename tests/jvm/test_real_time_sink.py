@@ -200,3 +200,20 @@ def test_the_source_position_is_invisible_to_readers(cluster, tmp_path):
 def test_two_rows_of_one_source_record_for_one_partition_are_refused(cluster, tmp_path):
     out = _write(cluster, _checkpoint(tmp_path, "ck"), [("in", 0, 0), ("in", 0, 1), ("in", 0, 1)], expect=2)
     assert "InvalidRecordError" in out and "one row per source record" in out
+
+
+def test_a_negative_source_offset_is_refused_not_dropped_as_a_replay(cluster, tmp_path):
+    """A source offset below 0 (a -1 put in for a null) is no position: taken as one, it was
+    below the identity's last and dropped as a replay without a word."""
+    out = _write(cluster, _checkpoint(tmp_path, "ck"), [("in", 0, 5), ("in", 0, -1), ("in", 0, 6)], expect=2)
+    assert "InvalidRecordError" in out and "source_offset -1" in out
+
+
+def test_a_bigint_source_partition_past_an_int_is_refused_not_cut_to_another_identity(cluster, tmp_path):
+    """A bigint source_partition 2^32 + 1 was cut to 1: the identity of partition 1, whose
+    offsets it then shared (rows dropped as replays of the other partition's)."""
+    result = subprocess.run(_command("write", cluster, "out", _checkpoint(tmp_path, "ck"), "all", "long"),
+                            input=_lines([("in", 1, 7), ("in", 2**32 + 1, 3)]), capture_output=True, text=True,
+                            timeout=JAVA_TIMEOUT_S, check=False)
+    assert result.returncode == 2, (result.stdout[-3000:], result.stderr[-3000:])
+    assert "InvalidRecordError" in result.stdout and f"source_partition {2**32 + 1}" in result.stdout

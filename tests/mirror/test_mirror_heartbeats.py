@@ -46,7 +46,7 @@ def test_a_continuous_mirror_into_kafka_heartbeats_its_positions_then_says_stopp
     make_kstream_topic(cluster, topic_name, 2)
     produce_kstream(cluster, topic_name, sample(2, 20))
     options = MirrorOptions(parse_endpoint(f"cluster:{cluster}"), parse_endpoint(f"kafka:{kafka_broker}"), mirror_name,
-                            topics=(topic_name,), poll_timeout_s=0.1, progress_interval_s=0.05)
+                            topics=(topic_name,), poll_timeout_s=0.1, progress_interval_s=0.1)
     mirror, stop = IntoKafka(options), threading.Event()
     thread = threading.Thread(target=mirror.run, args=(stop,))
     thread.start()

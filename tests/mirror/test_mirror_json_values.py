@@ -104,3 +104,48 @@ def test_a_record_holding_more_values_than_the_limit_is_an_error_naming_its_offs
     rows = pa.Table.from_pylist([{"xs": []}, {"xs": [None] * (MAX_ITEMS_PER_RECORD * 3)}], schema=schema)
     with pytest.raises(MirrorError, match=r"t\[4\] offset 101: .* more than 100000 values"):
         JsonValues("t", schema).encode(rows.to_batches()[0], 4, 100)
+
+
+def test_a_schema_header_over_its_limit_is_refused_into_kafka_and_decodes_into_kstream():
+    """Every record copied into Kafka carries the schema header: a schema whose text passes
+    MAX_SCHEMA_HEADER_BYTES is refused when the mirror checks its input (before anything is
+    created), never one record at a time by the broker; decoding (into kstream) writes no header."""
+    from kstream.mirror.typed_values import MAX_SCHEMA_HEADER_BYTES
+
+    wide = pa.schema([(f"column_{i:06d}_" + "x" * 40, pa.int64()) for i in range(MAX_SCHEMA_HEADER_BYTES // 60)])
+    with pytest.raises(MirrorError, match=rf"topic 't': its schema header kstream.value.schema is \d+ bytes, more "
+                                          rf"than {MAX_SCHEMA_HEADER_BYTES} \(MAX_SCHEMA_HEADER_BYTES\)"):
+        JsonValues("t", wide)
+    decoded = JsonValues("t", wide, into_kafka=False).decode([b"{}"], [None], str)
+    assert decoded.num_rows == 1 and decoded.num_columns == len(wide)
+    narrow = pa.schema(list(wide)[:100])
+    assert len(JsonValues("t", narrow).schema_text) < MAX_SCHEMA_HEADER_BYTES
+
+
+@pytest.mark.parametrize("source, target", [
+    (pa.timestamp("ms", tz="UTC"), pa.timestamp("us", tz="UTC")), (pa.date64(), pa.date32()),
+    (pa.time32("s"), pa.time64("us")), (pa.duration("ns"), pa.duration("ms")),
+    (pa.list_(pa.timestamp("s")), pa.list_(pa.timestamp("ms"))),
+    (pa.struct([("at", pa.timestamp("ms"))]), pa.struct([("at", pa.timestamp("ns"))]))])
+def test_a_record_whose_schema_header_gives_another_unit_is_refused_not_read_in_the_targets(source, target):
+    """A timestamp's JSON is an integer in the unit of the schema header: read in another unit it
+    was silently off by a factor (2024-01-01 in ms into a us column became 1970-01-20)."""
+    encoder = JsonValues("t", pa.schema([("c", source), ("n", pa.int32())]))
+    header = [("h", b"x"), *encoder.headers]
+    with pytest.raises(MirrorError, match=r"record #0: header kstream.value.schema gives column 'c' the type .*"
+                                          r"the typed kstream topic 't' has"):
+        JsonValues("t", pa.schema([("c", target), ("n", pa.int64())]), into_kafka=False).decode(
+            [b'{"c": null, "n": 1}'], [header], lambda i: f"record #{i}")
+
+
+def test_a_schema_header_of_the_same_units_or_none_decodes_and_a_bad_one_is_refused():
+    source = pa.schema([("at", pa.timestamp("ms")), ("n", pa.int32())])
+    target = JsonValues("t", pa.schema([("at", pa.timestamp("ms", tz="UTC")), ("n", pa.int64())]), into_kafka=False)
+    values = JsonValues("t", source).encode(pa.table({"at": pa.array([1_704_067_200_000], pa.timestamp("ms")),
+                                                      "n": pa.array([1], pa.int32())}).to_batches()[0], 0, 0)
+    same_units = target.decode(values, [JsonValues("t", source).headers], str)
+    no_header = target.decode(values, [None], str)
+    assert same_units.column("at").cast(pa.int64()).to_pylist() == [1_704_067_200_000] == \
+        no_header.column("at").cast(pa.int64()).to_pylist()
+    with pytest.raises(MirrorError, match=r"#0: header kstream.value.schema is not the mirror's column list"):
+        target.decode(values, [[("kstream.value.schema", b"{oops")]], lambda i: f"#{i}")

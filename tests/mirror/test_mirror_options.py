@@ -98,3 +98,31 @@ def test_the_side_left_out_is_the_cluster_of_cluster(monkeypatch, tmp_path):
     neither = CliRunner().invoke(cli, ["--cluster", cluster, "mirror", "--topics", "t"])
     assert neither.exit_code == 2 and "give --from or --to" in neither.output
     assert not os.path.exists(cluster)
+
+
+@pytest.mark.parametrize("name", ["my mirror", "a/b", "é", "n" * 189])
+def test_a_name_its_offset_syncs_topic_cannot_carry_is_refused_before_anything_is_made(tmp_path, name):
+    """The name is part of the kstream topic __mirror.NAME.offset-syncs, made after the copied
+    topics: a name no topic can carry was found only then (the topics made on the other side)."""
+    kafka, cluster = parse_endpoint("kafka:h:1"), parse_endpoint(f"cluster:{tmp_path / 'c'}")
+    with pytest.raises(ConfigError, match=r"--name .*: the mirror's offset-syncs topic __mirror\..*1-188 characters"):
+        MirrorOptions(kafka, cluster, name, topics=("t",))
+    result = CliRunner().invoke(cli, ["mirror", "--from", "kafka:localhost:9", "--to", f"cluster:{tmp_path / 'c'}",
+                                      "--topics", "t", "--name", name])
+    assert isinstance(result.exception, ConfigError) and "--name" in str(result.exception)  # main() prints it
+    assert not os.path.exists(tmp_path / "c")
+    assert MirrorOptions(kafka, cluster, "n" * 188, topics=("t",)).offset_syncs_topic.endswith(".offset-syncs")
+
+
+def test_timeouts_and_the_progress_interval_have_bounds():
+    kafka, cluster = parse_endpoint("kafka:h:1"), parse_endpoint("cluster:/x")
+    for option, field in (("--timeout", "timeout_s"), ("--progress-interval", "progress_interval_s"),
+                          ("poll timeout", "poll_timeout_s")):
+        for value in (0.0, -1.0, 0.09, 3600.1, float("nan"), float("inf")):
+            with pytest.raises(ConfigError, match=rf"{option} {value}: between 0.1 and 3600 seconds"):
+                MirrorOptions(kafka, cluster, "n", topics=("t",), **{field: value})
+        assert getattr(MirrorOptions(kafka, cluster, "n", topics=("t",), **{field: 3600.0}), field) == 3600.0
+    for option in ("--timeout", "--progress-interval"):
+        result = CliRunner().invoke(cli, ["mirror", "--from", "kafka:h:1", "--to", "cluster:/x", "--topics", "t",
+                                          option, "86400"])
+        assert result.exit_code == 2 and option in result.output and "3600" in result.output

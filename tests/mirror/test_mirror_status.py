@@ -151,3 +151,89 @@ def test_a_status_that_cannot_be_written_is_logged_and_tried_again_and_the_run_g
     assert [s.state for s in read_statuses(cluster, 0)] == ["stopped"]
     warnings = [r.getMessage() for r in caplog.records if "could not report its status" in r.getMessage()]
     assert len(warnings) == 1 and "replication_factor 3" in warnings[0]
+
+
+def _produce_status(cluster, key, value):
+    from kstream import Producer
+
+    with Producer({"cluster": cluster}) as producer:
+        producer.produce(TOPIC, value, key=key, partition=0)
+
+
+def _good_doc(cluster):
+    import json
+
+    writer = StatusWriter(cluster, run_base(options(cluster), "into-kafka"))
+    try:
+        return json.loads(writer.write("running", progress_at()).to_json())
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("field, bad", [("heartbeat_ms", "soon"), ("records", None), ("records_per_s", "fast"),
+                                        ("stale_after_ms", 1.5), ("until_end", "yes"), ("mirror", 7),
+                                        ("partitions", [{"topic": "orders", "partition": "0", "source_position": 1,
+                                                         "source_end": 1, "target_position": None, "lag": 0}]),
+                                        ("topics", "orders"), ("error", 3)])
+def test_a_status_record_of_the_wrong_types_is_an_error_naming_its_offset_and_field(cluster, field, bad):
+    """Well-formed JSON with a field of another type (a record someone else produced) is refused
+    when read, never passed on to the console (whose page then failed with a 500)."""
+    import json
+
+    doc = _good_doc(cluster)
+    doc[field] = bad
+    _produce_status(cluster, b"orders/1-1", json.dumps(doc).encode())
+    with pytest.raises(MirrorError, match=rf"{TOPIC} offset 1: not a mirror status record.*{field}"):
+        read_statuses(cluster, 0)
+
+
+def test_a_status_record_without_key_or_value_is_an_error_not_skipped(cluster):
+    _good_doc(cluster)
+    _produce_status(cluster, None, b"{}")
+    with pytest.raises(MirrorError, match=rf"{TOPIC} offset 1: not a mirror status record \(no key\)"):
+        read_statuses(cluster, 0)
+
+
+def test_a_bad_status_record_says_what_to_do_and_stays_stored(cluster):
+    from kstream import Consumer, TopicPartition
+
+    _good_doc(cluster)
+    _produce_status(cluster, b"x/1", b"[1, 2]")
+    with pytest.raises(MirrorError, match=r"offset 1: not a mirror status record \(a JSON list, not an object\)"
+                       ) as raised:
+        read_statuses(cluster, 0)
+    assert "only `kstream mirror` writes" in str(raised.value)
+    assert f"kstream topics delete {TOPIC}" in str(raised.value)
+    with Consumer({"cluster": cluster}) as consumer:  # nothing removed or rewritten
+        consumer.assign([TopicPartition(TOPIC, 0, 1)])
+        batch = consumer.poll_batch(10, 5.0)
+    assert batch.column("offset").to_pylist() == [1] and batch.column("value")[0].as_py() == b"[1, 2]"
+
+
+def test_a_status_record_over_its_size_limit_is_refused_before_it_is_parsed(cluster, monkeypatch):
+    from kstream.mirror import status as status_module
+
+    doc = _good_doc(cluster)
+    monkeypatch.setattr(status_module, "MAX_STATUS_BYTES", 2_000)
+    import json
+
+    _produce_status(cluster, b"orders/1-1", json.dumps({**doc, "error": "x" * 3_000}).encode())
+    with pytest.raises(MirrorError, match=rf"{TOPIC} offset 1: .* bytes, more than a status record holds \(2000"):
+        read_statuses(cluster, 0)
+
+
+def test_a_status_over_thousands_of_long_topic_names_stays_within_its_size_limit(cluster):
+    """The topics list is the listed partitions' (a pattern over more partitions than a document
+    lists could make it grow without bound); the record fits MAX_STATUS_BYTES."""
+    from kstream.mirror.status import MAX_STATUS_BYTES, MAX_STATUS_PARTITIONS, build_status
+
+    progress = Progress("orders")
+    for i in range(MAX_STATUS_PARTITIONS + 3_000):
+        tp = ("t" * 240 + f"{i:08d}", 0)
+        progress.positions[tp] = 10**15
+        progress.ends[tp] = 10**15 + 1
+        progress.targets[tp] = 10**15
+    status = build_status(run_base(options(cluster), "into-kafka"), "running", progress)
+    assert len(status.partitions) == MAX_STATUS_PARTITIONS and status.partitions_left_out == 3_000
+    assert len(status.topics) == MAX_STATUS_PARTITIONS
+    assert len(status.to_json()) <= MAX_STATUS_BYTES

@@ -116,3 +116,31 @@ def test_a_sync_that_is_not_one_is_an_error_naming_where():
     with pytest.raises(MirrorError, match="syncs offset 3: .* is not an offset sync"):
         OffsetSync.from_json(b'{"topic": "t"}', "syncs offset 3")
     assert OffsetSync.from_json(OffsetSync("a", 1, 2, 3).to_json(), "x") == OffsetSync("a", 1, 2, 3)
+
+
+@pytest.mark.parametrize("doc", [
+    b'{"topic": "t", "partition": 0, "source_offset": 2.9, "target_offset": 3}',  # was cut to 2
+    b'{"topic": "t", "partition": "1", "source_offset": 2, "target_offset": 3}',  # was read as 1
+    b'{"topic": "t", "partition": 0, "source_offset": true, "target_offset": 3}',  # was read as 1
+    b'{"topic": 7, "partition": 0, "source_offset": 2, "target_offset": 3}',  # was read as "7"
+    b'[1, 2]'])
+def test_a_sync_of_other_json_types_is_refused_not_coerced(doc):
+    """An offset sync is translated as written: a float, a string or a bool taken for an offset
+    moved a group's translated offset without a word."""
+    with pytest.raises(MirrorError, match="syncs offset 3: .* is not an offset sync"):
+        OffsetSync.from_json(doc, "syncs offset 3")
+
+
+def test_a_huge_bad_sync_is_named_in_a_bounded_message():
+    with pytest.raises(MirrorError) as raised:
+        OffsetSync.from_json(b'{"topic": "' + b"x" * 100_000 + b'"}', "syncs offset 3")
+    assert len(str(raised.value)) < 1_000
+
+
+@pytest.mark.parametrize("metadata", ['{"source_offset": true}', '{"source_offset": 1.0}', '{"source_offset": -1}'])
+def test_a_mirror_position_of_another_json_type_is_refused(metadata):
+    from kstream.mirror.into_kstream import source_position
+
+    with pytest.raises(MirrorError, match="bad source_offset"):
+        source_position(metadata)
+    assert source_position('{"source_offset": 7}') == 7

@@ -11,7 +11,11 @@ import pytest
 
 from helpers import spark_checkpoint
 from kstream import CheckpointError
-from kstream.sink.real_time_checkpoint import sweep_unfinished_first_batch, unfinished_first_batch_files
+from kstream.sink.real_time_checkpoint import (
+    MAX_DIR_ENTRIES,
+    sweep_unfinished_first_batch,
+    unfinished_first_batch_files,
+)
 
 
 def _temp(directory, batch: int) -> list[str]:
@@ -66,7 +70,8 @@ def test_a_checkpoint_without_temp_files_is_left_alone(ck):
     assert _files(ck) == before
 
 
-@pytest.mark.parametrize("layout", ["past batch 0", "a foreign file in commits", "state", "offsets of batch 1"])
+@pytest.mark.parametrize("layout", ["past batch 0", "a foreign file in commits", "state", "offsets of batch 1",
+                                    "a state dir of more entries than listed"])
 def test_a_checkpoint_past_batch_0_or_not_spark_s_is_left_alone(ck, layout):
     if layout == "past batch 0":
         _entry(ck / "offsets", 0)
@@ -80,6 +85,10 @@ def test_a_checkpoint_past_batch_0_or_not_spark_s_is_left_alone(ck, layout):
     elif layout == "state":
         _temp(ck / "commits", 0)
         (ck / "state" / "0").mkdir(parents=True)
+    elif layout == "a state dir of more entries than listed":  # a state too big to list is still a state
+        _temp(ck / "commits", 0)
+        for operator in range(MAX_DIR_ENTRIES + 1):
+            (ck / "state" / str(operator)).mkdir(parents=True)
     else:
         _entry(ck / "offsets", 0)
         _entry(ck / "offsets", 1)

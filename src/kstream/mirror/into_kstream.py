@@ -107,7 +107,7 @@ class IntoKstream:
                                   "numbers, so make the counts equal (or mirror into another cluster)")
             schema = kstream.describe(topic).schema if topic in existing else None
             if schema is not None:  # its values are decoded from JSON; a type without an encoding: refused here
-                typed[topic] = JsonValues(topic, schema)
+                typed[topic] = JsonValues(topic, schema, into_kafka=False)
         for topic, count in topics.items():
             if topic not in existing:
                 config, left_out = kafka_to_kstream(kafka.explicit_configs(topic))
@@ -295,7 +295,7 @@ def source_position(metadata: str | None) -> int | None:
     except (ValueError, KeyError, TypeError) as err:
         raise MirrorError(f"the mirror group's committed offset metadata {metadata!r} carries no Kafka "
                           "position; was the group written by something other than this mirror?") from err
-    if not isinstance(value, int) or value < 0:
+    if type(value) is not int or value < 0:  # a JSON true or 1.0 is no offset
         raise MirrorError(f"the mirror group's committed offset metadata {metadata!r} has a bad source_offset")
     return value
 

@@ -61,15 +61,24 @@ class OffsetSync:
 
     @staticmethod
     def from_json(value: bytes | None, where: str) -> OffsetSync:
+        """The sync in ``value``: a JSON object of a string ``topic`` and integers ``partition``,
+        ``source_offset``, ``target_offset`` (>= 0), taken as written: another type (a float, a
+        numeric string, a bool) is a MirrorError, never coerced into an offset."""
+        shown = f"{value!r:.200}"
         try:
             d = json.loads(value or b"")
-            sync = OffsetSync(str(d["topic"]), int(d["partition"]), int(d["source_offset"]), int(d["target_offset"]))
-        except (ValueError, KeyError, TypeError) as err:
-            raise MirrorError(f"{where}: {value!r} is not an offset sync (JSON with topic, partition, "
-                              "source_offset, target_offset); was the topic written by something other than "
-                              "the mirror?") from err
+            if not isinstance(d, dict):
+                raise TypeError(f"a JSON {type(d).__name__}, not an object")
+            numbers = [d["partition"], d["source_offset"], d["target_offset"]]
+            if not isinstance(d["topic"], str) or any(type(n) is not int for n in numbers):
+                raise TypeError("topic is not a string or an offset or partition not an integer")
+            sync = OffsetSync(d["topic"], *numbers)
+        except (ValueError, KeyError, TypeError, RecursionError) as err:
+            raise MirrorError(f"{where}: {shown} is not an offset sync (JSON with topic, partition, "
+                              f"source_offset, target_offset: {err}); was the topic written by something other "
+                              "than the mirror?") from err
         if sync.source_offset < 0 or sync.target_offset < 0 or sync.partition < 0:
-            raise MirrorError(f"{where}: offset sync {value!r} has a negative offset or partition")
+            raise MirrorError(f"{where}: offset sync {shown} has a negative offset or partition")
         return sync
 
 

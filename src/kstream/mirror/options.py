@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
 from kstream.errors import ConfigError
 from kstream.group_names import check_group_name
+from kstream.log.cluster.cluster import MAX_TOPIC_NAME, check_topic_name
 from kstream.mirror.endpoints import Endpoint
 
 MIRROR_PREFIX = "__mirror."
@@ -22,6 +24,16 @@ MAX_CHUNK_BYTES = 1 << 30
 DEFAULT_CHUNK_BYTES = 64 << 20
 """Into kstream a chunk is held in memory (and one more while the previous commits): at most this
 many bytes of records (Arrow buffers) per chunk, whatever ``chunk_records`` allows."""
+
+OFFSET_SYNCS_SUFFIX = ".offset-syncs"
+MAX_NAME_CHARS = MAX_TOPIC_NAME - len(MIRROR_PREFIX) - len(OFFSET_SYNCS_SUFFIX)
+"""188: the name is part of the kstream topic ``__mirror.<name>.offset-syncs`` (made after the
+copied topics, so a name no topic can carry is refused before anything is made)."""
+MIN_SECONDS = 0.1
+MAX_SECONDS = 3600.0
+"""Bounds of ``--timeout`` and ``--progress-interval`` (and the poll timeout): a tenth of a
+second (a heartbeat, an fsynced status record, per tick) to an hour (a broker silent longer is
+down; a heartbeat rarer than that leaves the console's stale state hours late)."""
 
 OFFSET_SYNCS_CONFIG = {"retention.ms": "-1"}
 """The offset-syncs topic's config: kept until deleted (a translation reads every sync of a
@@ -75,12 +87,20 @@ class MirrorOptions:
             if not topic or topic.startswith("__"):
                 raise ConfigError(f"--topics: {topic!r} cannot be mirrored (empty, or an internal name starting '__')")
         check_group_name(self.group, "--name")
+        try:
+            check_topic_name(self.offset_syncs_topic)
+        except ConfigError as err:
+            raise ConfigError(f"--name {self.name[:40]!r}{'...' if len(self.name) > 40 else ''}: the mirror's "
+                              f"offset-syncs topic {MIRROR_PREFIX}NAME{OFFSET_SYNCS_SUFFIX} cannot carry it; a name "
+                              f"is 1-{MAX_NAME_CHARS} characters of ASCII letters, digits, '.', '_' and '-'") from err
         if not 1 <= self.chunk_records <= MAX_CHUNK_RECORDS:
             raise ConfigError(f"chunk records {self.chunk_records}: between 1 and {MAX_CHUNK_RECORDS}")
         if not MIN_CHUNK_BYTES <= self.chunk_bytes <= MAX_CHUNK_BYTES:
             raise ConfigError(f"chunk bytes {self.chunk_bytes}: between {MIN_CHUNK_BYTES} and {MAX_CHUNK_BYTES}")
-        if self.timeout_s <= 0 or self.poll_timeout_s <= 0:
-            raise ConfigError("timeouts must be positive")
+        for option, seconds in (("--timeout", self.timeout_s), ("--progress-interval", self.progress_interval_s),
+                                ("poll timeout", self.poll_timeout_s)):
+            if not (math.isfinite(seconds) and MIN_SECONDS <= seconds <= MAX_SECONDS):
+                raise ConfigError(f"{option} {seconds}: between {MIN_SECONDS:g} and {MAX_SECONDS:g} seconds")
 
     @property
     def group(self) -> str:
@@ -94,7 +114,7 @@ class MirrorOptions:
 
     @property
     def offset_syncs_topic(self) -> str:
-        return f"{MIRROR_PREFIX}{self.name}.offset-syncs"
+        return f"{MIRROR_PREFIX}{self.name}{OFFSET_SYNCS_SUFFIX}"
 
     def selects(self, topic: str) -> bool:
         """Whether the mirror copies ``topic`` (internal ``__`` topics never)."""

@@ -16,12 +16,15 @@ without the topic has no mirrors to show. A ``running`` record older than its ow
 The topic is created by the first mirror that reports, with a bounded retention
 (:data:`TOPIC_CONFIG`); only writers create it. A document lists at most
 :data:`MAX_STATUS_PARTITIONS` partitions (a pattern over thousands of partitions), and says
-how many it left out. A status write that fails (the topic cannot be made: a log dir is
-offline and the cluster's default replication factor needs it; a write fails) is logged and
-tried again at the next tick, and the copy goes on: the heartbeats are the console's view of
-the mirror, never a reason to stop it (the console shows the run stale meanwhile; the progress
-line and the Prometheus figures still have it). At the end of a failed run, the run's error is
-the one raised.
+how many it left out (its ``topics`` are the listed partitions'), and a record is at most
+:data:`MAX_STATUS_BYTES`. A reader checks each record it uses (JSON, version, every field and its
+type, the size) and raises a MirrorError naming the offset and what to do for one that is not a
+status (the console shows it as an error box); it never skips one. A status write that fails
+(the topic cannot be made: a log dir is offline and the cluster's default replication factor
+needs it; a write fails) is logged and tried again at the next tick, and the copy goes on: the
+heartbeats are the console's view of the mirror, never a reason to stop it (the console shows
+the run stale meanwhile; the progress line and the Prometheus figures still have it). At the end
+of a failed run, the run's error is the one raised.
 
 Thread safety: a :class:`StatusWriter` belongs to the copying loop's thread.
 """
@@ -62,6 +65,10 @@ in ``partitions_left_out``."""
 MAX_READ_RECORDS = 20_000
 """Status records one read scans: the topic's newest ones within the time window asked."""
 MAX_ERROR_CHARS = 2_000
+MAX_STATUS_BYTES = 4 << 20
+"""Bytes of one status record's JSON value, at most: MAX_STATUS_PARTITIONS partitions and as many
+topics at Kafka's longest names (249 characters) take under 3 MiB. A reader refuses a longer
+value before parsing it; a writer reports a longer document as a failed status write."""
 STATES = ("running", "stopped", "failed")
 STALE_INTERVALS = 3  # heartbeats missed before a running mirror is shown stale
 
@@ -123,18 +130,63 @@ class MirrorStatus:
 
     @classmethod
     def from_json(cls, value: bytes, where: str) -> MirrorStatus:
+        """The status in ``value``; a MirrorError naming ``where`` and what is wrong for anything
+        else (not JSON, another version, a field missing, unknown or of another type, a value over
+        :data:`MAX_STATUS_BYTES`): the console shows it rather than a page it cannot build."""
+        if len(value) > MAX_STATUS_BYTES:
+            raise MirrorError(f"{where}: {len(value)} bytes, more than a status record holds ({MAX_STATUS_BYTES}, "
+                              f"MAX_STATUS_BYTES); {_BAD_RECORD_HELP}")
         try:
             doc = json.loads(value)
+            if not isinstance(doc, dict):
+                raise ValueError(f"a JSON {type(doc).__name__}, not an object")
             if doc.get("version") != VERSION:
                 raise ValueError(f"version {doc.get('version')!r}, this kstream reads {VERSION}")
-            parts = tuple(PartitionStatus(**p) for p in doc.pop("partitions"))
-            topics = tuple(doc.pop("topics"))
-            status = cls(**doc, partitions=parts, topics=topics)
-        except (ValueError, TypeError, KeyError, AttributeError) as err:
-            raise MirrorError(f"{where}: not a mirror status record ({err})") from err
+            _check_fields(doc, _STATUS_FIELDS, "")
+            raw_parts = doc.pop("partitions")
+            if not isinstance(raw_parts, list):
+                raise ValueError(f"field 'partitions' is a JSON {type(raw_parts).__name__}, not an array")
+            for i, part in enumerate(raw_parts):
+                if not isinstance(part, dict):
+                    raise ValueError(f"field 'partitions[{i}]' is a JSON {type(part).__name__}, not an object")
+                _check_fields(part, _PARTITION_FIELDS, f"partitions[{i}].")
+            raw_topics = doc.pop("topics")
+            if not isinstance(raw_topics, list) or not all(isinstance(t, str) for t in raw_topics):
+                raise ValueError("field 'topics' is not an array of strings")
+            status = cls(**doc, partitions=tuple(PartitionStatus(**p) for p in raw_parts), topics=tuple(raw_topics))
+        except (ValueError, TypeError, KeyError, RecursionError) as err:
+            raise MirrorError(f"{where}: not a mirror status record ({err}); {_BAD_RECORD_HELP}") from err
         if status.state not in STATES:
-            raise MirrorError(f"{where}: state {status.state!r} is not one of {STATES}")
+            raise MirrorError(f"{where}: state {status.state!r} is not one of {STATES}; {_BAD_RECORD_HELP}")
         return status
+
+
+_BAD_RECORD_HELP = (f"only `kstream mirror` writes {TOPIC}: read a window that starts after this record (the "
+                    f"console's ?since_h=), or delete the topic (`kstream topics delete {TOPIC}`: running mirrors "
+                    "make it again at their next heartbeat)")
+_INT = (int,)
+_OPTIONAL_INT = (int, type(None))
+_STATUS_FIELDS: Mapping[str, tuple[type, ...]] = {
+    "mirror": (str,), "run": (str,), "direction": (str,), "source": (str,), "target": (str,), "state": (str,),
+    "started_ms": _INT, "heartbeat_ms": _INT, "interval_ms": _INT, "stale_after_ms": _INT,
+    "until_end": (bool,), "exactly_once": (bool,), "records": _INT, "records_per_s": (int, float),
+    "transactions": _INT, "host": (str,), "pid": _INT, "partitions": (list,), "partitions_left_out": _INT,
+    "error": (str, type(None)), "version": _INT, "topics": (list,)}
+_PARTITION_FIELDS: Mapping[str, tuple[type, ...]] = {
+    "topic": (str,), "partition": _INT, "source_position": _OPTIONAL_INT, "source_end": _OPTIONAL_INT,
+    "target_position": _OPTIONAL_INT, "lag": _OPTIONAL_INT}
+
+
+def _check_fields(doc: Mapping[str, Any], kinds: Mapping[str, tuple[type, ...]], prefix: str) -> None:
+    """ValueError unless ``doc`` has exactly the fields of ``kinds``, each of its JSON types (a
+    JSON true is not a number here)."""
+    if doc.keys() != kinds.keys():
+        missing, unknown = sorted(kinds.keys() - doc.keys()), sorted(doc.keys() - kinds.keys())
+        raise ValueError(f"fields {[prefix + m for m in missing]} missing, {[prefix + u for u in unknown]} unknown")
+    for name, kind in kinds.items():
+        value = doc[name]
+        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in kind):
+            raise ValueError(f"field '{prefix}{name}' is {value!r:.40}, not of {[k.__name__ for k in kind]}")
 
 
 class StatusWriter:
@@ -155,7 +207,11 @@ class StatusWriter:
             ensure_topic(self.cluster_path)
             self._producer = Producer({"cluster": self.cluster_path, "linger.ms": 0})
         key = f"{status.mirror}/{status.run}".encode()
-        self._producer.produce_batch(TOPIC, pa.table({"key": [key], "value": [status.to_json()]}), partition=0)
+        value = status.to_json()
+        if len(value) > MAX_STATUS_BYTES:
+            raise MirrorError(f"mirror {status.mirror}: its status is {len(value)} bytes, more than a status record "
+                              f"holds ({MAX_STATUS_BYTES}, MAX_STATUS_BYTES); not written")
+        self._producer.produce_batch(TOPIC, pa.table({"key": [key], "value": [value]}), partition=0)
         self._producer.flush()
         return status
 
@@ -220,16 +276,17 @@ def build_status(base: Mapping[str, Any], state: str, progress: Any, error: Base
                  now_ms: int | None = None) -> MirrorStatus:
     positions, ends, targets = dict(progress.positions), dict(progress.ends), dict(progress.targets)
     keys = sorted(set(positions) | set(ends))
+    listed = keys[:MAX_STATUS_PARTITIONS]
     partitions = tuple(
         PartitionStatus(t, p, positions.get((t, p)), ends.get((t, p)), targets.get((t, p)),
                         None if (t, p) not in ends else max(0, ends[(t, p)] - positions.get((t, p), 0)))
-        for t, p in keys[:MAX_STATUS_PARTITIONS])
+        for t, p in listed)
     text = None if error is None else f"{type(error).__name__}: {error}"[:MAX_ERROR_CHARS]
     heartbeat_ms = int(time.time() * 1000) if now_ms is None else now_ms
     return MirrorStatus(**base, state=state, heartbeat_ms=heartbeat_ms, records=progress.records,
                         records_per_s=round(progress.rate(), 1), transactions=progress.transactions,
                         partitions=partitions, partitions_left_out=max(0, len(keys) - MAX_STATUS_PARTITIONS),
-                        error=text, topics=tuple(sorted({t for t, _ in keys})))
+                        error=text, topics=tuple(sorted({t for t, _ in listed})))
 
 
 def ensure_topic(cluster_path: str) -> None:
@@ -252,7 +309,7 @@ def read_statuses(cluster_path: str, since_ms: int, max_records: int = MAX_READ_
     """The latest status of each mirror's latest run (by start time) that reported at or after
     ``since_ms``, newest first, from at most the topic's last ``max_records`` records; []
     without the topic. Reads only (a consumer of no group, committing nothing). A record that is
-    not a status is an error."""
+    not a status (no key or value, not the JSON of :class:`MirrorStatus`) is a MirrorError."""
     consumer = Consumer({"cluster": cluster_path, "enable.auto.commit": False, "isolation.level": "read_committed"})
     try:
         if TOPIC not in consumer.list_topics().topics:
@@ -273,8 +330,12 @@ def read_statuses(cluster_path: str, since_ms: int, max_records: int = MAX_READ_
             offsets = batch.column("offset").to_pylist()
             for offset, key, value in zip(offsets, batch.column("key").to_pylist(),
                                           batch.column("value").to_pylist(), strict=True):
-                if offset < high and key is not None and value is not None:
-                    latest[key] = (offset, value)
+                if offset >= high:
+                    continue
+                if key is None or value is None:
+                    raise MirrorError(f"{TOPIC} offset {offset}: not a mirror status record (no "
+                                      f"{'key' if key is None else 'value'}); {_BAD_RECORD_HELP}")
+                latest[key] = (offset, value)
             position = offsets[-1] + 1
     finally:
         consumer.close()

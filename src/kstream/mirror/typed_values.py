@@ -26,7 +26,10 @@ Kafka -> kstream into an existing typed topic decodes the same JSON with the tar
 (:meth:`JsonValues.decode`): columns by name, a missing key is null, a key the schema does not
 have, a value of the wrong type or a null record is a :class:`MirrorError` naming the record
 (the chunk is not committed). The two ``kstream.value.*`` headers are dropped there (they
-describe the Kafka encoding, not the record); a record saying another encoding is refused.
+describe the Kafka encoding, not the record); a record saying another encoding is refused, and so
+is one whose schema header gives a column a timestamp, date, time or duration unit other than the
+target's (its integers would be read in the wrong unit). A record without the headers is read as
+JSON in the target's units (what other producers write).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,6 +58,17 @@ MAX_ITEMS_PER_RECORD = 100_000
 over a batch read, to be encoded as JSON: Arrow stores a list of nulls in no bytes, so a tiny
 record can hold a billion values (docs/FORMAT.md). The default of the Consumer's and the
 console's bounds (decode.max.items, --decode-max-items)."""
+
+MAX_SCHEMA_HEADER_BYTES = 256 << 10
+"""The ``kstream.value.schema`` header's bytes, at most: every record copied into Kafka carries it,
+and a Kafka record is at most 1 MiB by default (``max.message.bytes``); a wider schema is refused
+when the mirror checks its input, before anything is created."""
+
+MAX_HEADERS_CHECKED = 64
+"""Distinct ``kstream.value.schema`` header texts one decoder remembers as checked (a topic's
+schema evolves a few times; past this many the memory starts again)."""
+_UNIT = re.compile(r"(?:timestamp|time32|time64|duration)\[(?:s|ms|us|ns)|date32|date64")
+"""The types whose JSON integer means something only with its unit, as Arrow spells them."""
 
 _CONSUMER_COLUMNS = frozenset(output_schema(None).names) - {"value"}  # key and the record's metadata
 
@@ -96,15 +111,24 @@ class JsonValues:
     """One typed topic's values <-> JSON objects (the module's encoding). Stateless after
     construction: the schema is checked once, here."""
 
-    def __init__(self, topic: str, schema: pa.Schema):
+    def __init__(self, topic: str, schema: pa.Schema, *, into_kafka: bool = True):
+        """``into_kafka``: the values are encoded (each record carries the schema header, at most
+        :data:`MAX_SCHEMA_HEADER_BYTES`); False: only decoded (Kafka -> kstream), no header written."""
         self.topic = topic
         self.schema = schema
         self.json_schema = pa.schema([f.with_type(json_type(f.type, f"topic {topic!r} column {f.name!r}"))
                                       for f in schema])
         described = [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]
         self.schema_text = json.dumps(described, separators=(",", ":")).encode()
+        if into_kafka and len(self.schema_text) > MAX_SCHEMA_HEADER_BYTES:
+            raise MirrorError(f"topic {topic!r}: its schema header {SCHEMA_HEADER} is {len(self.schema_text)} bytes, "
+                              f"more than {MAX_SCHEMA_HEADER_BYTES} (MAX_SCHEMA_HEADER_BYTES), and every record "
+                              f"copied into Kafka carries it ({len(schema)} columns); mirror a topic of fewer or "
+                              "shorter-named columns")
         self.headers: list[tuple[str, bytes | None]] = [(ENCODING_HEADER, ENCODING), (SCHEMA_HEADER, self.schema_text)]
         self._decode_row = _struct_decoder(pa.struct(list(self.json_schema)), "the value")
+        self._units = {f.name: _UNIT.findall(str(f.type)) for f in schema}
+        self._headers_checked: set[bytes] = set()
 
     # -- kstream -> Kafka ---------------------------------------------------------------
 
@@ -135,6 +159,9 @@ class JsonValues:
             if encoding != ENCODING:
                 raise MirrorError(f"{where(i)}: header {ENCODING_HEADER}={encoding!r}; only 'json' decodes into "
                                   f"the typed kstream topic {self.topic!r}")
+            schema_text = next((v for k, v in header or () if k == SCHEMA_HEADER), None)
+            if schema_text is not None and schema_text not in self._headers_checked:
+                self._check_units(schema_text, where(i))
             if value is None:
                 raise MirrorError(f"{where(i)} has no value (a tombstone); a typed kstream topic's record is a row "
                                   f"of {self.schema.names}: mirror into a bytes topic")
@@ -152,6 +179,26 @@ class JsonValues:
             first = _first_bad_row(rows, self.json_schema, self.schema)
             raise MirrorError(f"{where(first)}: its JSON value does not fit the typed kstream topic "
                               f"{self.topic!r} (columns {self.schema.names}): {err}") from err
+
+    def _check_units(self, schema_text: bytes, where: str) -> None:
+        """A MirrorError unless each column the schema header names has the units of the target's
+        column of that name (a timestamp, date, time or duration is a JSON integer in its unit)."""
+        try:
+            described = json.loads(schema_text)
+            types = {str(c["name"]): str(c["type"]) for c in described}
+        except (ValueError, TypeError, KeyError, RecursionError) as err:
+            raise MirrorError(f"{where}: header {SCHEMA_HEADER} is not the mirror's column list ({err}): a JSON "
+                              "array of {\"name\", \"type\", \"nullable\"}; fix or drop the header where the "
+                              "record is produced") from err
+        for name, kind in types.items():
+            if name in self._units and _UNIT.findall(kind) != self._units[name]:
+                raise MirrorError(f"{where}: header {SCHEMA_HEADER} gives column {name!r} the type {kind}, the typed "
+                                  f"kstream topic {self.topic!r} has {self.schema.field(name).type}: its integers "
+                                  "would be read in another unit; mirror into a topic of the same units (or a bytes "
+                                  "topic)")
+        if len(self._headers_checked) >= MAX_HEADERS_CHECKED:
+            self._headers_checked.clear()
+        self._headers_checked.add(schema_text)
 
 
 def value_schema(batch_schema: pa.Schema) -> pa.Schema:

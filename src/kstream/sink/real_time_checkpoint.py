@@ -75,8 +75,8 @@ def unfinished_first_batch_files(checkpoint_location: str) -> list[str]:
     offsets = _entries(os.path.join(root, OFFSETS_DIR))
     commits = _entries(os.path.join(root, COMMITS_DIR))
     state = _entries(os.path.join(root, STATE_DIR))
-    if offsets is None or commits is None or state:
-        return []
+    if offsets is None or commits is None or state is None or state:
+        return []  # too many entries to be this state (None), or a state: a query that ran
     if any(not _is_temp(name) for name in commits):
         return []  # a committed batch (or a file that is not Spark's): Spark decides
     if any(not _is_temp(name) and name not in FIRST_BATCH_ENTRY for name in offsets):

@@ -71,3 +71,18 @@ def test_a_read_only_console_shows_mirrors_and_writes_nothing(read_only_client, 
     assert ">orders</a>" in read_only_client.get("/c/main/mirrors").text
     assert read_only_client.get("/c/main/api/mirrors").json()["mirrors"][0]["mirror"] == "orders"
     assert tree(cluster_dir) == before
+
+
+def test_a_status_record_of_another_type_is_an_error_box_not_a_500(client, cluster_dir):
+    import json
+
+    from kstream import Producer
+    from kstream.mirror.status import TOPIC
+
+    doc = json.loads(report(cluster_dir, "orders", "running").to_json())
+    with Producer({"cluster": cluster_dir}) as producer:
+        producer.produce(TOPIC, json.dumps({**doc, "heartbeat_ms": "soon"}).encode(), key=b"orders/1-1", partition=0)
+    page = client.get("/c/main/mirrors")
+    assert page.status_code == 400 and "offset 1: not a mirror status record" in page.text
+    assert "heartbeat_ms" in page.text and f"kstream topics delete {TOPIC}" in page.text
+    assert client.get("/c/main/api/mirrors").status_code == 400

@@ -38,9 +38,13 @@ from kstream.mirror.options import (
     DEFAULT_CHUNK_RECORDS,
     MAX_CHUNK_BYTES,
     MAX_CHUNK_RECORDS,
+    MAX_SECONDS,
     MIN_CHUNK_BYTES,
+    MIN_SECONDS,
 )
 from kstream.mirror.progress import Progress
+
+SECONDS = click.FloatRange(MIN_SECONDS, MAX_SECONDS)  # --timeout, --progress-interval (MirrorOptions checks them too)
 
 
 @contextmanager
@@ -98,7 +102,9 @@ def _metrics_server(runner: IntoKstream | IntoKafka, options: MirrorOptions, hos
 @click.option("--until-end", is_flag=True,
               help="Copy up to each source partition's end (last stable offset) at start, then exit 0.")
 @click.option("--name", default="mirror", show_default=True,
-              help="The mirror's name: its state is the kstream group (and transactional.id) __mirror.NAME.")
+              help="The mirror's name: its state is the kstream group (and transactional.id) __mirror.NAME, its "
+                   "offset syncs the kstream topic __mirror.NAME.offset-syncs (1-188 characters of ASCII letters, "
+                   "digits, '.', '_', '-').")
 @click.option("--chunk-records", type=click.IntRange(1, MAX_CHUNK_RECORDS), default=DEFAULT_CHUNK_RECORDS,
               show_default=True,
               help="Records per kstream transaction, at most (into kstream; a transaction commits while the next "
@@ -113,9 +119,9 @@ def _metrics_server(runner: IntoKstream | IntoKafka, options: MirrorOptions, hos
                    "(transactional.id __mirror.NAME; MM2's exactly.once.support=enabled), so a killed and restarted "
                    "mirror writes nothing twice; read the target read_committed. Kafka -> kstream is always "
                    "exactly once.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=SECONDS, default=10.0, show_default=True,
               help="Seconds a Kafka broker may take to answer before the mirror gives up.")
-@click.option("--progress-interval", "progress_s", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
+@click.option("--progress-interval", "progress_s", type=SECONDS, default=5.0, show_default=True,
               help="Seconds between progress lines on stderr, refreshes of the lag the metrics show, and heartbeats "
                    "into the kstream cluster's __kstream_mirror_status topic (the console's Mirrors page).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
@@ -189,7 +195,7 @@ def _sides(ctx: click.Context, source: str | None, target: str | None) -> tuple[
                    "active members there; a partition where the group is ahead keeps its offset.")
 @click.option("--allow-backwards", is_flag=True,
               help="With --apply: move a partition back where the target group is ahead of the translation.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=SECONDS, default=10.0, show_default=True,
               help="Seconds a Kafka broker may take to answer.")
 @click.pass_context
 def offsets(ctx: click.Context, group: str, source: str | None, target: str | None, name: str, output: str,

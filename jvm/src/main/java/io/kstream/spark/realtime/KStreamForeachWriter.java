@@ -153,9 +153,16 @@ public final class KStreamForeachWriter extends ForeachWriter<Row> {
             throw new KStreamException(KStreamException.Kind.InvalidRecordError, "a row has a null source_topic,"
                 + " source_partition or source_offset: the Real-time Mode sink needs each row's source position");
         }
-        Object p = row.get(sourcePartition);
-        SourcePosition.Identity id = t.identity(row.getString(sourceTopic), ((Number) p).intValue());
+        long p = ((Number) row.get(sourcePartition)).longValue();
         long offset = row.getLong(sourceOffset);
+        if (p < 0 || p > Integer.MAX_VALUE || offset < 0) {
+            // a long partition was cut to an int (2^32 + 1 became 1, another identity's), and an offset
+            // below 0 (a -1 put in for a null) was below the identity's last: both dropped as replays
+            throw new KStreamException(KStreamException.Kind.InvalidRecordError, "a row has source_partition " + p
+                + " and source_offset " + offset + ": a source position is a partition 0.." + Integer.MAX_VALUE
+                + " and an offset >= 0 (the row's source record's), never a placeholder");
+        }
+        SourcePosition.Identity id = t.identity(row.getString(sourceTopic), (int) p);
         if (r.key() == null && !t.partitionGiven(internal)) {
             r = new RowRouter.Record(r.topic(), keylessPartition(id.topic(), id.partition(), offset,
                 r.topic().partitions), r.key(), r.value(), r.timestamp(), r.headers());

@@ -18,10 +18,11 @@ import org.apache.spark.sql.types.StructType;
  * Spark runs it (constructor on the "driver", open, process per row, close), without Spark.
  *
  * <pre>
- * write CLUSTER TOPIC CHECKPOINT ACKS [columns]
+ * write CLUSTER TOPIC CHECKPOINT ACKS [columns|long]
  *     stdin: "SOURCE_TOPIC SOURCE_PARTITION SOURCE_OFFSET VALUE [KEY]" per row, until EOF or a
  *     line "kill" (exit at once, nothing closed: a SIGKILLed task); prints "closed" after close.
- *     With columns, only the constructor's checks run ("ok" or the error).
+ *     With columns, only the constructor's checks run ("ok" or the error); with long, the
+ *     source_partition column is a bigint.
  * </pre>
  * A KStreamException ends the probe with exit code 2 and "KIND: message" on stdout.
  */
@@ -39,14 +40,21 @@ public final class RealTimeProbe {
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
         try {
             StructType schema = SCHEMA;
-            if (args.length > 5) {
+            boolean columns = args.length > 5 && args[5].equals("columns");
+            boolean longPartition = args.length > 5 && args[5].equals("long");
+            if (longPartition) {
+                StructField[] f = SCHEMA.fields().clone();
+                f[3] = DataTypes.createStructField("source_partition", DataTypes.LongType, true);
+                schema = new StructType(f);
+            }
+            if (columns) {
                 // "columns": a schema without the source columns, for the constructor's error
                 schema = new StructType(new StructField[] {
                     DataTypes.createStructField("value", DataTypes.BinaryType, true)});
             }
             KStreamForeachWriter writer = new KStreamForeachWriter(
                 Map.of("cluster", args[1], "topic", args[2], "acks", args[4]), schema, args[3]);
-            if (args.length > 5) {
+            if (columns) {
                 out.println("ok");
                 return;
             }
@@ -59,8 +67,9 @@ public final class RealTimeProbe {
                 }
                 List<String> f = List.of(line.split(" "));
                 byte[] key = f.size() > 4 ? f.get(4).getBytes(StandardCharsets.UTF_8) : null;
+                Object partition = longPartition ? (Object) Long.parseLong(f.get(1)) : Integer.parseInt(f.get(1));
                 writer.process(RowFactory.create(key, f.get(3).getBytes(StandardCharsets.UTF_8), f.get(0),
-                    Integer.parseInt(f.get(1)), Long.parseLong(f.get(2))));
+                    partition, Long.parseLong(f.get(2))));
             }
             writer.close(null);
             out.println("closed");
