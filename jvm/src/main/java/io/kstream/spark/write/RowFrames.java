@@ -1,6 +1,5 @@
 package io.kstream.spark.write;
 
-import io.kstream.spark.format.Format;
 import io.kstream.spark.format.FrameEncoder;
 import java.io.IOException;
 import java.util.ArrayList;
