@@ -135,13 +135,13 @@ def test_a_rolled_back_checkpoint_is_refused_by_the_jvm_writer(spark, cluster_pa
 
 def test_a_batch_failing_after_its_tasks_wrote_is_aborted_and_written_once_by_the_restart(
         spark, cluster_path, make_topic, tmp_path):  # noqa: F811
-    """A task fails after it wrote a frame (over 16,384 rows in): Spark aborts the epoch, which
+    """A task fails after it wrote a frame (over 65,536 rows in): Spark aborts the epoch, which
     must not decide the batch (else the restart, which runs it again, would write nothing)."""
     make_topic("in", 1)
     make_topic("out", 1)
-    produce_range(cluster_path, "in", 0, 20_000, prefix="r")
+    produce_range(cluster_path, "in", 0, 70_000, prefix="r")
     checkpoint = str(tmp_path / "cp")
-    failing = ("key", "CASE WHEN CAST(value AS STRING) = 'r19000' THEN raise_error('injected') ELSE value END"
+    failing = ("key", "CASE WHEN CAST(value AS STRING) = 'r69000' THEN raise_error('injected') ELSE value END"
                       " AS value")
     with pytest.raises(Exception, match="injected"):
         _run(spark, cluster_path, "in", "out", checkpoint, "jvm", select=failing)
@@ -153,7 +153,7 @@ def test_a_batch_failing_after_its_tasks_wrote_is_aborted_and_written_once_by_th
     finally:
         cluster.close()
     _run(spark, cluster_path, "in", "out", checkpoint, "jvm")
-    assert _committed(cluster_path, "out", 1) == sorted(f"r{i}".encode() for i in range(20_000))
+    assert _committed(cluster_path, "out", 1) == sorted(f"r{i}".encode() for i in range(70_000))
 
 
 class _Jvm:

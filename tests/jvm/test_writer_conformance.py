@@ -135,9 +135,10 @@ def test_a_failed_job_leaves_nothing_visible_and_no_open_transaction(spark, clus
 
     for writer in WRITERS:
         topic = make_topic(f"f-{writer}", 1)
-        # the second task writes frames (more rows than one frame holds) before one of its rows raises
-        frame = (spark.range(0, 40_000, 1, 2)
-                 .select(sf.when(sf.col("id") == 39_000, sf.raise_error(sf.lit("boom in a task")))
+        # the second task writes frames (more rows than one frame holds: the JVM writer's frames
+        # hold up to 65,536 rows) before one of its rows raises
+        frame = (spark.range(0, 150_000, 1, 2)
+                 .select(sf.when(sf.col("id") == 149_000, sf.raise_error(sf.lit("boom in a task")))
                          .otherwise(sf.col("id").cast("string").cast("binary")).alias("value")))
         with pytest.raises(Exception, match="boom in a task"):
             _save(frame, cluster_path, writer, topic=topic)

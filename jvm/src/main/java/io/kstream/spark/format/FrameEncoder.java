@@ -90,6 +90,100 @@ public final class FrameEncoder {
     }
 
     /**
+     * A whole frame of {@code root}'s rows (header sealed, then the payload), encoded in one
+     * buffer: the same bytes as {@link #frame}({@link #payload}(root, codec), ...), without the
+     * payload's own array and its copy into the frame (two copies of a 4 MB frame, issue 22's
+     * ETL profile). The Arrow IPC stream is written straight after the header's room.
+     */
+    public static byte[] frame(VectorSchemaRoot root, String codec, int attributes, long baseOffset, int recordCount,
+                               int leaderEpoch, long producerId, short producerEpoch, int baseSequence,
+                               long minTimestamp, long maxTimestamp) throws IOException {
+        if (recordCount < 1) throw new IllegalArgumentException("a frame holds >= 1 records, not " + recordCount);
+        if ((attributes & Format.CODEC_MASK) != 0) {
+            throw new IllegalArgumentException("attributes carry codec bits already: " + attributes);
+        }
+        int bits = codecBits(codec);
+        CompressionUtil.CodecType type = bits == Format.CODEC_LZ4 ? CompressionUtil.CodecType.LZ4_FRAME
+            : bits == Format.CODEC_ZSTD ? CompressionUtil.CodecType.ZSTD : CompressionUtil.CodecType.NO_COMPRESSION;
+        long buffers = PAYLOAD_SLACK_BYTES;
+        for (org.apache.arrow.vector.FieldVector vector : root.getFieldVectors()) buffers += vector.getBufferSize();
+        ArrayChannel out = new ArrayChannel((int) Math.min(Format.HEADER_SIZE + buffers, MAX_PRESIZE_BYTES));
+        out.skip(Format.HEADER_SIZE);
+        ArrowStreamWriter writer = type == CompressionUtil.CodecType.NO_COMPRESSION
+            ? new ArrowStreamWriter(root, null, out, IpcOption.DEFAULT, NoCompressionCodec.Factory.INSTANCE, type)
+            : new ArrowStreamWriter(root, null, out, IpcOption.DEFAULT, EmptyBuffersAsIs.FACTORY, type);
+        writer.start();
+        long schemaLength = writer.bytesWritten();
+        writer.writeBatch();
+        // No end(), as in payload(): no end-of-stream marker; the root stays the caller's.
+        byte[] raw = out.toArray();
+        int payloadBytes = raw.length - Format.HEADER_SIZE;
+        CRC32C crc = new CRC32C();
+        crc.update(raw, Format.HEADER_SIZE, payloadBytes);
+        ByteBuffer b = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(Format.POS_LENGTH, Format.HEADER_SIZE - Format.LENGTH_SIZE + payloadBytes);
+        b.putShort(Format.POS_MAGIC, (short) Format.MAGIC);
+        b.put(Format.POS_VERSION, (byte) Format.FORMAT_VERSION);
+        b.put(Format.POS_ATTRIBUTES, (byte) (attributes | bits));
+        b.putLong(Format.POS_BASE_OFFSET, baseOffset);
+        b.putInt(Format.POS_RECORD_COUNT, recordCount);
+        b.putInt(Format.POS_LEADER_EPOCH, leaderEpoch);
+        b.putLong(Format.POS_PRODUCER_ID, producerId);
+        b.putShort(Format.POS_PRODUCER_EPOCH, producerEpoch);
+        // reserved (2 bytes at 38) stays zero
+        b.putInt(Format.POS_BASE_SEQUENCE, baseSequence);
+        b.putLong(Format.POS_MIN_TIMESTAMP, minTimestamp);
+        b.putLong(Format.POS_MAX_TIMESTAMP, maxTimestamp);
+        b.putInt(Format.POS_SCHEMA_LENGTH, Math.toIntExact(schemaLength));
+        b.putInt(Format.POS_PAYLOAD_CRC, (int) crc.getValue());
+        seal(b, 0);
+        return raw;
+    }
+
+    /**
+     * A channel into one growable array (Arrow's writer hands it its buffers whole: one copy each,
+     * no 8 KB staging as {@code Channels.newChannel(OutputStream)} does). Not thread-safe.
+     */
+    private static final class ArrayChannel implements java.nio.channels.WritableByteChannel {
+        private byte[] buffer;
+        private int size;
+
+        ArrayChannel(int capacity) {
+            buffer = new byte[Math.max(capacity, Format.HEADER_SIZE)];
+        }
+
+        void skip(int bytes) {
+            size += bytes;  // zeros: the header's room
+        }
+
+        @Override
+        public int write(ByteBuffer src) {
+            int n = src.remaining();
+            if (size + (long) n > Integer.MAX_VALUE - 8) throw new IllegalStateException("a frame past 2 GiB");
+            if (size + n > buffer.length) {
+                buffer = java.util.Arrays.copyOf(buffer, (int) Math.min(Integer.MAX_VALUE - 8,
+                    Math.max((long) buffer.length * 2, (long) size + n)));
+            }
+            src.get(buffer, size, n);
+            size += n;
+            return n;
+        }
+
+        /** The bytes written, in an array of exactly that length. */
+        byte[] toArray() {
+            return size == buffer.length ? buffer : java.util.Arrays.copyOf(buffer, size);
+        }
+
+        @Override
+        public boolean isOpen() {
+            return true;
+        }
+
+        @Override
+        public void close() {}
+    }
+
+    /**
      * Arrow Java's codecs with Arrow C++'s rule for empty buffers: stored as they are (0 bytes, no
      * length prefix). Arrow Java alone writes an empty buffer as an 8-byte prefix of length 0 and no
      * compressed bytes, which pyarrow's lz4 reader refuses ("Lz4 compressed input contains less

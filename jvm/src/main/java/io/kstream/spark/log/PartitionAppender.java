@@ -188,7 +188,7 @@ public final class PartitionAppender implements AutoCloseable {
      * acks are met.
      */
     public Result append(List<byte[]> frames) throws IOException {
-        return appendRun(frames, null, 0);
+        return appendRun(frames, null, 0, null);
     }
 
     /**
@@ -197,7 +197,7 @@ public final class PartitionAppender implements AutoCloseable {
      */
     public Result appendTransactional(List<byte[]> frames, TransactionGuard guard) throws IOException {
         if (guard == null) throw new IllegalArgumentException("a transactional append needs its guard");
-        return appendRun(frames, guard, Format.TXN_DATA);
+        return appendRun(frames, guard, Format.TXN_DATA, null);
     }
 
     /**
@@ -206,7 +206,25 @@ public final class PartitionAppender implements AutoCloseable {
      */
     public Result appendMarker(byte[] frame, boolean commit, TransactionGuard guard) throws IOException {
         if (guard == null) throw new IllegalArgumentException("a marker needs its guard");
-        return appendRun(List.of(frame), guard, commit ? Format.TXN_COMMIT : Format.TXN_ABORT);
+        return appendRun(List.of(frame), guard, commit ? Format.TXN_COMMIT : Format.TXN_ABORT, null);
+    }
+
+    /**
+     * Append several producers' COMMIT or ABORT markers on this partition as one run under the
+     * lock (a sink commit's markers of one partition): before each marker its own guard runs, and
+     * a marker whose guard returns false is not written (its base offset in the result is -1).
+     * The written markers are exactly those {@link #appendMarker} would write one call each, in
+     * the same order with contiguous offsets, each with its {@code .txnindex} entry; they are
+     * fsynced together (acks=all: one segment, {@code .txnindex} and recovery-point fsync for the
+     * run instead of one each per marker) before the high watermark moves. Null when no guard let
+     * its marker in.
+     */
+    public Result appendMarkers(List<byte[]> frames, boolean commit, List<TransactionGuard> guards) throws IOException {
+        if (guards == null || guards.size() != frames.size()) {
+            throw new IllegalArgumentException("each marker needs its guard: " + frames.size() + " markers, "
+                + (guards == null ? "no" : String.valueOf(guards.size())) + " guards");
+        }
+        return appendRun(frames, null, commit ? Format.TXN_COMMIT : Format.TXN_ABORT, guards);
     }
 
     /**
@@ -216,13 +234,19 @@ public final class PartitionAppender implements AutoCloseable {
      */
     public Result appendPositioned(List<byte[]> frames, TransactionGuard guard) throws IOException {
         if (guard == null) throw new IllegalArgumentException("a positioned append needs its guard");
-        return appendRun(frames, guard, POSITIONED);
+        return appendRun(frames, guard, POSITIONED, null);
     }
 
     /** appendRun's kind for positioned frames (not a .txnindex kind). */
     private static final int POSITIONED = -1;
 
-    private Result appendRun(List<byte[]> frames, TransactionGuard guard, int txnKind) throws IOException {
+    /**
+     * @param guard checked once under the lock before the first frame (null: none)
+     * @param frameGuards one per frame, checked under the lock right before it (null: none); a
+     *     frame whose guard says false is skipped (base offset -1), and a run with no frame left is null
+     */
+    private Result appendRun(List<byte[]> frames, TransactionGuard guard, int txnKind, List<TransactionGuard> frameGuards)
+            throws IOException {
         if (frames.isEmpty()) throw new IllegalArgumentException("nothing to append: frames is empty");
         List<ByteBuffer> checked = new ArrayList<>(frames.size());
         for (byte[] frame : frames) checked.add(check(frame, txnKind));
@@ -240,18 +264,28 @@ public final class PartitionAppender implements AutoCloseable {
                     return null;
                 }
                 long nowMs = System.currentTimeMillis();
+                long firstBase = -1;
                 for (int i = 0; i < checked.size(); i++) {
+                    if (frameGuards != null && !frameGuards.get(i).beforeAppendLocked(segment.nextOffset)) {
+                        bases[i] = -1;
+                        continue;
+                    }
                     ByteBuffer frame = checked.get(i);
                     FrameHeader header = FrameHeader.read(frame, 0);
                     segment = maybeRoll(lock, segment, frame.capacity(), header.recordCount, nowMs);
                     bases[i] = segment.nextOffset;
+                    if (firstBase < 0) firstBase = bases[i];
                     writeFrame(segment, frame, header, bases[i], nowMs);
                     if (txnKind > 0) appendTxnEntry(segment, txnKind, header.producerId, bases[i]);
+                }
+                if (firstBase < 0) {  // every frame's guard said no: nothing written, nothing to sync
+                    seenGeneration = lock.generation();
+                    return null;
                 }
                 end = segment.nextOffset;
                 if (!config.acks.equals("all")) {
                     Long published = HighWatermark.stored(lockPath);
-                    if (published != null && published >= bases[0]) lock.writeHighWatermark(end);
+                    if (published != null && published >= firstBase) lock.writeHighWatermark(end);
                     else publishAfterSync = true;  // frames below await their writers' fsync
                 }
                 if (config.acks.equals("all") || publishAfterSync) {

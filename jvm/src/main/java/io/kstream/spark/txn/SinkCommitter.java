@@ -35,8 +35,10 @@ import java.util.function.BooleanSupplier;
  *
  * <p>As Python's {@code write_markers_together} fsyncs every partition's markers in parallel, a
  * commit's partitions are written by up to {@link #MAX_MARKER_THREADS} threads at once, one
- * partition per thread (its markers in the order of the writes); the guards' SQLite reads are
- * serialized on the store (one connection). Nothing is ended before every marker is fsynced.
+ * partition per thread: its markers (in the order of the writes) as one run under the partition
+ * lock, each checked by its own guard right before it, fsynced together
+ * ({@code PartitionAppender.appendMarkers}); the guards' SQLite reads are serialized on the store
+ * (one connection). Nothing is ended before every marker is fsynced.
  */
 public final class SinkCommitter implements AutoCloseable {
     /** Partitions whose markers are written (and fsynced) at once by one commit. */
@@ -119,14 +121,24 @@ public final class SinkCommitter implements AutoCloseable {
             TopicPartition p = entry.getKey();
             PartitionAppender appender = appenders.get(p.topic, p.partition);  // made here: not thread-safe
             jobs.add(() -> {
-                List<SinkStore.End> done = new ArrayList<>();
-                for (long producerId : entry.getValue()) {
-                    Long marker = writeMarker(appender, producerId, true, () -> {
+                // One run under the partition lock: each marker checked by its own guard, all
+                // fsynced together (one fsync set per partition, not per marker).
+                List<Long> producers = entry.getValue();
+                List<byte[]> markers = new ArrayList<>(producers.size());
+                List<PartitionAppender.TransactionGuard> guards = new ArrayList<>(producers.size());
+                for (long producerId : producers) {
+                    markers.add(MarkerFrames.marker(true, producerId, TransactionTables.SINK_EPOCH));
+                    guards.add(logEnd -> {
                         synchronized (store) {
                             return store.isOpen(p.topic, p.partition, producerId) && decided.getAsBoolean();
                         }
                     });
-                    if (marker != null) done.add(new SinkStore.End(p.topic, p.partition, producerId, marker));
+                }
+                PartitionAppender.Result result = appender.appendMarkers(markers, true, guards);
+                List<SinkStore.End> done = new ArrayList<>();
+                for (int i = 0; result != null && i < producers.size(); i++) {
+                    long marker = result.baseOffsets[i];
+                    if (marker >= 0) done.add(new SinkStore.End(p.topic, p.partition, producers.get(i), marker));
                 }
                 return done;
             });

@@ -160,6 +160,39 @@ class TransactionalAppendTest {
     }
 
     @Test
+    void aRunOfMarkersChecksEachGuardBeforeItsMarkerAndSkipsTheRefusedOnes() throws IOException {
+        // A sink commit's markers of one partition as one run (one fsync set): each marker is
+        // written only if its own guard, run under the lock right before it, says so; the rest
+        // are what one appendMarker call per marker would have written.
+        long other = PRODUCER + 1;
+        long third = PRODUCER + 2;
+        List<Long> seen = new ArrayList<>();
+        try (PartitionAppender a = appender()) {
+            a.appendTransactional(List.of(frame(2, Format.TRANSACTIONAL, PRODUCER)), logEnd -> true);
+            a.appendTransactional(List.of(frame(3, Format.TRANSACTIONAL, other)), logEnd -> true);
+            a.appendTransactional(List.of(frame(1, Format.TRANSACTIONAL, third)), logEnd -> true);
+            List<byte[]> markers = List.of(frame(1, Format.TRANSACTIONAL | Format.CONTROL, PRODUCER),
+                frame(1, Format.TRANSACTIONAL | Format.CONTROL, other), frame(1, Format.TRANSACTIONAL | Format.CONTROL, third));
+            PartitionAppender.Result r = a.appendMarkers(markers, true, List.of(
+                logEnd -> seen.add(logEnd), logEnd -> !seen.add(logEnd), logEnd -> seen.add(logEnd)));
+            assertArrayEquals(new long[] {6, -1, 7}, r.baseOffsets);
+            assertEquals(List.of(6L, 7L, 7L), seen);  // each guard saw the log end its marker would get
+            assertEquals(8, r.endOffset);
+            assertEquals(8L, io.kstream.spark.format.HighWatermark.stored(lockPath()));  // acks=all: synced, published
+            assertNull(a.appendMarkers(markers.subList(0, 1), false, List.of(logEnd -> false)));  // nothing to end
+            assertThrows(IllegalArgumentException.class, () -> a.appendMarkers(markers, true, List.of(logEnd -> true)));
+            assertEquals(8, a.logEndOffset());
+        }
+        List<long[]> got = entries();
+        assertEquals(5, got.size());
+        assertArrayEquals(new long[] {Format.TXN_COMMIT, PRODUCER, 6}, got.get(3));
+        assertArrayEquals(new long[] {Format.TXN_COMMIT, third, 7}, got.get(4));
+        io.kstream.spark.format.RecoveryPoint point = io.kstream.spark.format.RecoveryPoint.read(replicaDir());
+        assertEquals(io.kstream.spark.format.RecoveryPoint.State.PRESENT, point.state);
+        assertEquals(8, point.nextOffset);
+    }
+
+    @Test
     void eachPathTakesOnlyItsOwnFrames() throws IOException {
         try (PartitionAppender a = appender()) {
             assertThrows(KStreamException.class, () -> a.append(List.of(frame(1, Format.TRANSACTIONAL, PRODUCER))));
