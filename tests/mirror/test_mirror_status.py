@@ -237,3 +237,42 @@ def test_a_status_over_thousands_of_long_topic_names_stays_within_its_size_limit
     assert len(status.partitions) == MAX_STATUS_PARTITIONS and status.partitions_left_out == 3_000
     assert len(status.topics) == MAX_STATUS_PARTITIONS
     assert len(status.to_json()) <= MAX_STATUS_BYTES
+
+
+def test_a_read_that_gets_nothing_before_the_end_is_an_error_naming_where_it_stopped(cluster, monkeypatch):
+    """poll_batch returning nothing short of the end the read took (a transaction holding
+    read_committed back, a failing disk) fails the read naming the topic, the position and the
+    end, rather than answer from part of the topic (before: the statuses read so far, [] here)."""
+    from kstream import Consumer
+    from kstream.mirror import status as status_module
+
+    _good_doc(cluster)
+    _produce_status(cluster, b"x/1", b"{}")  # the read must stop before this bad record to pass
+    monkeypatch.setattr(status_module, "READ_POLL_TIMEOUT_S", 0.01)
+    polls = []
+
+    def nothing(self, max_records=None, timeout=None):
+        polls.append(timeout)
+        return None
+
+    monkeypatch.setattr(Consumer, "poll_batch", nothing)
+    with pytest.raises(MirrorError, match=rf"{TOPIC}: reading the mirror statuses stopped at offset 0, before the "
+                                          r"end 2: 3 polls of 0.01 s each returned nothing"):
+        read_statuses(cluster, 0)
+    assert polls == [0.01] * status_module.MAX_EMPTY_POLLS
+
+
+def test_aborted_records_and_markers_at_the_end_are_read_past_not_an_error(cluster):
+    """Records no read_committed read hands out (an aborted transaction and its markers) at the
+    end of the topic: the read's position moves past them, and it answers."""
+    from kstream import Producer
+
+    _good_doc(cluster)
+    with Producer({"cluster": cluster, "transactional.id": "status-test"}) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.produce(TOPIC, b"{}", key=b"x/1", partition=0)
+        producer.flush()
+        producer.abort_transaction()
+    [status] = read_statuses(cluster, 0)
+    assert status.mirror == "orders"

@@ -136,3 +136,53 @@ def test_a_cleaned_partition_is_read_in_two_passes_and_agrees_with_the_plain_rea
             want = _oracle([r for r in plain if start <= r[0] < stop], tombstones)
             got = _latest(cluster_path, "t", start=start, end=stop, tombstones=tombstones)
             assert got == want, (start, stop, tombstones, cleaned_to)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "empty", "too long", "a directory"])
+def test_a_damaged_cleaner_checkpoint_fails_the_read_naming_it_and_a_missing_one_is_never_cleaned(cluster_path,
+                                                                                                    damage):
+    """A missing cleaner-offset-checkpoint is "never cleaned" (all dirty); one that exists but holds
+    no offset or cannot be read was damaged or edited: the read fails naming it (the JVM reader's
+    CleanerCheckpoint says the same), not read as never cleaned without a word. The cleaner and a
+    truncation still count it as none (tests/log/cleaner/test_cleaner_truncation.py)."""
+    import os
+    import shutil
+
+    from kstream.errors import KStreamError
+    from kstream.log.cluster.cluster import Cluster
+    from kstream.log.storage import format as fmt
+    from kstream.log.storage.cleaner_checkpoint import read_checkpoint
+
+    config = {"cleanup.policy": "compact", "segment.bytes": "1024", "min.cleanable.dirty.ratio": "0.01"}
+    with Admin({"cluster": cluster_path}) as admin:
+        admin.create_topics([NewTopic("t", 1, config=config)])["t"].result()
+    with Producer({"cluster": cluster_path, "linger.ms": 0}) as producer:
+        for i in range(60):
+            producer.produce("t", f"v{i}".encode() * 4, key=f"k{i % 7}".encode())
+            producer.flush()
+    cluster = Cluster.open(cluster_path)
+    try:
+        assert cluster.clean_topic("t", force=True)[0].cleaned
+        directory = cluster.partition("t", 0).leader_dir
+    finally:
+        cluster.close()
+    want = _latest(cluster_path, "t")
+    assert sorted(key for _, key, _ in want) == sorted(f"k{i}".encode() for i in range(7))
+    path = os.path.join(directory, fmt.CLEANER_CHECKPOINT_FILE)
+    os.remove(path)
+    if damage == "a directory":
+        os.mkdir(path)
+        words = r"cannot be read \(.*\)"
+    else:
+        with open(path, "w") as f:
+            f.write({"garbage": "garbage\n", "empty": "", "too long": "1" * 19 + "\n"}[damage])
+        words = "holds '(garbage|1{19})?', not an offset"
+    with pytest.raises(KStreamError, match=f"the log cleaner's checkpoint {path} {words}: kstream writes it whole, so "
+                                           "it was damaged or edited, .* delete it .* and run the read again"):
+        _latest(cluster_path, "t")
+    if damage != "a directory":
+        assert read_checkpoint(directory) is None  # the cleaner's view: none, all dirty
+        os.remove(path)
+    else:
+        shutil.rmtree(path)
+    assert _latest(cluster_path, "t") == want  # missing: never cleaned, every record dirty

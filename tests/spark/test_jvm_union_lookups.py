@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -29,7 +30,7 @@ from kstream.log.partition_bounds import bounds
 from kstream.tiering import Tierer
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tiering"))
-from tier_helpers import SEGMENT_BYTES, recorded_ends, retention_everywhere
+from tier_helpers import SEGMENT_BYTES, null_lake_cell, recorded_ends, retention_everywhere
 
 pytestmark = [pytest.mark.spark, pytest.mark.jvm]
 if JAR is None:
@@ -175,6 +176,23 @@ def test_offsets_for_times_over_lake_and_log(spark, cluster_path, scene):
                startingTimestamp="soon")
     both.error(r"ConfigError: option 'startingOffsetsByTimestamp': .* is not JSON like", subscribe="t",
                startingOffsetsByTimestamp=_by_partition({0: -1, 1: BASE_MS}))
+
+
+def test_a_lake_row_with_a_null_offset_or_timestamp_fails_both_lookups_alike(spark, cluster_path, scene, tmp_path):
+    """A tier table row kstream never writes (a null timestamp, a null offset: the table was
+    damaged or written by another writer) fails an offset-for-time lookup in both readers with
+    the same words (table, version, file, what is wrong, what to do), not a row skipped."""
+    want, _ends, _ = scene
+    lake = str(tmp_path / "lake")
+    first = {p: min(o for q, o, *_ in want if q == p) for p in range(PARTITIONS)}
+    both = ReadBoth(spark, cluster_path)
+    early = str(BASE_MS - 10_000)  # every record is at or after it: the answer is the lake's first row
+    for p, column in ((0, "timestamp"), (1, "offset")):
+        damaged = null_lake_cell(lake, p, first[p], column)
+        both.error(rf"t-{p}: the tier table .*{re.escape(lake)} \(Delta version \d+\): its data file "
+                   rf".*{re.escape(os.path.basename(damaged))} has 1 row\(s\) with a null {column}; kstream never "
+                   r"writes such a row, so the table is damaged or was written by another writer: restore the "
+                   r"table from a backup", assign=json.dumps({"t": [p]}), startingTimestamp=early)
 
 
 def test_a_stream_from_a_time_in_the_lake(spark, cluster_path, scene, tmp_path):

@@ -11,6 +11,7 @@ partition, and the JVM reader's rows equal the Python reader's, column for colum
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from typing import Any
@@ -199,8 +200,8 @@ def test_updates_and_a_tombstone_after_a_clean_against_the_cleaned_part(spark, c
     """The JVM reader's first pass reads only the dirty part (from the cleaner's end offset, its
     cleaner-offset-checkpoint): keys written both below and above the clean's end, a tombstone
     above it for a key whose value lies below it, keys only below and only above it. Both readers
-    against the dict oracle, with and without tombstones, then again with the checkpoint damaged
-    (a full first pass) and with it gone."""
+    against the dict oracle, with and without tombstones; with the checkpoint damaged or unreadable
+    both fail naming it; with it gone, a full first pass."""
     make_compacted(cluster_path, "mixed")
     written: dict[bytes, bytes | None] = {}
     first = [(f"k{i}".encode(), f"v{i}-{n}".encode()) for n in range(3) for i in range(30)]
@@ -230,11 +231,17 @@ def test_updates_and_a_tombstone_after_a_clean_against_the_cleaned_part(spark, c
     check()
     checkpoint = os.path.join(replica_dirs(cluster_path, "mixed")[0], "cleaner-offset-checkpoint")
     assert int(open(checkpoint).read()) == cleaned.end_offset
+    both = ReadBoth(spark, cluster_path)
     with open(checkpoint, "w") as f:
         f.write("damaged\n")
-    check()
+    both.error(rf"the log cleaner's checkpoint {re.escape(checkpoint)} holds 'damaged', not an offset: kstream "
+               r"writes it whole, so it was damaged or edited, .* delete it", subscribe="mixed", latestPerKey="true")
     os.remove(checkpoint)
-    check()
+    os.mkdir(checkpoint)  # there, but unreadable
+    both.error(rf"the log cleaner's checkpoint {re.escape(checkpoint)} cannot be read", subscribe="mixed",
+               latestPerKey="true")
+    os.rmdir(checkpoint)
+    check()  # missing: never cleaned, all dirty
 
 
 def test_records_written_again_after_a_truncation_below_the_cleaner_end_are_read_as_dirty(spark, cluster_path):

@@ -4,6 +4,7 @@ Consumer, over a tiered topic whose local segments below the lake end were delet
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pyarrow as pa
@@ -11,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql.streaming.datasource import ReadMaxRows
 from pyspark.sql.types import StructType
-from tier_helpers import SEGMENT_BYTES, fill, tier_then_trim
+from tier_helpers import SEGMENT_BYTES, fill, null_lake_cell, tier_then_trim
 
 from kstream import AdminClient, Consumer, NewTopic, Producer, TopicPartition
 from kstream.admin import OffsetSpec
@@ -21,6 +22,7 @@ from kstream.log.cluster.cluster import Cluster
 from kstream.log.partition_bounds import bounds
 from kstream.message import OFFSET_BEGINNING
 from kstream.tiering import Tierer
+from kstream.tiering.lake_table import TierError
 from kstream.tools.cli.main import cli
 
 PARTITIONS = 2
@@ -180,6 +182,30 @@ def test_the_low_watermark_and_earliest_count_the_lake_as_kafkas_tiered_storage_
     finally:
         consumer.close()
         admin.close()
+
+
+@pytest.mark.parametrize("column", ["timestamp", "offset"])
+def test_a_lookup_by_time_refuses_a_lake_row_with_a_null_offset_or_timestamp(cluster_path, scene, column):
+    """A tier table row with a null offset or timestamp (kstream never writes one: the table was
+    damaged or written by another writer) is a TierError naming the table and the file, not a
+    row skipped (which answered the next offset as the first at the time); the JVM reader says
+    the same (tests/spark/test_jvm_union_lookups.py)."""
+    lake, _, _ = scene
+    damaged = null_lake_cell(lake, 0, 0, column)
+    words = (rf"t-0: the tier table {re.escape(lake)} \(Delta version \d+\): its data file {re.escape(damaged)} "
+             rf"has 1 row\(s\) with a null {column}; kstream never writes such a row, so the table is damaged "
+             r".* restore the table from a backup")
+    with pytest.raises(TierError, match=words):
+        _batch_rows(_options(cluster_path, assign='{"t":[0]}', startingTimestamp=str(STAMP_MS)))
+    consumer = Consumer({"cluster": cluster_path})
+    try:
+        with pytest.raises(TierError, match=words):
+            consumer.offsets_for_times([TopicPartition("t", 0, STAMP_MS)])
+    finally:
+        consumer.close()
+    with pytest.raises(TierError, match=words):  # a read of both partitions too; partition 1 alone is whole
+        _batch_rows(_options(cluster_path, startingTimestamp=str(STAMP_MS)))
+    assert _batch_rows(_options(cluster_path, assign='{"t":[1]}', startingTimestamp=str(STAMP_MS)))
 
 
 def test_a_consumer_in_a_hole_gets_auto_offset_reset(cluster_path, scene):

@@ -8,6 +8,7 @@ import os
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from kstream import Consumer, Producer, TopicPartition
@@ -209,3 +210,26 @@ def retention_everywhere(cluster_path: str, topic: str, partitions: int) -> dict
         return starts
     finally:
         cluster.close()
+
+
+def null_lake_cell(lake_path: str, partition: int, offset: int, column: str) -> str:
+    """Damage the tier table at ``lake_path``: rewrite (in place, same name) the data file of
+    ``partition`` holding ``offset`` with that row's ``column`` null, a row kstream never writes.
+    The Delta log is left as it was (its statistics still describe the old file). The file's path."""
+    table = DeltaTable(lake_path)
+    for path in table.file_uris():
+        if f"partition={partition}" not in path:
+            continue
+        rows = pq.read_table(path)
+        offsets = rows.column("offset").to_pylist()
+        if offset not in offsets:
+            continue
+        at = offsets.index(offset)
+        index = rows.schema.get_field_index(column)
+        values = rows.column(column).to_pylist()
+        values[at] = None
+        damaged = rows.set_column(index, rows.schema.field(index).with_nullable(True),
+                                  pa.array(values, rows.schema.field(index).type))
+        pq.write_table(damaged, path)
+        return path
+    raise AssertionError(f"no data file of partition {partition} at {lake_path} holds offset {offset}")

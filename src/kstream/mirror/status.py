@@ -64,6 +64,10 @@ MAX_STATUS_PARTITIONS = 5_000
 in ``partitions_left_out``."""
 MAX_READ_RECORDS = 20_000
 """Status records one read scans: the topic's newest ones within the time window asked."""
+READ_POLL_TIMEOUT_S = 1.0
+"""One poll of a status read; MAX_EMPTY_POLLS of them in a row that return nothing short of the
+end the read took at its start fail the read (a MirrorError naming where it stopped)."""
+MAX_EMPTY_POLLS = 3
 MAX_ERROR_CHARS = 2_000
 MAX_STATUS_BYTES = 4 << 20
 """Bytes of one status record's JSON value, at most: MAX_STATUS_PARTITIONS partitions and as many
@@ -309,7 +313,9 @@ def read_statuses(cluster_path: str, since_ms: int, max_records: int = MAX_READ_
     """The latest status of each mirror's latest run (by start time) that reported at or after
     ``since_ms``, newest first, from at most the topic's last ``max_records`` records; []
     without the topic. Reads only (a consumer of no group, committing nothing). A record that is
-    not a status (no key or value, not the JSON of :class:`MirrorStatus`) is a MirrorError."""
+    not a status (no key or value, not the JSON of :class:`MirrorStatus`) is a MirrorError; so is
+    a read that gets nothing more before the end it took at its start (MAX_EMPTY_POLLS polls),
+    rather than statuses from part of the topic."""
     consumer = Consumer({"cluster": cluster_path, "enable.auto.commit": False, "isolation.level": "read_committed"})
     try:
         if TOPIC not in consumer.list_topics().topics:
@@ -323,10 +329,23 @@ def read_statuses(cluster_path: str, since_ms: int, max_records: int = MAX_READ_
         latest: dict[bytes, tuple[int, bytes]] = {}
         consumer.assign([TopicPartition(TOPIC, 0, start)])
         position = start
+        empty_polls = 0
         while position < high:
-            batch = consumer.poll_batch(max_records, 1.0)
+            batch = consumer.poll_batch(max_records, READ_POLL_TIMEOUT_S)
             if batch is None:
-                break  # the end we read may include records retention removed since
+                # Nothing left to hand out may still be the end: only aborted records or markers
+                # left below it, or retention removed the rest (the position then moved on).
+                at = consumer.position([tp])[0].offset
+                empty_polls = 0 if at > position else empty_polls + 1
+                position = max(position, at)
+                if position < high and empty_polls >= MAX_EMPTY_POLLS:
+                    raise MirrorError(f"{TOPIC}: reading the mirror statuses stopped at offset {position}, before the "
+                                      f"end {high}: {empty_polls} polls of {READ_POLL_TIMEOUT_S:g} s each returned "
+                                      "nothing (a transaction open on the topic holds read_committed back? a slow or "
+                                      "failing disk?); read again, and if it stays, check the topic with "
+                                      f"`kstream get-offsets --topic {TOPIC}`")
+                continue
+            empty_polls = 0
             offsets = batch.column("offset").to_pylist()
             for offset, key, value in zip(offsets, batch.column("key").to_pylist(),
                                           batch.column("value").to_pylist(), strict=True):

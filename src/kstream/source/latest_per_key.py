@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from kstream.errors import InvalidRecordError
 from kstream.log.cluster.cluster import Cluster
-from kstream.log.storage.cleaner_checkpoint import read_checkpoint
+from kstream.log.storage.cleaner_checkpoint import read_trusted_checkpoint
 from kstream.log.storage.output import output_schema
 from kstream.source.partition_reader import read_range
 from kstream.source.planning import Lakes, PartitionRange, bounds
@@ -116,11 +116,11 @@ def _dirty_from(cluster: Cluster, split: PartitionRange) -> int:
     rewrites only frames wholly below its end), within [start, end]. Below it the cleaner left
     at most one record per key and no aborted record, and it never cleaned past the LSO; the
     storage engine lowers it before a truncation (kstream.log.storage.cleaner_checkpoint). The
-    split's start when never cleaned (or the checkpoint is damaged). The JVM reader's
+    split's start when never cleaned (no checkpoint; a damaged one is a KStreamError naming it). The JVM reader's
     LatestOffsets.dirtyFrom, in Python."""
     handle = cluster.partition(split.topic, split.partition)
     try:
-        cleaned = read_checkpoint(handle.leader_dir)
+        cleaned = read_trusted_checkpoint(handle.leader_dir)  # a damaged one fails the read, naming it
         if cleaned is None or cleaned <= split.start:
             return split.start
         reader = handle.reader(check_crcs=False)

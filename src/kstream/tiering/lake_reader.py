@@ -79,11 +79,12 @@ class LakeRange:
 class LakeSnapshot:
     """A tiered topic's Delta table pinned at one version (see the module docstring)."""
 
-    def __init__(self, path: str, version: int, table: DeltaTable, topic_id: str):
+    def __init__(self, path: str, version: int, table: DeltaTable, topic_id: str, topic: str | None = None):
         self.path = path
         self.version = version
         self._table = table
         self._topic_id = topic_id
+        self._topic = topic  # for errors (None: the topic id names it)
         self._partitions: dict[int, LakePartition] | None = None
 
     @classmethod
@@ -101,7 +102,7 @@ class LakeSnapshot:
                 raise TierError(f"version {version} of the tier table of topic {topic!r} at {path} cannot be "
                                 f"read: {str(err).splitlines()[0]} (a vacuum or log cleanup removed it?); "
                                 "start the read again, it plans with the table's latest version") from err
-        return cls(path, table.version(), table, topic_id)
+        return cls(path, table.version(), table, topic_id, topic)
 
     def schema(self) -> pa.Schema:
         """The table's columns at the pinned version (Delta's types)."""
@@ -171,6 +172,7 @@ class LakeSnapshot:
             if file.max_timestamp_us is not None and file.max_timestamp_us < timestamp_ms * 1000:
                 continue
             table = pq.read_table(file.path, columns=[OFFSET_COLUMN, "timestamp"])
+            self._refuse_nulls(partition, file, table)
             hits = table.filter(pc.and_(pc.greater_equal(table.column("timestamp"), wanted),
                                         pc.less(table.column(OFFSET_COLUMN), found.end_offset)))
             if len(hits):
@@ -179,12 +181,33 @@ class LakeSnapshot:
                 return int(first.column(OFFSET_COLUMN)[0].as_py()), stamp
         return None
 
+    def _refuse_nulls(self, partition: int, file: LakeFile, table: pa.Table) -> None:
+        """TierError when a row of ``file`` has a null offset or timestamp: kstream's tierer never
+        writes one, so the table was damaged or written by someone else (a lookup that skipped
+        the row could answer a later offset than the truth). The JVM reader's
+        ``LakeTimestampLookup`` says the same."""
+        for name in (OFFSET_COLUMN, "timestamp"):
+            nulls = table.column(name).null_count
+            if nulls:
+                owner = self._topic if self._topic is not None else f"topic id {self._topic_id}"
+                raise TierError(lake_row_error(f"{owner}-{partition}", self.path, self.version, file.path,
+                                               f"has {nulls} row(s) with a null {name}"))
+
     def read(self, partition: int, start: int, end: int, columns: list[str] | None = None
              ) -> Iterator[pa.Table]:
         """The rows of ``partition`` with offsets in ``[start, min(end, e_p))``, in offset order,
         one data file at a time, with the table's ``columns`` (None: all; ``partition`` is
         filled in, and a column an older file lacks comes back null)."""
         return read_files(self.partition(partition), partition, start, end, self.schema(), columns)
+
+
+def lake_row_error(partition_name: str, table_path: str, version: int, file_path: str, problem: str) -> str:
+    """The words of a tier table data file whose rows kstream never writes (the JVM reader's
+    ``LakeTimestampLookup`` words it alike): which table, version and file, what is wrong, what
+    to do."""
+    return (f"{partition_name}: the tier table {table_path} (Delta version {version}): its data file {file_path} "
+            f"{problem}; kstream never writes such a row, so the table is damaged or was written by another "
+            "writer: restore the table from a backup (the log may still hold these offsets)")
 
 
 def _offset_bounds(path: str) -> tuple[int | None, int | None]:

@@ -4,7 +4,6 @@ import io.kstream.spark.error.KStreamException;
 import io.kstream.spark.format.CleanerCheckpoint;
 import io.kstream.spark.format.Frame;
 import io.kstream.spark.format.LogReader;
-import java.io.IOException;
 import io.kstream.spark.lake.TierTable;
 import java.util.Arrays;
 import java.util.List;
@@ -65,15 +64,11 @@ final class LatestOffsets {
      * wholly below its end), within [start, end]. Every visible record below it is the latest of
      * its key below the cleaner's end: the clean kept one record per key there, removed aborted
      * records, and never cleaned past the LSO, so no transaction open at the clean has records
-     * there. The split's start when the partition was never cleaned (or the checkpoint is damaged).
+     * there. The split's start when the partition was never cleaned (no checkpoint; a damaged one is
+     * a KStreamError naming it: {@link CleanerCheckpoint#read}).
      */
     static long dirtyFrom(OffsetRange split, boolean verifyChecksums) {
-        long cleaned;
-        try {
-            cleaned = CleanerCheckpoint.read(split.replicaDir);
-        } catch (IOException e) {
-            return split.start; // unreadable: a full first pass is always right
-        }
+        long cleaned = CleanerCheckpoint.read(split.replicaDir); // a damaged one fails the read, naming it
         if (cleaned <= split.start) return split.start;
         long from = cleaned;
         try (LogReader reader = new LogReader(split.replicaDir, verifyChecksums)) {

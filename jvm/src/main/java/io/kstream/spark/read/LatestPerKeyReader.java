@@ -215,13 +215,9 @@ public final class LatestPerKeyReader implements PartitionReader<ColumnarBatch> 
         return true;
     }
 
-    /** The replica's cleaner-offset-checkpoint now (-1: none or unreadable). */
+    /** The replica's cleaner-offset-checkpoint now (-1: none; a damaged one fails the read). */
     private static long checkpoint(OffsetRange split) {
-        try {
-            return CleanerCheckpoint.read(split.replicaDir);
-        } catch (java.io.IOException e) {
-            return -1;
-        }
+        return CleanerCheckpoint.read(split.replicaDir);
     }
 
     private KStreamException rewritten(long offset) {

@@ -230,7 +230,7 @@ public final class PartitionPlanner {
     long offsetForTimestamp(TopicPartition tp, long timestampMs) {
         Bounds b = bounds(tp);
         if (b.lakeEnd() > 0) {
-            long inLake = LakeTimestampLookup.find(b.lake, timestampMs);
+            long inLake = LakeTimestampLookup.find(tp, b.lake, timestampMs);
             if (inLake >= 0) return inLake;
         }
         TimestampLookup.Found found = TimestampLookup.find(b, timestampMs, options.verifyChecksums);
