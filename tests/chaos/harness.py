@@ -272,8 +272,9 @@ def wait_for_acks(child: subprocess.Popen, seconds: float) -> None:
 # -- the fault classes ----------------------------------------------------------------------
 
 
-def wait_line(child: subprocess.Popen, want: str, seconds: float) -> bool:
-    """Read the child's stdout until a line starting with ``want``; what was read is kept for lines()."""
+def wait_line(child: subprocess.Popen, want: str, seconds: float, after: str | None = None) -> bool:
+    """Read the child's stdout until a line starting with ``want`` (with ``after``: one printed
+    after the last line starting with ``after`` so far); what was read is kept for lines()."""
     deadline = time.monotonic() + seconds
     got = _pending.pop(child.pid, b"")
     assert child.stdout is not None
@@ -283,7 +284,10 @@ def wait_line(child: subprocess.Popen, want: str, seconds: float) -> bool:
             chunk = child.stdout.read()
             if chunk:
                 got += chunk
-                if f"\n{want}".encode() in b"\n" + got:
+                text = b"\n" + got
+                if after is not None:
+                    text = text[max(text.rfind(f"\n{after}".encode()), 0):]
+                if f"\n{want}".encode() in text:
                     return True
             elif child.poll() is not None:
                 return False

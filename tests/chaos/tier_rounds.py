@@ -288,6 +288,8 @@ def tier_lake_unwritable_round(ctx: Ctx) -> None:
         _check_floor(ctx, f"while the lake fails with {error}")
     finally:
         faults.clear(_table(ctx))  # space freed, the mount made writable again
+    # a pass that copies after the last failed one; a loaded machine may take seconds to start it
+    wait_line(tierer, "T ", 30, after="F ")
     time.sleep(ctx.rng.uniform(0.4, 1.0))
     for child in children:
         if child.poll() is None:
