@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import time
 
 import pyarrow as pa
@@ -10,8 +12,9 @@ import pytest
 from helpers import file_tree, metadata_dump
 from kstream import ConfigError, OffsetOutOfRangeError, Producer, Table, TopicNotFoundError
 from kstream.client.partitioner import partition_for_key
-from kstream.errors import ValueTooLargeError
+from kstream.errors import KStreamError, ValueTooLargeError
 from kstream.log.cluster.cluster import Cluster
+from kstream.log.storage import format as fmt
 
 COMPACT = {"cleanup.policy": "compact", "segment.bytes": "1024", "min.cleanable.dirty.ratio": "0.01"}
 
@@ -115,6 +118,45 @@ def test_as_of_past_the_lso_or_below_the_cleaned_part_is_refused(cluster_path, m
         table.get(b"k0")
     (done,) = clean(cluster_path)
     assert done.cleaned and done.end_offset > 5
+    with Table(cluster_path, "t", as_of={0: 5}) as table, \
+            pytest.raises(OffsetOutOfRangeError, match=f"below offset {done.end_offset}, where the log cleaner"):
+        table.get(b"k0")
+    with Table(cluster_path, "t", as_of={0: done.end_offset}) as table:
+        assert table.get(b"k0") is not None
+
+
+def _damage_checkpoint(cluster_path, topic="t") -> str:
+    """Overwrite partition 0's cleaner-offset-checkpoint with words, not an offset. Its path."""
+    cluster = Cluster.open(cluster_path)
+    try:
+        path = os.path.join(cluster.partition(topic, 0).leader_dir, fmt.CLEANER_CHECKPOINT_FILE)
+    finally:
+        cluster.close()
+    with open(path, "w") as f:
+        f.write("damaged\n")
+    return path
+
+
+def _damaged_words(path: str) -> str:
+    return (rf"the log cleaner's checkpoint {re.escape(path)} holds 'damaged', not an offset: kstream writes it "
+            r"whole, so it was damaged or edited, and a Table cannot tell .*; run `kstream topics clean t --force` "
+            r".* do not delete it")
+
+
+def test_as_of_with_a_damaged_cleaner_checkpoint_is_refused_naming_it(cluster_path, make_topic):
+    """A damaged checkpoint is not "never cleaned": as_of below the cleaned part would answer
+    from records the cleaner already reduced. Missing is never cleaned (as_of 5 answers)."""
+    make_topic("t", config=COMPACT)
+    produce(cluster_path, [(b"k%d" % (i % 3), b"v%d" % i) for i in range(30)])
+    (done,) = clean(cluster_path)
+    assert done.cleaned and done.end_offset > 5
+    path = _damage_checkpoint(cluster_path)
+    for as_of in (5, done.end_offset):
+        with Table(cluster_path, "t", as_of={0: as_of}) as table, \
+                pytest.raises(KStreamError, match=_damaged_words(path)):
+            table.get(b"k0")
+    (again,) = clean(cluster_path)  # what the error asks: the clean writes the checkpoint whole again
+    assert again.cleaned and again.end_offset == done.end_offset
     with Table(cluster_path, "t", as_of={0: 5}) as table, \
             pytest.raises(OffsetOutOfRangeError, match=f"below offset {done.end_offset}, where the log cleaner"):
         table.get(b"k0")
@@ -262,6 +304,31 @@ def test_a_clean_during_the_index_scan_does_not_lose_a_key(cluster_path, make_to
         message = table.get(b"k")
         assert cleaned and cleaned[0][0].cleaned and cleaned[0][0].end_offset > 21
         assert message is not None and message.value() == b"new"
+
+
+def test_a_clean_during_the_index_scan_with_a_damaged_checkpoint_is_refused_naming_it(cluster_path, make_topic):
+    """As above, but the checkpoint is damaged after the clean: the scan cannot tell how far the
+    clean reached, so it fails naming the file rather than end with k missing."""
+    make_topic("t", config=COMPACT)
+    produce(cluster_path, [(b"x%d" % i, b"-") for i in range(10)] + [(b"k", b"old")]
+            + [(b"y%d" % i, b"-") for i in range(10)])
+    with Table(cluster_path, "t") as table:
+        index = table._index(0)
+        index.read_bytes = 1
+        scan_notes = index._note_frames
+        damaged = []
+
+        def note_then_clean(frames):
+            scan_notes(frames)
+            if not damaged:
+                produce(cluster_path, [(b"k", b"new")] + [(b"z%d" % i, b"-") for i in range(20)])
+                assert clean(cluster_path)[0].cleaned
+                damaged.append(_damage_checkpoint(cluster_path))
+
+        index._note_frames = note_then_clean
+        with pytest.raises(KStreamError, match=r"the log cleaner's checkpoint .* holds 'damaged', not an offset"):
+            table.get(b"k")
+        assert damaged
 
 
 def test_a_clean_past_as_of_during_the_snapshot_scan_is_refused(cluster_path, make_topic):

@@ -195,6 +195,27 @@ def test_a_lake_row_with_a_null_offset_or_timestamp_fails_both_lookups_alike(spa
                    r"table from a backup", assign=json.dumps({"t": [p]}), startingTimestamp=early)
 
 
+def test_a_lake_row_with_a_null_offset_fails_reads_and_latest_per_key_alike(spark, cluster_path, scene, tmp_path):
+    """A tier table row with a null offset fails a read of the lake in both readers with the
+    words of a lookup by time: from earliest, from inside the damaged file (the Python reader's
+    offset filter dropped the row) and latestPerKey (the JVM reader's first pass read it as
+    offset 0), not a row dropped, read without an offset or counted at 0."""
+    want, _ends, _ = scene
+    lake = str(tmp_path / "lake")
+    first = min(o for q, o, *_ in want if q == 1)
+    damaged = null_lake_cell(lake, 1, first, "offset")
+    words = (rf"t-1: the tier table .*{re.escape(lake)} \(Delta version \d+\): its data file "
+             rf".*{re.escape(os.path.basename(damaged))} has 1 row\(s\) with a null offset; kstream never "
+             r"writes such a row, so the table is damaged or was written by another writer: restore the "
+             r"table from a backup")
+    both = ReadBoth(spark, cluster_path)
+    assign = json.dumps({"t": [1]})
+    both.error(words, assign=assign)
+    both.error(words, assign=assign, startingOffsets=_offsets({1: first + 1}))
+    both.error(words, assign=assign, latestPerKey="true")
+    both(assign=json.dumps({"t": [0]}), latestPerKey="true")  # partition 0's lake is whole
+
+
 def test_a_stream_from_a_time_in_the_lake(spark, cluster_path, scene, tmp_path):
     """readStream resolves startingTimestamp over lake + log too, and crosses into the log."""
     want, ends, _ = scene

@@ -208,6 +208,29 @@ def test_a_lookup_by_time_refuses_a_lake_row_with_a_null_offset_or_timestamp(clu
     assert _batch_rows(_options(cluster_path, assign='{"t":[1]}', startingTimestamp=str(STAMP_MS)))
 
 
+def test_a_read_refuses_a_lake_row_with_a_null_offset(cluster_path, scene):
+    """A tier table row with a null offset is a TierError naming the table and the file (the
+    words of a lookup by time, and of the JVM reader: tests/spark/test_jvm_union_lookups.py) in
+    a read from the lake's first offset, a read starting inside the file (whose offset filter
+    dropped the row), latestPerKey and the Consumer, not a row dropped or read with no offset."""
+    lake, want, _ = scene
+    damaged = null_lake_cell(lake, 0, 0, "offset")
+    words = (rf"t-0: the tier table {re.escape(lake)} \(Delta version \d+\): its data file {re.escape(damaged)} "
+             r"has 1 row\(s\) with a null offset; kstream never writes such a row, so the table is damaged "
+             r".* restore the table from a backup")
+    for more in ({}, {"startingOffsets": _json({"t": {"0": 1}})}, {"latestPerKey": "true"}):
+        with pytest.raises(TierError, match=words):
+            _batch_rows(_options(cluster_path, assign='{"t":[0]}', **more))
+    consumer = Consumer({"cluster": cluster_path, "auto.offset.reset": "error"})
+    try:
+        consumer.assign([TopicPartition("t", 0, 1)])
+        with pytest.raises(TierError, match=words):
+            consumer.poll(2)
+    finally:
+        consumer.close()
+    assert sorted(_batch_rows(_options(cluster_path, assign='{"t":[1]}'))) == [r for r in want if r[0] == 1]
+
+
 def test_a_consumer_in_a_hole_gets_auto_offset_reset(cluster_path, scene):
     _, want, edges = scene
     end, _ = edges[0]

@@ -20,7 +20,8 @@ Contract:
   newer one lies below C. A scan that ran while a clean swapped segments in (the partition
   lock's generation moved) may have read a cleaned segment without reaching that newer
   record, so :meth:`catch_up` reads on until it has indexed at least to the cleaner's end
-  (its ``cleaner-offset-checkpoint``). A snapshot index (``until``, a Table's ``as_of``)
+  (its ``cleaner-offset-checkpoint``; one that exists but is damaged is a KStreamError naming
+  it, never "never cleaned"). A snapshot index (``until``, a Table's ``as_of``)
   cannot read on: it refuses an end below where the cleaner has cleaned
   (:class:`OffsetOutOfRangeError` saying so), since the values it would need are gone.
 * **Limits:** at most ``max_keys`` keys (ResourceExhaustedError past it, naming the limit);
@@ -44,7 +45,7 @@ from kstream.log.cluster.cluster import Cluster
 from kstream.log.cluster.metadata import TopicInfo
 from kstream.log.cluster.partition import Partition
 from kstream.log.storage.cleaner.frame_rewrite import tombstones
-from kstream.log.storage.cleaner_checkpoint import read_checkpoint
+from kstream.log.storage.cleaner_checkpoint import read_trusted_checkpoint
 from kstream.log.storage.log_reader import LogReader
 from kstream.log.storage.output import StoredBatch, decode_frame
 from kstream.log.storage.records import RECORD_COLUMNS, PayloadCodec
@@ -57,6 +58,10 @@ MAX_KEYS = 100_000_000
 """Most keys one partition's index holds (about 150 bytes of memory each)."""
 FRAME_CACHE_BYTES = 64 << 20
 """Most payload bytes of decoded frames one index keeps for its lookups (checked once each)."""
+TABLE_REMEDY = ("run `kstream topics clean {topic} --force` (the clean counts the partition as dirty and writes "
+                "the checkpoint whole again), then read again; do not delete it: a snapshot below what the cleaner "
+                "reduced would then answer from reduced records")
+"""What a Table's error asks of a damaged cleaner checkpoint."""
 CATCH_UP_ROUNDS = 16
 """Most scans one :meth:`KeyIndex.catch_up` makes while cleans keep swapping segments under it."""
 _KEY_COLUMNS = frozenset({"key", "value"})
@@ -136,7 +141,7 @@ class KeyIndex:
             assert self.indexed_to is not None
             if self.indexed_to == before or generation() == seen:
                 return self.indexed_to  # no file replaced while reading: what was read is whole
-            cleaned_to = read_checkpoint(self._handle.leader_dir) or 0
+            cleaned_to = self._cleaned_to()
             if cleaned_to <= self.indexed_to:
                 return self.indexed_to  # a roll, or a clean that ended where this scan had read
             if self.until is not None:
@@ -150,9 +155,16 @@ class KeyIndex:
         """A snapshot index (``until``) refuses an end below where the cleaner has cleaned."""
         if self.until is None:
             return
-        cleaned_to = read_checkpoint(self._handle.leader_dir) or 0
+        cleaned_to = self._cleaned_to()
         if cleaned_to > self.until:
             raise self._cleaned_past(cleaned_to)
+
+    def _cleaned_to(self) -> int:
+        """Where the cleaner has cleaned (0: never, its checkpoint missing). A checkpoint that
+        exists but holds no offset is a KStreamError naming it (counting it as never cleaned
+        would let a snapshot below the cleaned part, or a scan a clean cut short, answer)."""
+        return read_trusted_checkpoint(self._handle.leader_dir, "a Table",
+                                       TABLE_REMEDY.format(topic=self.topic)) or 0
 
     def _follow_files(self) -> int | None:
         """Read the files as they are now: after a clean swapped segments in (or the leader

@@ -198,7 +198,18 @@ class LakeSnapshot:
         """The rows of ``partition`` with offsets in ``[start, min(end, e_p))``, in offset order,
         one data file at a time, with the table's ``columns`` (None: all; ``partition`` is
         filled in, and a column an older file lacks comes back null)."""
-        return read_files(self.partition(partition), partition, start, end, self.schema(), columns)
+        owner = self._topic if self._topic is not None else f"topic id {self._topic_id}"
+        return read_files(self.partition(partition), partition, start, end, self.schema(), columns,
+                          LakeWhere(f"{owner}-{partition}", self.path, self.version))
+
+
+@dataclass(frozen=True)
+class LakeWhere:
+    """Which partition of which table at which version a read is of (for :func:`lake_row_error`)."""
+
+    partition_name: str
+    table_path: str
+    version: int
 
 
 def lake_row_error(partition_name: str, table_path: str, version: int, file_path: str, problem: str) -> str:
@@ -219,8 +230,10 @@ def _offset_bounds(path: str) -> tuple[int | None, int | None]:
 
 
 def read_files(found: LakePartition, partition: int, start: int, end: int, arrow_schema: pa.Schema,
-               columns: list[str] | None) -> Iterator[pa.Table]:
-    """See :meth:`LakeSnapshot.read`."""
+               columns: list[str] | None, where: LakeWhere) -> Iterator[pa.Table]:
+    """See :meth:`LakeSnapshot.read`. A data file with a row whose offset is null (kstream
+    never writes one) is a TierError in :func:`lake_row_error`'s words, as the JVM reader's
+    ``LakePartitionReader`` refuses it, not a row the offset filter drops."""
     stop = min(end, found.end_offset)
     wanted = list(arrow_schema.names) if columns is None else list(columns)
     for file in found.files:
@@ -231,6 +244,10 @@ def read_files(found: LakePartition, partition: int, start: int, end: int, arrow
         if OFFSET_COLUMN not in present:
             present.append(OFFSET_COLUMN)
         table = pq.read_table(file.path, columns=present)
+        nulls = table.column(OFFSET_COLUMN).null_count
+        if nulls:
+            raise TierError(lake_row_error(where.partition_name, where.table_path, where.version, file.path,
+                                           f"has {nulls} row(s) with a null {OFFSET_COLUMN}"))
         if file.min_offset < start or file.max_offset >= stop:  # (a file wholly inside needs no filter)
             offsets = table.column(OFFSET_COLUMN)
             table = table.filter(pc.and_(pc.greater_equal(offsets, start), pc.less(offsets, stop)))
@@ -348,7 +365,8 @@ class LakeFetch:
         if self._file is None or self._file[0] != file.path:
             table = next(read_files(LakePartition(file.max_offset + 1, file.min_offset, (file,)), self.partition,
                                     file.min_offset, file.max_offset + 1, self._snapshot_schema(),
-                                    [OFFSET_COLUMN, "timestampType", *self._stored.names]), None)
+                                    [OFFSET_COLUMN, "timestampType", *self._stored.names],
+                                    self._where()), None)
             if table is None:  # no rows of the file in range (cannot happen: its statistics say so)
                 table = pa.table({OFFSET_COLUMN: pa.array([], pa.int64())})
             self._file = (file.path, table)
@@ -357,6 +375,10 @@ class LakeFetch:
     def _snapshot_schema(self) -> pa.Schema:
         assert self._snapshot is not None
         return self._snapshot.schema()
+
+    def _where(self) -> LakeWhere:
+        assert self._snapshot is not None
+        return LakeWhere(f"{self.topic}-{self.partition}", self.path, self._snapshot.version)
 
 
 def partition_lake(cluster: Cluster, info: TopicInfo, partition: int,

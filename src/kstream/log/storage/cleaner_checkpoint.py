@@ -21,9 +21,10 @@ Contract:
 * Written ``.tmp``, fsync, rename, fsync the directory. A missing file is "never cleaned" (all
   dirty). A file that exists but cannot be read or holds no offset was damaged or edited: a
   latestPerKey read (:func:`read_trusted_checkpoint`, and the JVM reader's CleanerCheckpoint)
-  fails naming it, since it cannot tell which part the cleaner reduced; the cleaner and a
-  truncation (:func:`read_checkpoint`) count a damaged one as none (all dirty: safe, only
-  slower), and the next clean writes it whole again.
+  and a Table (its key index's ``as_of`` check and its reads across a clean) fail naming it,
+  since they cannot tell which part the cleaner reduced; the cleaner and a truncation
+  (:func:`read_checkpoint`) count a damaged one as none (all dirty: safe, only slower), and
+  the next clean writes it whole again.
 """
 
 from __future__ import annotations
@@ -42,22 +43,28 @@ MAX_CHECKPOINT_BYTES = 64  # read no more of a file than an offset and its newli
 QUOTED_CHARS = 40  # the most of a damaged file's content an error quotes
 
 
-def read_trusted_checkpoint(directory: str) -> int | None:
+LATEST_PER_KEY_REMEDY = ("delete it (the partition then counts as never cleaned, which is safe: the next clean "
+                         "writes it again) and run the read again")
+"""What a latestPerKey read's error asks (reading every record as dirty is safe there)."""
+
+
+def read_trusted_checkpoint(directory: str, reader: str = "a latestPerKey read",
+                            remedy: str = LATEST_PER_KEY_REMEDY) -> int | None:
     """The first dirty offset the last clean of this replica recorded, as a reader that trusts it
     needs it: None when the file is missing (never cleaned); a KStreamError naming the file when
     it exists but cannot be read or holds no offset (the JVM reader's CleanerCheckpoint.read,
-    word for word)."""
+    word for word, for the default ``reader`` and ``remedy``: who cannot go on, and what to do)."""
     path = os.path.join(directory, fmt.CLEANER_CHECKPOINT_FILE)
     try:
         text = _read_text(path)
     except OSError as err:
-        raise KStreamError(_damaged(path, f"cannot be read ({err})")) from err
+        raise KStreamError(_damaged(path, f"cannot be read ({err})", reader, remedy)) from err
     if text is None:
         return None
     offset = _offset_of(text)
     if offset is None:
         quoted = text if len(text) <= QUOTED_CHARS else text[:QUOTED_CHARS] + "..."
-        raise KStreamError(_damaged(path, f"holds '{quoted}', not an offset"))
+        raise KStreamError(_damaged(path, f"holds '{quoted}', not an offset", reader, remedy))
     return offset
 
 
@@ -85,11 +92,9 @@ def _offset_of(text: str) -> int | None:
     return int(text) if 0 < len(text) <= MAX_OFFSET_DIGITS and text.isascii() and text.isdigit() else None
 
 
-def _damaged(path: str, problem: str) -> str:
+def _damaged(path: str, problem: str, reader: str, remedy: str) -> str:
     return (f"the log cleaner's checkpoint {path} {problem}: kstream writes it whole, so it was damaged or edited, "
-            "and a latestPerKey read cannot tell which part of the partition the cleaner reduced; delete it (the "
-            "partition then counts as never cleaned, which is safe: the next clean writes it again) and run the "
-            "read again")
+            f"and {reader} cannot tell which part of the partition the cleaner reduced; {remedy}")
 
 
 def write_checkpoint(directory: str, offset: int) -> None:

@@ -151,9 +151,9 @@ public final class LakePartitionReader implements PartitionReader<ColumnarBatch>
             int n = decoded.numRows();
             ColumnVector offsets = decoded.column(offsetColumn);
             for (int i = 0; i < extra.length; i++) extra[i] = extraSource[i] < 0 ? null : decoded.column(extraSource[i]);
+            if (offsets.numNulls() > 0) throw nullOffsets(offsets.numNulls());
             int kept = 0;
             for (int r = 0; r < n; r++) {
-                if (offsets.isNullAt(r)) throw fileError(split, "has a row with a null offset");
                 long offset = offsets.getLong(r);
                 if (offset >= split.start && offset < split.end && (filter == null || filter.keep(offset, extra, r))) {
                     selected[kept++] = r;
@@ -165,6 +165,18 @@ public final class LakePartitionReader implements PartitionReader<ColumnarBatch>
             return true;
         }
         return false;
+    }
+
+    /**
+     * A file with rows whose offset is null (kstream never writes one): {@link LakeRowError}, in
+     * Python's words, the nulls counted to the end of the file (the batches before this one had
+     * none). {@code rows}: this batch's.
+     */
+    private KStreamException nullOffsets(long rows) throws IOException {
+        long total = rows;
+        while (parquet.nextBatch()) total += parquet.resultBatch().column(offsetColumn).numNulls();
+        return LakeRowError.of(split.tp, split.tableDir, split.tableVersion, split.file.path, total,
+            TierTable.OFFSET_COLUMN);
     }
 
     private ColumnarBatch output(ColumnarBatch decoded, int[] rows, int n) {

@@ -70,12 +70,9 @@ final class LakeTimestampLookup {
         return best;
     }
 
-    /** Python's {@code lake_reader.lake_row_error}, word for word (the two readers refuse a damaged table alike). */
+    /** {@link LakeRowError}: Python's {@code lake_reader.lake_row_error}, word for word. */
     private static KStreamException rowError(TopicPartition tp, TierTable.PartitionLake lake, LakeFile file,
                                              long rows, String column) {
-        return new KStreamException(KStreamException.Kind.KStreamError, tp + ": the tier table " + lake.tableDir
-            + " (Delta version " + lake.version + "): its data file " + file.path + " has " + rows
-            + " row(s) with a null " + column + "; kstream never writes such a row, so the table is damaged or was "
-            + "written by another writer: restore the table from a backup (the log may still hold these offsets)");
+        return LakeRowError.of(tp, lake.tableDir, lake.version, file.path, rows, column);
     }
 }

@@ -122,15 +122,20 @@ final class LatestOffsets {
 
     /**
      * Every key of one lake file's rows in its range, with its offset (the rows need not be in
-     * offset order: a key keeps its largest offset). A keyless row is an InvalidRecordError.
+     * offset order: a key keeps its largest offset). A keyless row is an InvalidRecordError; a
+     * file with a row whose offset is null is a KStreamError in {@link LakeRowError}'s words
+     * (the nulls counted to the end of the file), never a row read as offset 0.
      */
     private void loadLake(TopicPartition tp, LakeRange range) {
         String where = range.tableDir + " (Delta version " + range.tableVersion + ")";
+        long nullOffsets = 0;
         try (LakeColumns columns = new LakeColumns(where, range.file, List.of(TierTable.OFFSET_COLUMN, "key"))) {
             while (columns.next()) {
                 ColumnarBatch batch = columns.batch();
                 ColumnVector offsets = batch.column(0);
                 ColumnVector keys = batch.column(1);
+                nullOffsets += offsets.numNulls();
+                if (nullOffsets > 0) continue; // counted to the end of the file, then refused
                 for (int r = 0; r < batch.numRows(); r++) {
                     long offset = offsets.getLong(r);
                     if (offset < range.start || offset >= range.end) continue;
@@ -143,6 +148,10 @@ final class LatestOffsets {
                     put(0, key.length, offset);
                 }
             }
+        }
+        if (nullOffsets > 0) {
+            throw LakeRowError.of(tp, range.tableDir, range.tableVersion, range.file.path, nullOffsets,
+                TierTable.OFFSET_COLUMN);
         }
     }
 
