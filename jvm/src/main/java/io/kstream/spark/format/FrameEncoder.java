@@ -121,22 +121,9 @@ public final class FrameEncoder {
         CRC32C crc = new CRC32C();
         crc.update(raw, Format.HEADER_SIZE, payloadBytes);
         ByteBuffer b = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(Format.POS_LENGTH, Format.HEADER_SIZE - Format.LENGTH_SIZE + payloadBytes);
-        b.putShort(Format.POS_MAGIC, (short) Format.MAGIC);
-        b.put(Format.POS_VERSION, (byte) Format.FORMAT_VERSION);
-        b.put(Format.POS_ATTRIBUTES, (byte) (attributes | bits));
-        b.putLong(Format.POS_BASE_OFFSET, baseOffset);
-        b.putInt(Format.POS_RECORD_COUNT, recordCount);
-        b.putInt(Format.POS_LEADER_EPOCH, leaderEpoch);
-        b.putLong(Format.POS_PRODUCER_ID, producerId);
-        b.putShort(Format.POS_PRODUCER_EPOCH, producerEpoch);
-        // reserved (2 bytes at 38) stays zero
-        b.putInt(Format.POS_BASE_SEQUENCE, baseSequence);
-        b.putLong(Format.POS_MIN_TIMESTAMP, minTimestamp);
-        b.putLong(Format.POS_MAX_TIMESTAMP, maxTimestamp);
-        b.putInt(Format.POS_SCHEMA_LENGTH, Math.toIntExact(schemaLength));
-        b.putInt(Format.POS_PAYLOAD_CRC, (int) crc.getValue());
-        seal(b, 0);
+        putHeader(b, payloadBytes, attributes | bits, baseOffset, recordCount, leaderEpoch, producerId,
+                  producerEpoch, baseSequence, minTimestamp, maxTimestamp, Math.toIntExact(schemaLength),
+                  (int) crc.getValue());
         return raw;
     }
 
@@ -240,10 +227,23 @@ public final class FrameEncoder {
             throw new IllegalArgumentException("attributes carry codec bits already: " + attributes);
         }
         ByteBuffer b = ByteBuffer.allocate(Format.HEADER_SIZE + payload.bytes.length).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(Format.POS_LENGTH, Format.HEADER_SIZE - Format.LENGTH_SIZE + payload.bytes.length);
+        b.position(Format.HEADER_SIZE);
+        b.put(payload.bytes);
+        putHeader(b, payload.bytes.length, attributes | codecBits(codec), baseOffset, recordCount, leaderEpoch,
+                  producerId, producerEpoch, baseSequence, minTimestamp, maxTimestamp, payload.schemaLength,
+                  payload.crc);
+        return b.array();
+    }
+
+    /** The header of the frame at the start of {@code b} (little-endian) before its payload of
+     *  {@code payloadBytes}, sealed. */
+    private static void putHeader(ByteBuffer b, int payloadBytes, int attributes, long baseOffset, int recordCount,
+                                  int leaderEpoch, long producerId, short producerEpoch, int baseSequence,
+                                  long minTimestamp, long maxTimestamp, int schemaLength, int payloadCrc) {
+        b.putInt(Format.POS_LENGTH, Format.HEADER_SIZE - Format.LENGTH_SIZE + payloadBytes);
         b.putShort(Format.POS_MAGIC, (short) Format.MAGIC);
         b.put(Format.POS_VERSION, (byte) Format.FORMAT_VERSION);
-        b.put(Format.POS_ATTRIBUTES, (byte) (attributes | codecBits(codec)));
+        b.put(Format.POS_ATTRIBUTES, (byte) attributes);
         b.putLong(Format.POS_BASE_OFFSET, baseOffset);
         b.putInt(Format.POS_RECORD_COUNT, recordCount);
         b.putInt(Format.POS_LEADER_EPOCH, leaderEpoch);
@@ -253,12 +253,9 @@ public final class FrameEncoder {
         b.putInt(Format.POS_BASE_SEQUENCE, baseSequence);
         b.putLong(Format.POS_MIN_TIMESTAMP, minTimestamp);
         b.putLong(Format.POS_MAX_TIMESTAMP, maxTimestamp);
-        b.putInt(Format.POS_SCHEMA_LENGTH, payload.schemaLength);
-        b.putInt(Format.POS_PAYLOAD_CRC, payload.crc);
-        b.position(Format.HEADER_SIZE);
-        b.put(payload.bytes);
+        b.putInt(Format.POS_SCHEMA_LENGTH, schemaLength);
+        b.putInt(Format.POS_PAYLOAD_CRC, payloadCrc);
         seal(b, 0);
-        return b.array();
     }
 
     /** (Re)compute the header CRC of the frame at {@code at}, after base_offset or leader_epoch changed. */
