@@ -172,7 +172,8 @@ class LakeSnapshot:
             if file.max_timestamp_us is not None and file.max_timestamp_us < timestamp_ms * 1000:
                 continue
             table = pq.read_table(file.path, columns=[OFFSET_COLUMN, "timestamp"])
-            self._refuse_nulls(partition, file, table)
+            # a lookup that skipped such a row could answer a later offset than the truth
+            refuse_nulls(self._where(partition), file.path, table, (OFFSET_COLUMN, "timestamp"))
             hits = table.filter(pc.and_(pc.greater_equal(table.column("timestamp"), wanted),
                                         pc.less(table.column(OFFSET_COLUMN), found.end_offset)))
             if len(hits):
@@ -181,26 +182,17 @@ class LakeSnapshot:
                 return int(first.column(OFFSET_COLUMN)[0].as_py()), stamp
         return None
 
-    def _refuse_nulls(self, partition: int, file: LakeFile, table: pa.Table) -> None:
-        """TierError when a row of ``file`` has a null offset or timestamp: kstream's tierer never
-        writes one, so the table was damaged or written by someone else (a lookup that skipped
-        the row could answer a later offset than the truth). The JVM reader's
-        ``LakeTimestampLookup`` says the same."""
-        for name in (OFFSET_COLUMN, "timestamp"):
-            nulls = table.column(name).null_count
-            if nulls:
-                owner = self._topic if self._topic is not None else f"topic id {self._topic_id}"
-                raise TierError(lake_row_error(f"{owner}-{partition}", self.path, self.version, file.path,
-                                               f"has {nulls} row(s) with a null {name}"))
+    def _where(self, partition: int) -> LakeWhere:
+        owner = self._topic if self._topic is not None else f"topic id {self._topic_id}"
+        return LakeWhere(f"{owner}-{partition}", self.path, self.version)
 
     def read(self, partition: int, start: int, end: int, columns: list[str] | None = None
              ) -> Iterator[pa.Table]:
         """The rows of ``partition`` with offsets in ``[start, min(end, e_p))``, in offset order,
         one data file at a time, with the table's ``columns`` (None: all; ``partition`` is
         filled in, and a column an older file lacks comes back null)."""
-        owner = self._topic if self._topic is not None else f"topic id {self._topic_id}"
         return read_files(self.partition(partition), partition, start, end, self.schema(), columns,
-                          LakeWhere(f"{owner}-{partition}", self.path, self.version))
+                          self._where(partition))
 
 
 @dataclass(frozen=True)
@@ -219,6 +211,17 @@ def lake_row_error(partition_name: str, table_path: str, version: int, file_path
     return (f"{partition_name}: the tier table {table_path} (Delta version {version}): its data file {file_path} "
             f"{problem}; kstream never writes such a row, so the table is damaged or was written by another "
             "writer: restore the table from a backup (the log may still hold these offsets)")
+
+
+def refuse_nulls(where: LakeWhere, file_path: str, table: pa.Table, columns: tuple[str, ...]) -> None:
+    """TierError in :func:`lake_row_error`'s words when a row of the data file has a null in one
+    of ``columns``: kstream's tierer never writes one, so the table was damaged or written by
+    someone else (the JVM reader's ``LakeRowError`` says the same)."""
+    for name in columns:
+        nulls = table.column(name).null_count
+        if nulls:
+            raise TierError(lake_row_error(where.partition_name, where.table_path, where.version, file_path,
+                                           f"has {nulls} row(s) with a null {name}"))
 
 
 def _offset_bounds(path: str) -> tuple[int | None, int | None]:
@@ -244,10 +247,7 @@ def read_files(found: LakePartition, partition: int, start: int, end: int, arrow
         if OFFSET_COLUMN not in present:
             present.append(OFFSET_COLUMN)
         table = pq.read_table(file.path, columns=present)
-        nulls = table.column(OFFSET_COLUMN).null_count
-        if nulls:
-            raise TierError(lake_row_error(where.partition_name, where.table_path, where.version, file.path,
-                                           f"has {nulls} row(s) with a null {OFFSET_COLUMN}"))
+        refuse_nulls(where, file.path, table, (OFFSET_COLUMN,))
         if file.min_offset < start or file.max_offset >= stop:  # (a file wholly inside needs no filter)
             offsets = table.column(OFFSET_COLUMN)
             table = table.filter(pc.and_(pc.greater_equal(offsets, start), pc.less(offsets, stop)))
